@@ -1,0 +1,195 @@
+#include "framework/nn/layers.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "framework/core/check.hpp"
+#include "framework/nn/gemm.hpp"
+
+namespace iclab::nn {
+
+template <class T>
+void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* gamma, const T* beta, std::size_t rows,
+                       std::size_t channels, double eps) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t n = 0; n < rows; ++n) {
+        const T* x = in + n * channels;
+        // Two passes in double: the mean first, then the variance about it (no E[x^2]-E[x]^2 cancellation).
+        double sum = 0.0;
+        for (std::size_t c = 0; c < channels; ++c) sum += x[c];
+        const double m = sum / channels;
+        double var = 0.0;
+        for (std::size_t c = 0; c < channels; ++c) var += (x[c] - m) * (x[c] - m);
+        const double s = 1.0 / std::sqrt(var / channels + eps);
+        T* y = out + n * channels;
+        for (std::size_t c = 0; c < channels; ++c) y[c] = static_cast<T>((x[c] - m) * s) * gamma[c] + beta[c];
+        mean[n] = static_cast<T>(m);
+        rstd[n] = static_cast<T>(s);
+    }
+}
+
+template <class T>
+void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T* in, const T* gamma, const T* mean,
+                        const T* rstd, std::size_t rows, std::size_t channels) {
+    // d_in: per row, independent -> parallel. With xhat = (x - mean) * rstd and g = d_out * gamma:
+    // d_x = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+#pragma omp parallel for schedule(static)
+    for (std::size_t n = 0; n < rows; ++n) {
+        const T* x = in + n * channels;
+        const T* dy = d_out + n * channels;
+        double mean_g = 0.0, mean_g_xhat = 0.0;
+        for (std::size_t c = 0; c < channels; ++c) {
+            const double xhat = (x[c] - mean[n]) * rstd[n];
+            const double g = static_cast<double>(dy[c]) * gamma[c];
+            mean_g += g;
+            mean_g_xhat += g * xhat;
+        }
+        mean_g /= channels;
+        mean_g_xhat /= channels;
+        T* dx = d_in + n * channels;
+        for (std::size_t c = 0; c < channels; ++c) {
+            const double xhat = (x[c] - mean[n]) * rstd[n];
+            const double g = static_cast<double>(dy[c]) * gamma[c];
+            dx[c] += static_cast<T>(rstd[n] * (g - mean_g - xhat * mean_g_xhat));
+        }
+    }
+    // Parameter gradients sum over rows: sequential so the result does not depend on the thread count.
+    for (std::size_t n = 0; n < rows; ++n) {
+        const T* x = in + n * channels;
+        const T* dy = d_out + n * channels;
+        for (std::size_t c = 0; c < channels; ++c) {
+            d_gamma[c] += (x[c] - mean[n]) * rstd[n] * dy[c];
+            d_beta[c] += dy[c];
+        }
+    }
+}
+
+template <class T>
+void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
+                    std::size_t out_dim) {
+    gemm<T>(matrix(out, rows, out_dim), matrix(in, rows, in_dim), matrix(weight, in_dim, out_dim), false, false);
+    if (bias == nullptr) return;
+    for (std::size_t n = 0; n < rows; ++n) {
+        T* y = out + n * out_dim;
+        for (std::size_t o = 0; o < out_dim; ++o) y[o] += bias[o];
+    }
+}
+
+template <class T>
+void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, std::size_t rows,
+                     std::size_t in_dim, std::size_t out_dim) {
+    // d_in (N, I) += d_out (N, O) · W^T ;  d_W (I, O) += in^T (I, N) · d_out (N, O)
+    if (d_in != nullptr)
+        gemm<T>(matrix(d_in, rows, in_dim), matrix(d_out, rows, out_dim), matrix(weight, in_dim, out_dim), false, true,
+                T(1), T(1));
+    gemm<T>(matrix(d_weight, in_dim, out_dim), matrix(in, rows, in_dim), matrix(d_out, rows, out_dim), true, false,
+            T(1), T(1));
+    if (d_bias == nullptr) return;
+    for (std::size_t n = 0; n < rows; ++n) {
+        const T* dy = d_out + n * out_dim;
+        for (std::size_t o = 0; o < out_dim; ++o) d_bias[o] += dy[o];
+    }
+}
+
+namespace {
+constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
+}
+
+template <class T>
+void gelu_forward(T* out, const T* in, std::size_t count) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < count; ++i) {
+        const T x = in[i];
+        const T cube = T(0.044715) * x * x * x;
+        out[i] = T(0.5) * x * (T(1) + std::tanh(T(kGeluScale) * (x + cube)));
+    }
+}
+
+template <class T>
+void gelu_backward(T* d_in, const T* d_out, const T* in, std::size_t count) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < count; ++i) {
+        const T x = in[i];
+        const T u = T(kGeluScale) * (x + T(0.044715) * x * x * x);
+        const T tanh_u = std::tanh(u);
+        const T sech2 = T(1) - tanh_u * tanh_u;
+        const T du_dx = T(kGeluScale) * (T(1) + T(3 * 0.044715) * x * x);
+        d_in[i] += d_out[i] * (T(0.5) * (T(1) + tanh_u) + T(0.5) * x * sech2 * du_dx);
+    }
+}
+
+template <class T>
+void embedding_forward(T* out, const std::int32_t* tokens, const T* table, std::size_t rows, std::size_t channels,
+                       std::size_t vocab) {
+    for (std::size_t n = 0; n < rows; ++n) {
+        ICLAB_CHECK(tokens[n] >= 0 && static_cast<std::size_t>(tokens[n]) < vocab,
+                    "token id " << tokens[n] << " outside the vocabulary of " << vocab);
+        const T* row = table + static_cast<std::size_t>(tokens[n]) * channels;
+        T* y = out + n * channels;
+        for (std::size_t c = 0; c < channels; ++c) y[c] = row[c];
+    }
+}
+
+template <class T>
+void embedding_backward(T* d_table, const T* d_out, const std::int32_t* tokens, std::size_t rows,
+                        std::size_t channels) {
+    for (std::size_t n = 0; n < rows; ++n) {
+        T* row = d_table + static_cast<std::size_t>(tokens[n]) * channels;
+        const T* dy = d_out + n * channels;
+        for (std::size_t c = 0; c < channels; ++c) row[c] += dy[c];
+    }
+}
+
+template <class T>
+void cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets, std::size_t rows,
+                           std::size_t vocab) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t n = 0; n < rows; ++n) {
+        const T* z = logits + n * vocab;
+        T* p = probs + n * vocab;
+        T max_logit = z[0];
+        for (std::size_t v = 1; v < vocab; ++v) max_logit = std::max(max_logit, z[v]);
+        double total = 0.0;
+        for (std::size_t v = 0; v < vocab; ++v) {
+            p[v] = std::exp(z[v] - max_logit);
+            total += p[v];
+        }
+        const T inv = static_cast<T>(1.0 / total);
+        for (std::size_t v = 0; v < vocab; ++v) p[v] *= inv;
+        // -log softmax computed from the log-sum-exp, not from log(p): exact for tiny probabilities.
+        losses[n] = static_cast<T>(std::log(total) - (z[targets[n]] - max_logit));
+    }
+}
+
+template <class T>
+void cross_entropy_backward(T* d_logits, const T* probs, const std::int32_t* targets, const T* weights,
+                            std::size_t rows, std::size_t vocab) {
+#pragma omp parallel for schedule(static)
+    for (std::size_t n = 0; n < rows; ++n) {
+        const T w = weights[n];
+        if (w == T(0)) continue;
+        const T* p = probs + n * vocab;
+        T* dz = d_logits + n * vocab;
+        for (std::size_t v = 0; v < vocab; ++v) dz[v] += w * p[v];
+        dz[targets[n]] -= w;
+    }
+}
+
+#define ICLAB_INSTANTIATE_LAYERS(T)                                                                                  \
+    template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, std::size_t, std::size_t, double); \
+    template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, std::size_t,  \
+                                        std::size_t);                                                               \
+    template void linear_forward<T>(T*, const T*, const T*, const T*, std::size_t, std::size_t, std::size_t);       \
+    template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, std::size_t, std::size_t,            \
+                                     std::size_t);                                                                  \
+    template void gelu_forward<T>(T*, const T*, std::size_t);                                                       \
+    template void gelu_backward<T>(T*, const T*, const T*, std::size_t);                                            \
+    template void embedding_forward<T>(T*, const std::int32_t*, const T*, std::size_t, std::size_t, std::size_t);  \
+    template void embedding_backward<T>(T*, const T*, const std::int32_t*, std::size_t, std::size_t);               \
+    template void cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, std::size_t, std::size_t);        \
+    template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, const T*, std::size_t, std::size_t);
+
+ICLAB_INSTANTIATE_LAYERS(float)
+ICLAB_INSTANTIATE_LAYERS(double)
+
+}  // namespace iclab::nn

@@ -1,0 +1,55 @@
+#pragma once
+// Elementwise and row-wise layers as llm.c-style forward/backward pairs.
+// Shapes: N rows (= B*T tokens), C channels, V vocabulary, I/O input/output widths.
+// Every backward ACCUMULATES (+=) into its gradient outputs; callers zero gradients first.
+#include <cstddef>
+#include <cstdint>
+
+namespace iclab::nn {
+
+// ---- LayerNorm (Ba et al. 2016), eps inside the square root -----------------------------------
+// out (N, C), mean (N), rstd (N) <- in (N, C), gamma (C), beta (C)
+template <class T>
+void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* gamma, const T* beta, std::size_t rows,
+                       std::size_t channels, double eps = 1e-5);
+// d_in (N, C) +=, d_gamma (C) +=, d_beta (C) += <- d_out (N, C), in, gamma, mean, rstd
+template <class T>
+void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T* in, const T* gamma, const T* mean,
+                        const T* rstd, std::size_t rows, std::size_t channels);
+
+// ---- Linear layer, row-vector convention y = x W + b --------------------------------------------
+// out (N, O) <- in (N, I), weight (I, O), bias (O) or nullptr
+template <class T>
+void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
+                    std::size_t out_dim);
+// d_in (N, I) +=, d_weight (I, O) +=, d_bias (O) += (d_in / d_bias may be nullptr)
+template <class T>
+void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, std::size_t rows,
+                     std::size_t in_dim, std::size_t out_dim);
+
+// ---- GELU, tanh approximation (Hendrycks & Gimpel; GPT-2) ---------------------------------------
+template <class T>
+void gelu_forward(T* out, const T* in, std::size_t count);
+template <class T>
+void gelu_backward(T* d_in, const T* d_out, const T* in, std::size_t count);
+
+// ---- Token embedding ----------------------------------------------------------------------------
+// out (N, C) <- tokens (N), table (V, C)
+template <class T>
+void embedding_forward(T* out, const std::int32_t* tokens, const T* table, std::size_t rows, std::size_t channels,
+                       std::size_t vocab);
+template <class T>
+void embedding_backward(T* d_table, const T* d_out, const std::int32_t* tokens, std::size_t rows,
+                        std::size_t channels);
+
+// ---- Softmax cross-entropy with per-position weights --------------------------------------------
+// probs (N, V), losses (N) = -log p(target) <- logits (N, V), targets (N)
+template <class T>
+void cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets, std::size_t rows,
+                           std::size_t vocab);
+// d_logits (N, V) += weight_n * (probs - onehot(target)) : the gradient of sum_n weight_n * loss_n
+template <class T>
+void cross_entropy_backward(T* d_logits, const T* probs, const std::int32_t* targets, const T* weights,
+                            std::size_t rows, std::size_t vocab);
+
+}  // namespace iclab::nn

@@ -1,0 +1,211 @@
+#include "framework/nn/linear_attention.hpp"
+
+#include <algorithm>
+
+#include "framework/core/check.hpp"
+
+namespace iclab::nn {
+
+namespace {
+
+template <class T>
+inline T dot(const T* a, const T* b, std::size_t n) {
+    T sum = T(0);
+    for (std::size_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+template <class T>
+inline void axpy(T* y, T alpha, const T* x, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+void check_options(const AttentionShape& shape, const LinearAttentionOptions& options) {
+    if (options.rope != nullptr) {
+        ICLAB_CHECK(options.rope->features() == shape.features(),
+                    "RoPE table built for " << options.rope->features() << " features, attention has " << shape.features());
+        ICLAB_CHECK(shape.time <= options.rope->max_positions(),
+                    "sequence of " << shape.time << " tokens exceeds the RoPE table (" << options.rope->max_positions() << ")");
+    }
+}
+
+}  // namespace
+
+template <class T>
+void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv, const T* b_d,
+                              const AttentionShape& shape, const LinearAttentionOptions& options) {
+    check_options(shape, options);
+    const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
+    const std::size_t C = shape.width();
+    cache.phi_q.resize(B * H * TT * F);
+    cache.phi_k.resize(B * H * TT * F);
+    cache.rot_q.resize(B * H * TT * F);
+    cache.rot_k.resize(B * H * TT * F);
+    cache.den.resize(B * H * TT);
+    const T eps = static_cast<T>(options.eps);
+    const T fixed_den = static_cast<T>(1.0 / options.unnormalized_scale);
+
+#pragma omp parallel
+    {
+        std::vector<T> v(TT * D), num(D), key_sum(F);
+#pragma omp for schedule(static)
+        for (std::size_t bh = 0; bh < B * H; ++bh) {
+            const std::size_t b = bh / H, h = bh % H;
+            const std::size_t base = bh * TT * F;
+            T* phi_q = cache.phi_q.data() + base;
+            T* phi_k = cache.phi_k.data() + base;
+            T* rot_q = cache.rot_q.data() + base;
+            T* rot_k = cache.rot_k.data() + base;
+            T* den = cache.den.data() + bh * TT;
+            const T* head_bkv = b_kv + h * F * D;  // (F, D)
+            const T* head_bd = b_d + h * F;        // (F)
+            // Features of every position first: φ, then R_t φ (Definition B.1).
+            for (std::size_t t = 0; t < TT; ++t) {
+                const T* token = qkv + (b * TT + t) * 3 * C;
+                feature_map_forward(phi_q + t * F, token + h * D, F, options.feature_map);
+                feature_map_forward(phi_k + t * F, token + C + h * D, F, options.feature_map);
+                for (std::size_t d = 0; d < D; ++d) v[t * D + d] = token[2 * C + h * D + d];
+                if (options.rope != nullptr) {
+                    options.rope->rotate(rot_q + t * F, phi_q + t * F, t, false);
+                    options.rope->rotate(rot_k + t * F, phi_k + t * F, t, false);
+                } else {
+                    for (std::size_t f = 0; f < F; ++f) rot_q[t * F + f] = phi_q[t * F + f];
+                    for (std::size_t f = 0; f < F; ++f) rot_k[t * F + f] = phi_k[t * F + f];
+                }
+            }
+            for (std::size_t f = 0; f < F; ++f) key_sum[f] = head_bd[f];  // running Σ_{j≤i} φ(k_j) + b_D
+            for (std::size_t i = 0; i < TT; ++i) {
+                const T* rq = rot_q + i * F;
+                // num_i = rqᵀ b_KV + Σ_{j≤i} (rq · rk_j) v_j
+                for (std::size_t d = 0; d < D; ++d) num[d] = T(0);
+                for (std::size_t f = 0; f < F; ++f) axpy(num.data(), rq[f], head_bkv + f * D, D);
+                for (std::size_t j = 0; j <= i; ++j) axpy(num.data(), dot(rq, rot_k + j * F, F), v.data() + j * D, D);
+                T denominator = fixed_den;
+                if (options.normalize) {
+                    axpy(key_sum.data(), T(1), phi_k + i * F, F);
+                    denominator = dot(phi_q + i * F, key_sum.data(), F) + eps;
+                }
+                den[i] = denominator;
+                T* o = out + (b * TT + i) * C + h * D;
+                for (std::size_t d = 0; d < D; ++d) o[d] = num[d] / denominator;
+            }
+        }
+    }
+}
+
+template <class T>
+void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, const T* qkv, const T* b_kv,
+                               const T* b_d, const T* out, const LinearAttentionCache<T>& cache,
+                               const AttentionShape& shape, const LinearAttentionOptions& options) {
+    check_options(shape, options);
+    const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
+    const std::size_t C = shape.width();
+    // Bias gradients are summed over the batch: each (b, h) writes its own slot, reduced in order below,
+    // so the result does not depend on the number of threads.
+    std::vector<T> partial_bkv(B * H * F * D, T(0)), partial_bd(B * H * F, T(0));
+
+#pragma omp parallel
+    {
+        std::vector<T> v(TT * D), d_v(TT * D), d_num(TT * D), d_den(TT);
+        std::vector<T> d_rot_q(TT * F), d_rot_k(TT * F), d_phi_q(TT * F), d_phi_k(TT * F), key_sum(F), q_sum(F);
+        std::vector<T> d_in(F);
+#pragma omp for schedule(static)
+        for (std::size_t bh = 0; bh < B * H; ++bh) {
+            const std::size_t b = bh / H, h = bh % H;
+            const std::size_t base = bh * TT * F;
+            const T* phi_q = cache.phi_q.data() + base;
+            const T* phi_k = cache.phi_k.data() + base;
+            const T* rot_q = cache.rot_q.data() + base;
+            const T* rot_k = cache.rot_k.data() + base;
+            const T* den = cache.den.data() + bh * TT;
+            const T* head_bkv = b_kv + h * F * D;
+            const T* head_bd = b_d + h * F;
+            T* part_bkv = partial_bkv.data() + bh * F * D;
+            T* part_bd = partial_bd.data() + bh * F;
+            std::fill(d_v.begin(), d_v.end(), T(0));
+            std::fill(d_rot_q.begin(), d_rot_q.end(), T(0));
+            std::fill(d_rot_k.begin(), d_rot_k.end(), T(0));
+            std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));
+            std::fill(d_phi_k.begin(), d_phi_k.end(), T(0));
+            for (std::size_t t = 0; t < TT; ++t) {
+                const T* token = qkv + (b * TT + t) * 3 * C;
+                for (std::size_t d = 0; d < D; ++d) v[t * D + d] = token[2 * C + h * D + d];
+                // out = num / den:  d_num = d_out / den ;  d_den = -(d_out · out) / den
+                const T* dy = d_out + (b * TT + t) * C + h * D;
+                const T* y = out + (b * TT + t) * C + h * D;
+                for (std::size_t d = 0; d < D; ++d) d_num[t * D + d] = dy[d] / den[t];
+                d_den[t] = options.normalize ? -dot(dy, y, D) / den[t] : T(0);
+            }
+            // Numerator: num_i = rq_iᵀ b_KV + Σ_{j≤i} s_ij v_j with s_ij = rq_i · rk_j
+            for (std::size_t i = 0; i < TT; ++i) {
+                const T* rq = rot_q + i * F;
+                const T* dn = d_num.data() + i * D;
+                T* drq = d_rot_q.data() + i * F;
+                for (std::size_t f = 0; f < F; ++f) {
+                    drq[f] += dot(head_bkv + f * D, dn, D);  // d rq += b_KV · d_num
+                    axpy(part_bkv + f * D, rq[f], dn, D);    // d b_KV += rq ⊗ d_num
+                }
+                for (std::size_t j = 0; j <= i; ++j) {
+                    const T* rk = rot_k + j * F;
+                    const T ds = dot(dn, v.data() + j * D, D);
+                    axpy(drq, ds, rk, F);
+                    axpy(d_rot_k.data() + j * F, ds, rq, F);
+                    axpy(d_v.data() + j * D, dot(rq, rk, F), dn, D);
+                }
+            }
+            // Denominator: den_i = φq_i · (Σ_{j≤i} φk_j + b_D) + eps
+            if (options.normalize) {
+                for (std::size_t f = 0; f < F; ++f) key_sum[f] = head_bd[f];
+                for (std::size_t i = 0; i < TT; ++i) {
+                    axpy(key_sum.data(), T(1), phi_k + i * F, F);
+                    axpy(d_phi_q.data() + i * F, d_den[i], key_sum.data(), F);
+                    axpy(part_bd, d_den[i], phi_q + i * F, F);
+                }
+                // d φk_j = Σ_{i≥j} d_den_i φq_i : a suffix sum, O(T·F)
+                for (std::size_t f = 0; f < F; ++f) q_sum[f] = T(0);
+                for (std::size_t j = TT; j-- > 0;) {
+                    axpy(q_sum.data(), d_den[j], phi_q + j * F, F);
+                    axpy(d_phi_k.data() + j * F, T(1), q_sum.data(), F);
+                }
+            }
+            // Back through RoPE (d φ += R_tᵀ d rot) and φ into d_qkv.
+            for (std::size_t t = 0; t < TT; ++t) {
+                const T* token = qkv + (b * TT + t) * 3 * C;
+                T* d_token = d_qkv + (b * TT + t) * 3 * C;
+                if (options.rope != nullptr) {
+                    options.rope->rotate(d_in.data(), d_rot_q.data() + t * F, t, true);
+                    axpy(d_phi_q.data() + t * F, T(1), d_in.data(), F);
+                    options.rope->rotate(d_in.data(), d_rot_k.data() + t * F, t, true);
+                    axpy(d_phi_k.data() + t * F, T(1), d_in.data(), F);
+                } else {
+                    axpy(d_phi_q.data() + t * F, T(1), d_rot_q.data() + t * F, F);
+                    axpy(d_phi_k.data() + t * F, T(1), d_rot_k.data() + t * F, F);
+                }
+                feature_map_backward(d_token + h * D, d_phi_q.data() + t * F, token + h * D, F, options.feature_map);
+                feature_map_backward(d_token + C + h * D, d_phi_k.data() + t * F, token + C + h * D, F,
+                                     options.feature_map);
+                for (std::size_t d = 0; d < D; ++d) d_token[2 * C + h * D + d] += d_v[t * D + d];
+            }
+        }
+    }
+    for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t h = 0; h < H; ++h) {
+            const std::size_t bh = b * H + h;
+            for (std::size_t i = 0; i < F * D; ++i) d_b_kv[h * F * D + i] += partial_bkv[bh * F * D + i];
+            for (std::size_t f = 0; f < F; ++f) d_b_d[h * F + f] += partial_bd[bh * F + f];
+        }
+}
+
+template void linear_attention_forward<float>(float*, LinearAttentionCache<float>&, const float*, const float*,
+                                              const float*, const AttentionShape&, const LinearAttentionOptions&);
+template void linear_attention_forward<double>(double*, LinearAttentionCache<double>&, const double*, const double*,
+                                               const double*, const AttentionShape&, const LinearAttentionOptions&);
+template void linear_attention_backward<float>(float*, float*, float*, const float*, const float*, const float*,
+                                               const float*, const float*, const LinearAttentionCache<float>&,
+                                               const AttentionShape&, const LinearAttentionOptions&);
+template void linear_attention_backward<double>(double*, double*, double*, const double*, const double*,
+                                                const double*, const double*, const double*,
+                                                const LinearAttentionCache<double>&, const AttentionShape&,
+                                                const LinearAttentionOptions&);
+
+}  // namespace iclab::nn

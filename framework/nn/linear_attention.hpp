@@ -1,0 +1,56 @@
+#pragma once
+// Multi-head causal linearized attention with RoPE and the bias terms b_KV, b_D of paper 000 Eq. 13.
+//
+// Per head, with φ the feature map, R_i the rotary matrix (Definition B.1) and positions i, j 0-based:
+//   num_i = (R_i φ(q_i))ᵀ [ Σ_{j≤i} R_j φ(k_j) v_jᵀ + b_KV ]                         (Eq. 13, numerator)
+//   den_i = φ(q_i)ᵀ [ Σ_{j≤i} φ(k_j) + b_D ] + eps     when normalize (kernel attention, D1 = φ(q), D2 = Σφ(k))
+//   den_i = 1 / unnormalized_scale                      otherwise (linear attention, D1ᵀD2 constant)
+//   out_i = num_i / den_i
+// RoPE rotates the features in the numerator only; the normalizer uses unrotated features, as in
+// Eq. 12-13 and Algorithm 1 step (d). eps is a fixed model constant: it stays exact under ICLCA.
+//
+// Shapes: B batch, T time, H heads, D head width, C = H·D, F feature width (= D for elementwise φ).
+//   qkv (B, T, 3C): per token [q (C) | k (C) | v (C)], head h owns columns h·D .. h·D+D-1 of each.
+//   out (B, T, C);  b_kv (H, F, D);  b_d (H, F).
+// This is the masked quadratic form, O(T²·(F + D)) per head, computed with loops per (batch, head).
+#include <cstddef>
+#include <vector>
+
+#include "framework/nn/feature_map.hpp"
+#include "framework/nn/rope.hpp"
+
+namespace iclab::nn {
+
+struct AttentionShape {
+    std::size_t batch = 0, time = 0, heads = 0, head_dim = 0;
+    std::size_t width() const { return heads * head_dim; }
+    std::size_t features() const { return head_dim; }
+};
+
+struct LinearAttentionOptions {
+    FeatureMap feature_map = FeatureMap::elu1;
+    bool normalize = true;
+    double eps = 1e-6;
+    double unnormalized_scale = 1.0;
+    const RopeTable* rope = nullptr;  // RoPE on when set
+};
+
+// What backward needs from forward (CONVENTIONS.md: forward saves exactly that).
+template <class T>
+struct LinearAttentionCache {
+    std::vector<T> phi_q, phi_k;  // (B, H, T, F)  φ(q), φ(k)
+    std::vector<T> rot_q, rot_k;  // (B, H, T, F)  R_i φ(q_i), R_j φ(k_j)  (copies of φ when RoPE is off)
+    std::vector<T> den;           // (B, H, T)     den_i
+};
+
+template <class T>
+void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv, const T* b_d,
+                              const AttentionShape& shape, const LinearAttentionOptions& options);
+
+// d_qkv (B, T, 3C) +=, d_b_kv (H, F, D) +=, d_b_d (H, F) += ; out is forward's output.
+template <class T>
+void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, const T* qkv, const T* b_kv,
+                               const T* b_d, const T* out, const LinearAttentionCache<T>& cache,
+                               const AttentionShape& shape, const LinearAttentionOptions& options);
+
+}  // namespace iclab::nn

@@ -1,0 +1,64 @@
+#pragma once
+// Rotary position encoding, paper 000 Definition B.1 (Su et al. 2023).
+// R_{Θ,m} rotates each pair (x_{2p}, x_{2p+1}) by the angle m·θ_p with θ_p = base^{-2p/F}, p = 0..F/2-1.
+// Positions m are 0-based here: the first token of a sequence has R_0 = I. Only relative positions
+// matter in Eq. 12, since (R_i a)ᵀ(R_j b) = aᵀ R_{j-i} b (Eq. 23-24).
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "framework/core/check.hpp"
+
+namespace iclab::nn {
+
+class RopeTable {
+public:
+    RopeTable() = default;
+    RopeTable(std::size_t max_positions, std::size_t features, double base) { build(max_positions, features, base); }
+
+    void build(std::size_t max_positions, std::size_t features, double base) {
+        ICLAB_CHECK(features % 2 == 0, "RoPE needs an even feature width, got " << features);
+        max_positions_ = max_positions;
+        features_ = features;
+        base_ = base;
+        const std::size_t pairs = features / 2;
+        cos_.resize(max_positions * pairs);
+        sin_.resize(max_positions * pairs);
+        for (std::size_t m = 0; m < max_positions; ++m)
+            for (std::size_t p = 0; p < pairs; ++p) {
+                // angles in double: m·θ_p reaches ~1e4 rad for long sequences
+                const double theta = std::pow(base, -2.0 * static_cast<double>(p) / static_cast<double>(features));
+                const double angle = static_cast<double>(m) * theta;
+                cos_[m * pairs + p] = std::cos(angle);
+                sin_[m * pairs + p] = std::sin(angle);
+            }
+    }
+
+    std::size_t max_positions() const { return max_positions_; }
+    std::size_t features() const { return features_; }
+    double base() const { return base_; }
+
+    // out = R_m · in (inverse = false) or R_mᵀ · in = R_{-m} · in (inverse = true). out may not alias in.
+    template <class T>
+    void rotate(T* out, const T* in, std::size_t position, bool inverse) const {
+        ICLAB_CHECK(position < max_positions_, "RoPE position " << position << " beyond the table (" << max_positions_ << ")");
+        const std::size_t pairs = features_ / 2;
+        const double* c = cos_.data() + position * pairs;
+        const double* s = sin_.data() + position * pairs;
+        const double sign = inverse ? -1.0 : 1.0;
+        for (std::size_t p = 0; p < pairs; ++p) {
+            const T x0 = in[2 * p], x1 = in[2 * p + 1];
+            const T cs = static_cast<T>(c[p]), sn = static_cast<T>(sign * s[p]);
+            out[2 * p] = cs * x0 - sn * x1;
+            out[2 * p + 1] = sn * x0 + cs * x1;
+        }
+    }
+
+private:
+    std::size_t max_positions_ = 0;
+    std::size_t features_ = 0;
+    double base_ = 10000.0;
+    std::vector<double> cos_, sin_;  // (max_positions, F/2)
+};
+
+}  // namespace iclab::nn
