@@ -1,0 +1,193 @@
+#include "experiments/common.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "framework/io/provenance.hpp"
+#include "framework/io/run_dir.hpp"
+
+namespace iclab::experiments {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}
+
+void add_model_keys(config::Schema& schema) {
+    schema.add_string("model.dtype", "float32", {"float32", "float64"}, "scalar type of parameters and activations")
+        .add_int("model.layers", 2, 1, 256, "number of transformer blocks L")
+        .add_int("model.width", 64, 2, 65536, "model width C")
+        .add_int("model.heads", 2, 1, 1024, "attention heads H (head width D = C / H)")
+        .add_bool("model.mlp", true, "GELU MLP after each attention (false: attention-only blocks)")
+        .add_int("model.mlp_ratio", 4, 1, 64, "MLP hidden width = mlp_ratio * C")
+        .add_string("model.feature_map", "elu1", {"elu1", "identity"},
+                    "feature map phi of linearized attention (paper 000 Eq. 3): elu(x)+1 or identity")
+        .add_string("model.normalizer", "kernel", {"kernel", "none"},
+                    "kernel: divide by phi(q)^T (sum_j phi(k_j) + b_D) + eps (paper 000 Eq. 13); none: linear "
+                    "attention, multiply by model.unnormalized_scale")
+        .add_float("model.normalizer_eps", 1e-6, 0.0, 1.0, "eps added to the kernel normalizer (exact under ICLCA)")
+        .add_float("model.unnormalized_scale", 0.0, 0.0, kInf,
+                   "fixed output scale of linear attention when normalizer = none; 0 means 1/D")
+        .add_bool("model.rope", true, "rotary position encoding on phi(q), phi(k) in the numerator (Definition B.1)")
+        .add_float("model.rope_base", 10000.0, 1.0, kInf, "RoPE base: theta_p = base^(-2p/D)")
+        .add_bool("model.attention_bias_trainable", false,
+                  "train b_KV and b_D of Eq. 13 (they always exist, initialized to zero)")
+        .add_float("model.init_std", 0.02, 0.0, 10.0, "std of the normal initialization of weight matrices")
+        .add_rule([](const config::Config& cfg) {
+            if (cfg.get_int("model.width") % cfg.get_int("model.heads") != 0)
+                cfg.fail({"model.width", "model.heads"},
+                         "model.width (" + std::to_string(cfg.get_int("model.width")) + ") must be divisible by model.heads (" +
+                             std::to_string(cfg.get_int("model.heads")) + ")");
+        })
+        .add_rule([](const config::Config& cfg) {
+            const auto heads = cfg.get_int("model.heads");
+            if (heads > 0 && cfg.get_bool("model.rope") && (cfg.get_int("model.width") / heads) % 2 != 0)
+                cfg.fail({"model.rope", "model.width", "model.heads"},
+                         "RoPE needs an even head width, but model.width / model.heads = " +
+                             std::to_string(cfg.get_int("model.width") / heads));
+        })
+        .add_rule([](const config::Config& cfg) {
+            if (cfg.get_string("model.feature_map") == "identity" && cfg.get_string("model.normalizer") == "kernel")
+                cfg.fail({"model.normalizer", "model.feature_map"},
+                         "the kernel normalizer needs a positive feature map (elu1): with identity features "
+                         "phi(q)^T sum phi(k) can be zero or negative; use model.normalizer: none");
+        });
+}
+
+void add_train_keys(config::Schema& schema) {
+    schema.add_int("train.steps", 1000, 1, 100000000, "optimizer steps")
+        .add_int("train.batch_size", 32, 1, 1 << 20, "sequences per step")
+        .add_string("train.optimizer", "adamw", {"adamw", "adam", "sgd"}, "optimizer")
+        .add_float("train.lr", 1e-3, 0.0, kInf, "peak learning rate")
+        .add_string("train.schedule", "warmup_cosine", {"warmup_cosine", "constant"}, "learning-rate schedule")
+        .add_int("train.warmup_steps", 100, 0, 100000000, "linear warmup steps (warmup_cosine)")
+        .add_float("train.min_lr_ratio", 0.1, 0.0, 1.0, "final lr / peak lr of the cosine decay")
+        .add_float("train.beta1", 0.9, 0.0, 1.0, "Adam beta1")
+        .add_float("train.beta2", 0.99, 0.0, 1.0, "Adam beta2")
+        .add_float("train.eps", 1e-8, 0.0, 1.0, "Adam epsilon")
+        .add_float("train.weight_decay", 0.0, 0.0, kInf,
+                   "weight decay on matrices (decoupled for adamw, L2 for adam and sgd)")
+        .add_float("train.momentum", 0.0, 0.0, 1.0, "SGD momentum")
+        .add_float("train.grad_clip", 1.0, 0.0, kInf, "clip the global gradient norm to this (0: off)")
+        .add_int("eval.every", 100, 1, 100000000, "evaluate on held-out sequences every N steps (and at the end)")
+        .add_int("eval.sequences", 256, 1, 1 << 24, "held-out sequences per evaluation (the same ones every time)")
+        .add_int("log.every", 50, 1, 100000000, "plain log line every N steps when stderr is not a terminal")
+        .add_rule([](const config::Config& cfg) {
+            if (cfg.get_string("train.schedule") == "warmup_cosine" && cfg.get_int("train.warmup_steps") >= cfg.get_int("train.steps"))
+                cfg.fail({"train.warmup_steps", "train.steps"}, "train.warmup_steps must be smaller than train.steps");
+        });
+}
+
+void add_output_keys(config::Schema& schema) {
+    schema.add_int("seed", 0, 0, std::numeric_limits<std::int64_t>::max(),
+                   "seed of every random draw (initialization, data, evaluation set)")
+        .add_string_free("output.dir", "results", "folder that receives run folders (relative to the working directory)")
+        .add_string_free("output.name", "", "run folder name (empty: <experiment>_<config>[_<overrides>]_seed<k>)")
+        .add_bool("output.checkpoint", true, "store the trained parameters in results.h5 /checkpoint");
+}
+
+model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t vocab, std::size_t max_seq_len) {
+    model::ModelSpec spec;
+    spec.vocab = vocab;
+    spec.width = static_cast<std::size_t>(cfg.get_int("model.width"));
+    spec.heads = static_cast<std::size_t>(cfg.get_int("model.heads"));
+    spec.layers = static_cast<std::size_t>(cfg.get_int("model.layers"));
+    spec.max_seq_len = max_seq_len;
+    spec.mlp = cfg.get_bool("model.mlp");
+    spec.mlp_ratio = static_cast<std::size_t>(cfg.get_int("model.mlp_ratio"));
+    spec.feature_map = nn::feature_map_from_name(cfg.get_string("model.feature_map"));
+    spec.normalize = cfg.get_string("model.normalizer") == "kernel";
+    spec.normalizer_eps = cfg.get_float("model.normalizer_eps");
+    spec.unnormalized_scale = cfg.get_float("model.unnormalized_scale");
+    spec.rope = cfg.get_bool("model.rope");
+    spec.rope_base = cfg.get_float("model.rope_base");
+    spec.attention_bias_trainable = cfg.get_bool("model.attention_bias_trainable");
+    spec.init_std = cfg.get_float("model.init_std");
+    return spec;
+}
+
+train::OptimizerSpec optimizer_spec_from_config(const config::Config& cfg) {
+    train::OptimizerSpec spec;
+    spec.kind = train::optimizer_from_name(cfg.get_string("train.optimizer"));
+    spec.beta1 = cfg.get_float("train.beta1");
+    spec.beta2 = cfg.get_float("train.beta2");
+    spec.eps = cfg.get_float("train.eps");
+    spec.weight_decay = cfg.get_float("train.weight_decay");
+    spec.momentum = cfg.get_float("train.momentum");
+    return spec;
+}
+
+train::ScheduleSpec schedule_spec_from_config(const config::Config& cfg) {
+    train::ScheduleSpec spec;
+    spec.kind = train::schedule_from_name(cfg.get_string("train.schedule"));
+    spec.base_lr = cfg.get_float("train.lr");
+    spec.warmup_steps = static_cast<std::size_t>(cfg.get_int("train.warmup_steps"));
+    spec.total_steps = static_cast<std::size_t>(cfg.get_int("train.steps"));
+    spec.min_lr_ratio = cfg.get_float("train.min_lr_ratio");
+    return spec;
+}
+
+std::string run_name(const config::Config& cfg) {
+    if (!cfg.get_string("output.name").empty()) return cfg.get_string("output.name");
+    std::string name = cfg.get_string("experiment") + "_" + std::filesystem::path(cfg.source_path()).stem().string();
+    for (const auto& override_text : cfg.overrides()) {
+        if (override_text.rfind("seed=", 0) == 0 || override_text.rfind("output.", 0) == 0) continue;
+        name += "_" + override_text;
+    }
+    return name + "_seed" + std::to_string(cfg.get_int("seed"));
+}
+
+RunFolder::RunFolder(const config::Config& cfg, const RunOptions& options) {
+    path_ = io::make_run_dir(cfg.get_string("output.dir"), run_name(cfg), options.overwrite);
+    {
+        std::ofstream config_file(path_ / "config.yaml");
+        config_file << cfg.to_yaml();
+        ICLAB_CHECK(config_file.good(), "cannot write " << (path_ / "config.yaml"));
+    }
+    log_.open(path_ / "log.txt", std::ios::out | std::ios::trunc);
+    ICLAB_CHECK(log_.good(), "cannot write " << (path_ / "log.txt"));
+    writer_ = std::make_unique<io::ResultsWriter>(path_ / "results.h5", options.overwrite);
+    io::ResultsWriter& w = *writer_;
+    w.set_attr("experiment", cfg.get_string("experiment"));
+    w.set_attr("config", cfg.to_yaml());
+    w.set_attr("config_source", cfg.source_path());
+    std::string overrides;
+    for (const auto& o : cfg.overrides()) overrides += (overrides.empty() ? "" : " ") + o;
+    w.set_attr("overrides", overrides);
+    w.set_attr("seed", static_cast<std::int64_t>(cfg.get_int("seed")));
+    w.set_attr("start_time", io::now_iso8601());
+    io::write_provenance(w);
+    log_ << "run " << path_.string() << "\nstarted " << io::now_iso8601() << "\n" << std::flush;
+}
+
+void RunFolder::commit() {
+    writer_->set_attr("end_time", io::now_iso8601());
+    writer_->commit();
+    log_ << "finished " << io::now_iso8601() << "\n" << std::flush;
+}
+
+template <class T>
+void write_checkpoint(io::ResultsWriter& writer, const model::Transformer<T>& model) {
+    for (const auto& entry : model.layout().entries())
+        writer.write_tensor("/checkpoint/" + entry.name, model.params.data() + entry.offset, entry.shape,
+                            {{"layout", entry.layout}, {"trainable", entry.trainable ? "true" : "false"}});
+}
+
+template <class T>
+void read_checkpoint(const io::ResultsReader& reader, model::Transformer<T>& model) {
+    for (const auto& entry : model.layout().entries()) {
+        const std::string path = "/checkpoint/" + entry.name;
+        ICLAB_INPUT_CHECK(reader.has(path), reader.path().string() << ": checkpoint has no parameter " << entry.name
+                                                                   << " (was it written by another model?)");
+        const auto tensor = reader.read_tensor_double(path);
+        ICLAB_INPUT_CHECK(tensor.shape == entry.shape, reader.path().string() << ": parameter " << entry.name
+                                                                              << " has another shape than the model's");
+        for (std::size_t i = 0; i < entry.size; ++i) model.params[entry.offset + i] = static_cast<T>(tensor.values[i]);
+    }
+}
+
+template void write_checkpoint<float>(io::ResultsWriter&, const model::Transformer<float>&);
+template void write_checkpoint<double>(io::ResultsWriter&, const model::Transformer<double>&);
+template void read_checkpoint<float>(const io::ResultsReader&, model::Transformer<float>&);
+template void read_checkpoint<double>(const io::ResultsReader&, model::Transformer<double>&);
+
+}  // namespace iclab::experiments

@@ -1,0 +1,258 @@
+#include "experiments/induction_head.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "framework/core/check.hpp"
+#include "framework/train/progress.hpp"
+
+namespace iclab::experiments {
+
+namespace {
+
+// Sub-streams of the run's seed: each consumer has its own generator, so changing how much one of
+// them draws (e.g. eval.sequences) never changes another's numbers.
+enum Stream : std::uint64_t { kInitStream = 1, kTrainDataStream = 2, kEvalDataStream = 3 };
+
+std::string format_metric(const char* name, double value, int precision = 4) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%s %.*f", name, precision, value);
+    return buffer;
+}
+
+}  // namespace
+
+config::Schema induction_head_schema() {
+    config::Schema schema;
+    schema.add_string("experiment", "induction_head", {"induction_head"}, "which experiment this config runs");
+    add_output_keys(schema);
+    schema.add_int("task.seq_len", 64, 2, 1 << 20, "T: model inputs per sequence (T + 1 tokens are drawn)")
+        .add_string_list_free("task.triggers", {"a", "b", "c", "d", "e"},
+                         "trigger letters (paper 000 §6.2: a, b, c, d, e)")
+        .add_string("task.successors", "non_trigger", {"non_trigger", "any"},
+                    "draw committed successors from the non-trigger letters (default: avoids loops like "
+                    "'aaaa') or from the whole vocabulary (the paper's literal wording)")
+        .add_string("task.loss_positions", "all", {"all", "icl"},
+                    "train on the next-token loss at all positions (language modelling) or only at "
+                    "positions holding an already-seen trigger");
+    add_model_keys(schema);
+    add_train_keys(schema);
+    schema.add_rule([](const config::Config& cfg) {
+        for (const auto& letter : cfg.get_string_list("task.triggers")) {
+            const bool ok = letter.size() == 1 && std::isalpha(static_cast<unsigned char>(letter[0]));
+            if (!ok) cfg.fail({"task.triggers"}, "every trigger must be a single letter a-z or A-Z, got '" + letter + "'");
+        }
+    });
+    return schema;
+}
+
+tasks::InductionHeadSpec induction_spec_from_config(const config::Config& cfg) {
+    tasks::InductionHeadSpec spec;
+    spec.seq_len = static_cast<int>(cfg.get_int("task.seq_len"));
+    spec.triggers.clear();
+    for (const auto& letter : cfg.get_string_list("task.triggers")) spec.triggers.push_back(tasks::letter_to_token(letter[0]));
+    spec.successors = tasks::parse_successors(cfg.get_string("task.successors"));
+    tasks::validate_induction_spec(spec);
+    return spec;
+}
+
+template <class T>
+InductionEvaluation evaluate_induction(model::Transformer<T>& model, const tasks::TokenBatch& data,
+                                       std::size_t chunk_size) {
+    InductionEvaluation result;
+    const std::size_t B = data.inputs.shape()[0], TT = data.inputs.shape()[1], V = model.spec().vocab;
+    std::vector<T> no_weights;
+    for (std::size_t first = 0; first < B; first += chunk_size) {
+        const std::size_t rows = std::min(chunk_size, B - first);
+        const std::int32_t* inputs = data.inputs.data() + first * TT;
+        const std::int32_t* targets = data.targets.data() + first * TT;
+        const std::uint8_t* kinds = data.kinds.data() + first * TT;
+        model.forward(inputs, rows, TT);
+        no_weights.assign(rows * TT, T(0));
+        model.loss(targets, no_weights.data());  // fills probabilities and per-position losses
+        const T* losses = model.position_losses();
+        const T* logits = model.logits();
+        for (std::size_t n = 0; n < rows * TT; ++n) {
+            const T* z = logits + n * V;
+            std::size_t best = 0;
+            for (std::size_t v = 1; v < V; ++v)
+                if (z[v] > z[best]) best = v;
+            const bool correct = static_cast<std::int32_t>(best) == targets[n];
+            for (KindMetrics* m : {&result.kinds[kinds[n]], &result.all}) {
+                ++m->positions;
+                m->loss_sum += losses[n];
+                m->correct += correct ? 1 : 0;
+            }
+        }
+    }
+    return result;
+}
+
+namespace {
+
+template <class T>
+std::filesystem::path train_induction_head(const config::Config& cfg, const RunOptions& options) {
+    const tasks::InductionHeadSpec task = induction_spec_from_config(cfg);
+    const model::ModelSpec model_spec = model_spec_from_config(cfg, tasks::kInductionVocab, task.seq_len);
+    const train::OptimizerSpec optimizer_spec = optimizer_spec_from_config(cfg);
+    const train::ScheduleSpec schedule = schedule_spec_from_config(cfg);
+    const std::size_t steps = cfg.get_int("train.steps"), batch_size = cfg.get_int("train.batch_size");
+    const std::size_t eval_every = cfg.get_int("eval.every"), TT = task.seq_len;
+    const bool loss_on_icl_only = cfg.get_string("task.loss_positions") == "icl";
+    const double grad_clip = cfg.get_float("train.grad_clip");
+
+    RunFolder run(cfg, options);
+    const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
+    Rng init_rng = root.derive(kInitStream), data_rng = root.derive(kTrainDataStream), eval_rng = root.derive(kEvalDataStream);
+
+    model::Transformer<T> model(model_spec);
+    model.init(init_rng);
+    train::Optimizer<T> optimizer(optimizer_spec, model.layout());
+    tasks::TokenBatch eval_data, batch;
+    tasks::sample_induction_batch(eval_data, static_cast<int>(cfg.get_int("eval.sequences")), task, eval_rng);
+
+    run.log() << "model: " << model.parameter_count() << " parameters, " << model_spec.layers << " layers, width "
+              << model_spec.width << ", " << model_spec.heads << " heads\n";
+    train::Progress progress(steps, options.quiet, &run.log(), cfg.get_int("log.every"));
+    if (!options.quiet)
+        std::fprintf(stderr, "iclab: training %zu parameters for %zu steps -> %s\n", model.parameter_count(), steps,
+                     run.path().string().c_str());
+
+    // Curves: one row per evaluation. Steps: one row per optimizer step.
+    std::vector<double> curve_step, curve_train_loss, curve_eval_loss, curve_icl_loss, curve_nontrigger_loss,
+        curve_icl_accuracy, curve_nontrigger_accuracy, curve_first_trigger_accuracy, curve_lr, curve_grad_norm,
+        curve_tokens_per_s, curve_elapsed;
+    std::vector<double> step_loss, step_lr, step_grad_norm;
+    std::vector<std::int64_t> step_index;
+    std::vector<T> weights(batch_size * TT);
+    double interval_loss = 0.0, interval_grad = 0.0, interval_train_seconds = 0.0;
+    std::size_t interval_steps = 0;
+    InductionEvaluation last{};
+
+    for (std::size_t step = 0; step < steps; ++step) {
+        const auto step_start = std::chrono::steady_clock::now();
+        tasks::sample_induction_batch(batch, static_cast<int>(batch_size), task, data_rng);
+        // Loss weights sum to one: the mean next-token loss over the chosen positions.
+        std::size_t chosen = 0;
+        for (std::size_t n = 0; n < batch_size * TT; ++n)
+            chosen += (!loss_on_icl_only || batch.kinds.data()[n] == static_cast<std::uint8_t>(tasks::PositionKind::icl));
+        for (std::size_t n = 0; n < batch_size * TT; ++n) {
+            const bool use = !loss_on_icl_only || batch.kinds.data()[n] == static_cast<std::uint8_t>(tasks::PositionKind::icl);
+            weights[n] = use && chosen > 0 ? T(1.0 / chosen) : T(0);
+        }
+        model.forward(batch.inputs.data(), batch_size, TT);
+        const double loss = model.loss(batch.targets.data(), weights.data());
+        ICLAB_CHECK(std::isfinite(loss), "training diverged: the loss is " << loss << " at step " << step + 1
+                                                                           << " (lower train.lr or raise train.grad_clip)");
+        model.zero_grad();
+        model.backward(batch.targets.data(), weights.data());
+        const double grad_norm = train::clip_gradient_norm(model.grads, model.layout(), grad_clip);
+        ICLAB_CHECK(std::isfinite(grad_norm), "training diverged: the gradient norm is " << grad_norm << " at step " << step + 1);
+        const double lr = train::learning_rate(schedule, step);
+        optimizer.step(model.params, model.grads, lr);
+        interval_train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+
+        step_index.push_back(static_cast<std::int64_t>(step + 1));
+        step_loss.push_back(loss);
+        step_lr.push_back(lr);
+        step_grad_norm.push_back(grad_norm);
+        interval_loss += loss;
+        interval_grad += grad_norm;
+        ++interval_steps;
+
+        const bool evaluate_now = (step + 1) % eval_every == 0 || step + 1 == steps;
+        if (evaluate_now) {
+            last = evaluate_induction(model, eval_data, batch_size);
+            const auto& icl = last.kinds[static_cast<int>(tasks::PositionKind::icl)];
+            const auto& non_trigger = last.kinds[static_cast<int>(tasks::PositionKind::non_trigger)];
+            const auto& first_trigger = last.kinds[static_cast<int>(tasks::PositionKind::first_trigger)];
+            curve_step.push_back(static_cast<double>(step + 1));
+            curve_train_loss.push_back(interval_loss / interval_steps);
+            curve_eval_loss.push_back(last.all.loss());
+            curve_icl_loss.push_back(icl.loss());
+            curve_nontrigger_loss.push_back(non_trigger.loss());
+            curve_icl_accuracy.push_back(icl.accuracy());
+            curve_nontrigger_accuracy.push_back(non_trigger.accuracy());
+            curve_first_trigger_accuracy.push_back(first_trigger.accuracy());
+            curve_lr.push_back(lr);
+            curve_grad_norm.push_back(interval_grad / interval_steps);
+            curve_tokens_per_s.push_back(interval_steps * batch_size * TT / interval_train_seconds);
+            curve_elapsed.push_back(progress.elapsed_seconds());
+            progress.message("eval step " + std::to_string(step + 1) + ": " + format_metric("train_loss", curve_train_loss.back()) +
+                             "  " + format_metric("eval_loss", last.all.loss()) + "  " + format_metric("icl_acc", icl.accuracy()) +
+                             "  " + format_metric("nontrigger_acc", non_trigger.accuracy()) + "  " +
+                             format_metric("tok/s", curve_tokens_per_s.back(), 0));
+            interval_loss = interval_grad = interval_train_seconds = 0.0;
+            interval_steps = 0;
+        }
+        progress.update(step + 1, format_metric("loss", loss) + "  " +
+                                      format_metric("icl_acc", curve_icl_accuracy.empty() ? 0.0 : curve_icl_accuracy.back(), 3) +
+                                      "  " + format_metric("tok/s", curve_tokens_per_s.empty() ? 0.0 : curve_tokens_per_s.back(), 0));
+    }
+
+    io::ResultsWriter& w = run.results();
+    w.write_columns("/curves", {{"step", curve_step},
+                                {"train_loss", curve_train_loss},
+                                {"eval_loss", curve_eval_loss},
+                                {"eval_icl_loss", curve_icl_loss},
+                                {"eval_nontrigger_loss", curve_nontrigger_loss},
+                                {"icl_accuracy", curve_icl_accuracy},
+                                {"nontrigger_accuracy", curve_nontrigger_accuracy},
+                                {"first_trigger_accuracy", curve_first_trigger_accuracy},
+                                {"lr", curve_lr},
+                                {"grad_norm", curve_grad_norm},
+                                {"tokens_per_s", curve_tokens_per_s},
+                                {"elapsed_s", curve_elapsed}});
+    w.write_columns("/steps", {{"step", step_index}, {"loss", step_loss}, {"lr", step_lr}, {"grad_norm", step_grad_norm}});
+    std::vector<std::string> kind_names;
+    std::vector<std::int64_t> kind_positions;
+    std::vector<double> kind_loss, kind_accuracy, kind_chance;
+    const tasks::PositionKind order[] = {tasks::PositionKind::icl, tasks::PositionKind::non_trigger, tasks::PositionKind::first_trigger};
+    for (auto kind : order) {
+        const auto& m = last.kinds[static_cast<int>(kind)];
+        kind_names.push_back(tasks::position_kind_name(kind));
+        kind_positions.push_back(static_cast<std::int64_t>(m.positions));
+        kind_loss.push_back(m.loss());
+        kind_accuracy.push_back(m.accuracy());
+        // icl targets are determined by the context; the others are uniform over their draw set
+        const double draws = kind == tasks::PositionKind::non_trigger || task.successors == tasks::InductionHeadSpec::Successors::any
+                                 ? tasks::kInductionVocab
+                                 : tasks::kInductionVocab - static_cast<double>(task.triggers.size());
+        kind_chance.push_back(kind == tasks::PositionKind::icl ? 1.0 : 1.0 / draws);
+    }
+    w.write_columns("/tables/final_eval", {{"position_kind", kind_names},
+                                           {"positions", kind_positions},
+                                           {"loss", kind_loss},
+                                           {"accuracy", kind_accuracy},
+                                           {"best_possible_accuracy", kind_chance}});
+    w.set_attr("final_icl_accuracy", last.kinds[static_cast<int>(tasks::PositionKind::icl)].accuracy());
+    w.set_attr("final_nontrigger_accuracy", last.kinds[static_cast<int>(tasks::PositionKind::non_trigger)].accuracy());
+    w.set_attr("final_eval_loss", last.all.loss());
+    w.set_attr("parameter_count", static_cast<std::int64_t>(model.parameter_count()));
+    w.set_attr("wall_time_s", progress.elapsed_seconds());
+    if (cfg.get_bool("output.checkpoint")) write_checkpoint(w, model);
+    run.commit();
+
+    if (!options.quiet) {
+        std::printf("\nfinal evaluation on %lld held-out sequences (step %zu):\n", static_cast<long long>(cfg.get_int("eval.sequences")), steps);
+        std::printf("  %-14s %10s %10s %10s %14s\n", "position kind", "positions", "loss", "accuracy", "best possible");
+        for (std::size_t i = 0; i < kind_names.size(); ++i)
+            std::printf("  %-14s %10lld %10.4f %10.4f %14.4f\n", kind_names[i].c_str(), static_cast<long long>(kind_positions[i]),
+                        kind_loss[i], kind_accuracy[i], kind_chance[i]);
+        std::printf("wall time %.1f s, %zu parameters\n", progress.elapsed_seconds(), model.parameter_count());
+    }
+    return run.path();
+}
+
+}  // namespace
+
+std::filesystem::path run_induction_head(const config::Config& cfg, const RunOptions& options) {
+    if (cfg.get_string("model.dtype") == "float64") return train_induction_head<double>(cfg, options);
+    return train_induction_head<float>(cfg, options);
+}
+
+template InductionEvaluation evaluate_induction<float>(model::Transformer<float>&, const tasks::TokenBatch&, std::size_t);
+template InductionEvaluation evaluate_induction<double>(model::Transformer<double>&, const tasks::TokenBatch&, std::size_t);
+
+}  // namespace iclab::experiments

@@ -1,0 +1,167 @@
+// The `iclab` command. Exit status: 0 success, 1 a failure while working, 2 bad input (nothing was done).
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "experiments/predict.hpp"
+#include "experiments/registry.hpp"
+
+namespace po = boost::program_options;
+using namespace iclab;
+
+namespace {
+
+const char* kUsage =
+    "usage:\n"
+    "  iclab run CONFIG [key.path=value ...] [--print-config] [--dry-run] [--quiet] [--overwrite] [--help-config]\n"
+    "  iclab list\n"
+    "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--top K] [--out FILE.h5] [--overwrite]\n"
+    "  iclab help\n";
+
+int command_run(const std::vector<std::string>& args) {
+    po::options_description flags("iclab run options");
+    flags.add_options()("print-config", "print the resolved config (YAML) and exit")(
+        "dry-run", "validate the config and exit")("quiet", "no progress output; stdout keeps only the run folder")(
+        "overwrite", "replace a completed run of the same name")(
+        "help-config", "list every config key of the config's experiment")("help", "this help");
+    po::options_description hidden;
+    hidden.add_options()("positional", po::value<std::vector<std::string>>()->multitoken(), "");
+    po::options_description all;
+    all.add(flags).add(hidden);
+    po::positional_options_description positional;
+    positional.add("positional", -1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    if (vm.count("help")) {
+        std::cout << kUsage << flags;
+        return 0;
+    }
+    const auto rest = vm.count("positional") ? vm["positional"].as<std::vector<std::string>>() : std::vector<std::string>{};
+    ICLAB_INPUT_CHECK(!rest.empty(), "iclab run: missing CONFIG\n" << kUsage);
+    const std::string config_path = rest.front();
+    const std::vector<std::string> overrides(rest.begin() + 1, rest.end());
+    for (const auto& o : overrides)
+        ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, "iclab run: '" << o << "' is not an override of the form key.path=value");
+
+    const config::Config cfg = experiments::load_experiment_config(config_path, overrides);
+    const auto& experiment = experiments::find_experiment(cfg.get_string("experiment"));
+    if (vm.count("help-config")) {
+        std::cout << experiment.schema().help_text();
+        return 0;
+    }
+    if (vm.count("print-config")) {
+        std::cout << cfg.to_yaml();
+        return 0;
+    }
+    if (vm.count("dry-run")) {
+        std::cout << "config " << config_path << " is valid (experiment " << experiment.name << ")\n";
+        return 0;
+    }
+    experiments::RunOptions options;
+    options.quiet = vm.count("quiet") > 0;
+    options.overwrite = vm.count("overwrite") > 0;
+    const std::filesystem::path run_dir = experiment.run(cfg, options);
+    std::cout << run_dir.string() << std::endl;  // last line of stdout: the run folder, for scripts
+    return 0;
+}
+
+int command_list() {
+    std::cout << "experiments:\n";
+    for (const auto& e : experiments::all_experiments()) std::printf("  %-20s %s\n", e.name.c_str(), e.description.c_str());
+    std::filesystem::path configs = "configs";
+    if (!std::filesystem::is_directory(configs)) configs = std::filesystem::path(ICLAB_SOURCE_DIR) / "configs";
+    std::cout << "configs (" << configs.string() << "):\n";
+    std::vector<std::string> found;
+    if (std::filesystem::is_directory(configs))
+        for (const auto& entry : std::filesystem::recursive_directory_iterator(configs))
+            if (entry.is_regular_file() && entry.path().extension() == ".yaml") found.push_back(entry.path().string());
+    std::sort(found.begin(), found.end());
+    for (const auto& f : found) {
+        std::string name;
+        try {
+            name = experiments::peek_experiment_name(f, {});
+        } catch (const std::exception&) {
+            name = "?";
+        }
+        std::printf("  %-45s %s\n", f.c_str(), name.c_str());
+    }
+    return 0;
+}
+
+int command_predict(const std::vector<std::string>& args) {
+    po::options_description flags("iclab predict options");
+    std::string text, text_file, out;
+    std::size_t top = 3;
+    flags.add_options()("text", po::value<std::string>(&text), "the input letters (a-z, A-Z)")(
+        "text-file", po::value<std::string>(&text_file), "read the letters from a file (whitespace ignored)")(
+        "top", po::value<std::size_t>(&top)->default_value(3), "predictions shown per position")(
+        "out", po::value<std::string>(&out), "write logits (T, V), tokens and position kinds to this HDF5 file")(
+        "overwrite", "replace an existing --out file")("help", "this help");
+    po::options_description hidden;
+    hidden.add_options()("run_dir", po::value<std::string>(), "");
+    po::options_description all;
+    all.add(flags).add(hidden);
+    po::positional_options_description positional;
+    positional.add("run_dir", 1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << kUsage << flags;
+        return 0;
+    }
+    ICLAB_INPUT_CHECK(vm.count("run_dir"), "iclab predict: missing RUN_DIR\n" << kUsage);
+    ICLAB_INPUT_CHECK(text.empty() != text_file.empty(), "iclab predict: give exactly one of --text and --text-file");
+    if (!text_file.empty()) {
+        std::ifstream file(text_file);
+        ICLAB_INPUT_CHECK(file.good(), "cannot read --text-file " << text_file);
+        for (char c; file.get(c);)
+            if (!std::isspace(static_cast<unsigned char>(c))) text += c;
+    }
+    experiments::PredictOptions options;
+    options.run_dir = vm["run_dir"].as<std::string>();
+    options.text = text;
+    options.top = top;
+    options.out = out;
+    options.overwrite = vm.count("overwrite") > 0;
+    experiments::predict(options);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        if (argc < 2) {
+            std::cerr << kUsage;
+            return 2;
+        }
+        const std::string command = argv[1];
+        const std::vector<std::string> args(argv + 2, argv + argc);
+        if (command == "run") return command_run(args);
+        if (command == "list") return command_list();
+        if (command == "predict") return command_predict(args);
+        if (command == "help" || command == "--help" || command == "-h") {
+            std::cout << kUsage;
+            return 0;
+        }
+        std::cerr << "iclab: unknown command '" << command << "'\n" << kUsage;
+        return 2;
+    } catch (const iclab::InputError& error) {
+        std::cerr << error.what() << "\n";
+        return 2;
+    } catch (const po::error& error) {
+        std::cerr << "iclab: " << error.what() << "\n" << kUsage;
+        return 2;
+    } catch (const std::exception& error) {
+        std::cerr << "iclab: error: " << error.what() << "\n";
+        return 1;
+    }
+}

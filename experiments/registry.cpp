@@ -1,0 +1,61 @@
+#include "experiments/registry.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include "experiments/induction_head.hpp"
+#include "framework/core/check.hpp"
+
+namespace iclab::experiments {
+
+const std::vector<Experiment>& all_experiments() {
+    static const std::vector<Experiment> experiments = {
+        {"induction_head", "train a linearized-attention transformer on the bigram induction-head task (paper 000 §6.2)",
+         induction_head_schema, run_induction_head},
+    };
+    return experiments;
+}
+
+const Experiment& find_experiment(const std::string& name) {
+    std::string known;
+    for (const auto& experiment : all_experiments()) {
+        if (experiment.name == name) return experiment;
+        known += (known.empty() ? "" : ", ") + experiment.name;
+    }
+    throw InputError("unknown experiment '" + name + "' (known: " + known + ")");
+}
+
+std::string peek_experiment_name(const std::string& config_path, const std::vector<std::string>& overrides) {
+    for (const auto& o : overrides)
+        if (o.rfind("experiment=", 0) == 0) return o.substr(11);
+    std::filesystem::path path = config_path;
+    for (int depth = 0; depth < 32; ++depth) {
+        YAML::Node root;
+        try {
+            root = YAML::LoadFile(path.string());
+        } catch (const YAML::BadFile&) {
+            throw InputError("config error: cannot read config file '" + path.string() + "'");
+        } catch (const YAML::Exception&) {
+            // A syntax error: load_config reports it with file and line; let it.
+            return "";
+        }
+        if (root.IsMap() && root["experiment"] && root["experiment"].IsScalar()) return root["experiment"].as<std::string>();
+        if (!root.IsMap() || !root["inherit"] || !root["inherit"].IsScalar()) break;
+        path = path.parent_path() / root["inherit"].as<std::string>();
+    }
+    throw InputError("config error: " + config_path + ": missing top-level key 'experiment' (which experiment to run)");
+}
+
+config::Config load_experiment_config(const std::string& config_path, const std::vector<std::string>& overrides) {
+    std::string name = peek_experiment_name(config_path, overrides);
+    // With a syntax error we cannot know the experiment yet: any schema makes load_config report it.
+    if (name.empty()) return config::load_config(config_path, overrides, all_experiments().front().schema());
+    const Experiment* experiment = nullptr;
+    try {
+        experiment = &find_experiment(name);
+    } catch (const InputError& error) {
+        throw InputError("config error: " + config_path + ": experiment: " + error.what());
+    }
+    return config::load_config(config_path, overrides, experiment->schema());
+}
+
+}  // namespace iclab::experiments

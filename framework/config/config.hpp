@@ -1,0 +1,150 @@
+#pragma once
+// YAML configs checked against a schema declared in C++.
+//
+// An experiment declares every key it reads (type, default, allowed range or set, one line of help)
+// and the cross-key rules; load_config then reads a YAML file (with its `inherit:` chain) and the
+// command-line overrides, and rejects a bad config before any work starts. Every error names the
+// dotted key path and where the value came from (file:line, "default" or the override), and all
+// errors of one load are reported together, one per line, in one iclab::InputError.
+//
+//   Schema schema;
+//   schema.add_int("model.layers", 2, 1, 1024, "number of transformer blocks")
+//         .add_string("model.feature_map", "elu1", {"elu1", "identity"}, "kernel feature map")
+//         .add_rule([](const Config& cfg) {
+//             if (cfg.get_int("model.width") % cfg.get_int("model.heads") != 0)
+//                 cfg.fail({"model.width", "model.heads"}, "model.width must be divisible by model.heads");
+//         });
+//   Config cfg = load_config("configs/quick/x.yaml", {"model.layers=4"}, schema);
+//   int64_t layers = cfg.get_int("model.layers");
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <variant>
+#include <vector>
+
+namespace iclab::config {
+
+class Config;
+
+// The order matches the alternatives of Value.
+enum class ValueType { int_value, float_value, bool_value, string_value, int_list, float_list, string_list };
+
+using Value = std::variant<std::int64_t, double, bool, std::string, std::vector<std::int64_t>,
+                           std::vector<double>, std::vector<std::string>>;
+
+// "int", "float", "bool", "string", "list of ints", "list of floats", "list of strings".
+std::string type_name(ValueType type);
+
+// One declared key. Bounds apply to numbers and to every item of a numeric list; `allowed` applies
+// to strings and to every item of a string list (empty = any string).
+struct KeySpec {
+    std::string path;  // dotted, e.g. "model.layers"
+    ValueType type = ValueType::int_value;
+    Value default_value;
+    std::int64_t int_minimum = 0, int_maximum = 0;  // inclusive, int and int-list keys
+    double float_minimum = 0, float_maximum = 0;    // inclusive, float and float-list keys
+    std::vector<std::string> allowed;
+    std::string help;
+};
+
+// The declared keys (in declaration order) and the cross-key rules. Declaring a key twice, a key
+// that is also a section ("model" and "model.layers"), or a default outside its own range or set is
+// a programming error (iclab::Error).
+class Schema {
+public:
+    using Rule = std::function<void(const Config&)>;
+
+    Schema& add_int(const std::string& path, std::int64_t default_value, std::int64_t minimum,
+                    std::int64_t maximum, const std::string& help);
+    // YAML ints are accepted for float keys ("lr: 1"). Bounds may be +-infinity; NaN never passes.
+    Schema& add_float(const std::string& path, double default_value, double minimum, double maximum,
+                      const std::string& help);
+    Schema& add_bool(const std::string& path, bool default_value, const std::string& help);
+    Schema& add_string(const std::string& path, const std::string& default_value,
+                       const std::vector<std::string>& allowed, const std::string& help);
+    Schema& add_string_free(const std::string& path, const std::string& default_value, const std::string& help);
+    Schema& add_int_list(const std::string& path, const std::vector<std::int64_t>& default_value,
+                         std::int64_t minimum, std::int64_t maximum, const std::string& help);
+    Schema& add_float_list(const std::string& path, const std::vector<double>& default_value, double minimum,
+                           double maximum, const std::string& help);
+    Schema& add_string_list(const std::string& path, const std::vector<std::string>& default_value,
+                            const std::vector<std::string>& allowed, const std::string& help);
+    Schema& add_string_list_free(const std::string& path, const std::vector<std::string>& default_value,
+                                 const std::string& help);
+
+    // Runs after every key has a valid value; reports a violation with Config::fail.
+    Schema& add_rule(Rule rule);
+
+    const std::vector<KeySpec>& keys() const { return keys_; }
+    const std::vector<Rule>& rules() const { return rules_; }
+    // nullptr when the path is not a declared key.
+    const KeySpec* find(const std::string& path) const;
+    // True for a proper prefix of a declared key: "model" when "model.layers" is declared.
+    bool is_section(const std::string& path) const;
+    // Every declared section, in order of first appearance.
+    const std::vector<std::string>& sections() const { return sections_; }
+
+    // One line per key: path, type, default, range or set, help (for `iclab run --help-config`).
+    std::string help_text() const;
+
+private:
+    Schema& add_key(KeySpec spec);
+
+    std::vector<KeySpec> keys_;
+    std::unordered_map<std::string, std::size_t> index_;
+    std::vector<std::string> sections_;  // order of first appearance
+    std::unordered_set<std::string> section_set_;
+    std::vector<Rule> rules_;
+};
+
+// A fully resolved, validated config: every schema key has a value and an origin.
+// Asking for an undeclared key or with the wrong type is a programming error (iclab::Error).
+class Config {
+public:
+    std::int64_t get_int(const std::string& path) const;
+    double get_float(const std::string& path) const;
+    bool get_bool(const std::string& path) const;
+    std::string get_string(const std::string& path) const;
+    std::vector<std::int64_t> get_int_list(const std::string& path) const;
+    std::vector<double> get_float_list(const std::string& path) const;
+    std::vector<std::string> get_string_list(const std::string& path) const;
+
+    // Where the value came from: "configs/quick/x.yaml:12", "default", or
+    // "command-line override 'model.layers=4'".
+    std::string origin(const std::string& path) const;
+
+    // Throws iclab::InputError "config error: <origin of paths[0]>: <message>", adding the origins
+    // of the other keys where they differ. Meant for Schema rules.
+    [[noreturn]] void fail(const std::vector<std::string>& paths, const std::string& message) const;
+
+    // Every schema key (defaults included) as nested YAML maps in declaration order; loading this
+    // text with the same schema gives the same values.
+    std::string to_yaml() const;
+
+    const std::vector<std::string>& overrides() const { return overrides_; }
+    const std::string& source_path() const { return source_path_; }
+
+private:
+    friend Config load_config(const std::string&, const std::vector<std::string>&, const Schema&);
+
+    struct Entry {
+        KeySpec spec;
+        Value value;
+        std::string origin;
+    };
+    const Entry& entry(const std::string& path, ValueType expected) const;
+    const Entry& entry(const std::string& path) const;
+
+    std::vector<Entry> entries_;  // schema declaration order
+    std::unordered_map<std::string, std::size_t> index_;
+    std::vector<std::string> overrides_;
+    std::string source_path_;
+};
+
+// Reads `path` (following its `inherit:` chain), applies the `key.path=value` overrides last, fills
+// defaults, validates types, ranges, sets and rules. Throws iclab::InputError listing every problem.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides, const Schema& schema);
+
+}  // namespace iclab::config

@@ -1,0 +1,361 @@
+// load_config: read a YAML file and its `inherit:` chain, apply command-line overrides, validate
+// everything against the schema, and report every problem at once with key path and file:line.
+//
+// Each file is flattened to leaves "dotted.path -> YAML node + origin"; a later source (the
+// including file, then each override) replaces a leaf, which is the deep merge. Validation then
+// runs over the merged leaves, so each error names the source that actually set the value.
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "framework/config/config.hpp"
+#include "framework/config/value_text.hpp"
+#include "framework/core/check.hpp"
+
+namespace iclab::config {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Leaf {
+    std::string path;
+    YAML::Node node;
+    std::string origin;  // "file.yaml:12" or "command-line override 'k=v'"
+};
+
+// Leaves in order of first appearance; setting a path again replaces its value and origin.
+class LeafMap {
+public:
+    void set(Leaf leaf) {
+        auto [found, inserted] = index_.emplace(leaf.path, leaves_.size());
+        if (inserted) leaves_.push_back(std::move(leaf));
+        else leaves_[found->second] = std::move(leaf);
+    }
+    const std::vector<Leaf>& leaves() const { return leaves_; }
+
+private:
+    std::vector<Leaf> leaves_;
+    std::unordered_map<std::string, std::size_t> index_;
+};
+
+// Where keys come from: a file (origin = file:line of the key) or one override (origin = its text).
+struct Source {
+    std::string file;
+    std::string override_text;
+
+    std::string origin(const YAML::Mark& mark) const {
+        if (!override_text.empty()) return "command-line override '" + override_text + "'";
+        if (mark.is_null()) return file;
+        return file + ":" + std::to_string(mark.line + 1);  // YAML::Mark lines are 0-based
+    }
+};
+
+std::string error_line(const std::string& where, const std::string& path, const std::string& message) {
+    return "config error: " + where + ": " + (path.empty() ? "" : path + ": ") + message;
+}
+
+[[noreturn]] void throw_error(const std::string& where, const std::string& message) {
+    throw InputError(error_line(where, "", message));
+}
+
+struct Loader {
+    const Schema& schema;
+    LeafMap leaves;
+    std::vector<std::string> errors;
+
+    void flatten_map(const YAML::Node& map, const std::string& prefix, const Source& source);
+    void read_file(const std::string& file, const std::string& inherited_at, std::vector<std::string> chain);
+    void apply_override(const std::string& text);
+};
+
+// Adds the leaves of `map` under `prefix`. Descends only into sections the schema declares, so an
+// unknown section is one error rather than one per key inside it.
+void Loader::flatten_map(const YAML::Node& map, const std::string& prefix, const Source& source) {
+    std::unordered_map<std::string, std::string> seen;  // key name -> origin, to catch duplicates
+    for (const auto& item : map) {
+        const YAML::Node& key = item.first;
+        const YAML::Node& value = item.second;
+        const std::string where = source.origin(key.Mark());
+        if (!key.IsScalar()) {
+            errors.push_back(error_line(where, prefix, "a key must be a plain name, not a list or map"));
+            continue;
+        }
+        const std::string& name = key.Scalar();
+        const std::string path = prefix.empty() ? name : prefix + "." + name;
+        if (name.empty() || name.find('.') != std::string::npos) {
+            errors.push_back(error_line(where, path, "a key name may not be empty or contain '.'; nest maps instead"));
+            continue;
+        }
+        // yaml-cpp keeps both copies of a repeated key; YAML forbids it and it is always a mistake.
+        auto [first, inserted] = seen.emplace(name, where);
+        if (!inserted) {
+            errors.push_back(error_line(where, path, "duplicate key (first set at " + first->second + ")"));
+            continue;
+        }
+        if (prefix.empty() && name == "inherit") continue;  // read by read_file (overrides never have an empty prefix)
+        if (schema.is_section(path) && value.IsMap()) {
+            flatten_map(value, path, source);
+        } else if (schema.is_section(path) && value.IsNull()) {
+            // "model:" with every key commented out: an empty section, nothing to set.
+        } else {
+            leaves.set(Leaf{path, value, where});
+        }
+    }
+}
+
+// The same file however it is named ("a/../x.yaml", "./x.yaml"), to detect inherit cycles.
+std::string file_identity(const std::string& file) {
+    std::error_code error;
+    fs::path canonical = fs::weakly_canonical(file, error);
+    if (error) canonical = fs::absolute(file, error).lexically_normal();
+    return canonical.string();
+}
+
+// Reads `file` after the file it inherits from, so its own keys win. `chain` lists the files that
+// (transitively) inherit this one, outermost first, to report cycles.
+void Loader::read_file(const std::string& file, const std::string& inherited_at, std::vector<std::string> chain) {
+    const std::string via = inherited_at.empty() ? "" : " (inherited at " + inherited_at + ")";
+    std::error_code error;
+    if (!fs::exists(file, error)) throw_error(file, "cannot open file: no such file" + via);
+    if (fs::is_directory(file, error)) throw_error(file, "cannot open file: it is a directory" + via);
+    std::ifstream stream(file, std::ios::binary);
+    if (!stream) throw_error(file, "cannot open file" + via);
+    std::ostringstream text;
+    text << stream.rdbuf();
+
+    std::vector<YAML::Node> documents;
+    try {
+        documents = YAML::LoadAll(text.str());
+    } catch (const YAML::ParserException& e) {
+        const std::string where = e.mark.is_null() ? file : file + ":" + std::to_string(e.mark.line + 1);
+        throw_error(where, "YAML syntax error: " + e.msg);
+    } catch (const YAML::Exception& e) {
+        throw_error(file, std::string("cannot read YAML: ") + e.what());
+    }
+    const Source source{file, ""};
+    if (documents.size() > 1) throw_error(source.origin(documents[1].Mark()), "more than one YAML document in the file");
+    if (documents.empty() || documents[0].IsNull()) return;  // an empty file sets nothing
+    const YAML::Node& root = documents[0];
+    if (!root.IsMap()) throw_error(source.origin(root.Mark()), "expected a map of keys at the top level");
+
+    chain.push_back(file);
+    for (const auto& item : root) {
+        if (!item.first.IsScalar() || item.first.Scalar() != "inherit") continue;
+        const std::string where = source.origin(item.first.Mark());
+        const YAML::Node& base_node = item.second;
+        if (!base_node.IsScalar() || base_node.Scalar().empty())
+            throw_error(where, "inherit: expected the file name of the base config");
+        // Relative to the including file's directory, so a chain works from any working directory.
+        const std::string base = (fs::path(file).parent_path() / base_node.Scalar()).lexically_normal().string();
+        const std::string base_identity = file_identity(base);
+        for (std::size_t i = 0; i < chain.size(); ++i) {
+            if (file_identity(chain[i]) != base_identity) continue;
+            std::string cycle;
+            for (std::size_t j = i; j < chain.size(); ++j) cycle += chain[j] + " -> ";
+            throw_error(where, "inherit cycle: " + cycle + base);
+        }
+        read_file(base, where, chain);
+        break;  // a second `inherit` is reported as a duplicate key by flatten_map
+    }
+    flatten_map(root, "", source);
+}
+
+// "key.path=value": the value is parsed as YAML, so 4 is an int, 3e-4 a float and [a,b] a list.
+void Loader::apply_override(const std::string& text) {
+    const Source source{"", text};
+    const std::string where = source.origin(YAML::Mark());
+    const std::size_t equals = text.find('=');
+    if (equals == std::string::npos || equals == 0) {
+        errors.push_back(error_line(where, "", "expected key.path=value"));
+        return;
+    }
+    const std::string path = text.substr(0, equals);
+    YAML::Node value;
+    try {
+        value = YAML::Load(text.substr(equals + 1));
+    } catch (const YAML::Exception& e) {
+        errors.push_back(error_line(where, path, "the value is not valid YAML: " + e.msg));
+        return;
+    }
+    if (schema.is_section(path) && value.IsMap()) flatten_map(value, path, source);
+    else leaves.set(Leaf{path, value, where});
+}
+
+// ---- checking values ------------------------------------------------------------------------
+
+// Optimal string alignment distance: edits, with a swap of two neighbours counting as one edit
+// ("modle" -> "model" is 1), the most common typo.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+    for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t substitution = a[i - 1] == b[j - 1] ? 0 : 1;
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + substitution});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    }
+    return d[a.size()][b.size()];
+}
+
+// The closest declared key or section, or "" when nothing is close enough to be a typo: up to
+// 1 edit for a short last name, 2 from 4 letters, 3 from 8 letters.
+std::string closest_known(const std::string& path, const Schema& schema) {
+    const std::size_t last_dot = path.rfind('.');
+    const std::size_t last_length = path.size() - (last_dot == std::string::npos ? 0 : last_dot + 1);
+    const std::size_t limit = std::min<std::size_t>(3, 1 + last_length / 4);
+    std::string best;
+    std::size_t best_distance = limit + 1;
+    auto consider = [&](const std::string& candidate) {
+        const std::size_t distance = edit_distance(path, candidate);
+        if (distance < best_distance) {
+            best = candidate;
+            best_distance = distance;
+        }
+    };
+    for (const KeySpec& spec : schema.keys()) consider(spec.path);
+    for (const std::string& section : schema.sections()) consider(section);
+    return best;
+}
+
+// How a wrong value reads in a message: 'abc', string '4' (quoted in YAML), null, a list, a map.
+std::string describe(const YAML::Node& node) {
+    if (node.IsNull()) return "null";
+    if (node.IsSequence()) return "a list";
+    if (node.IsMap()) return "a map";
+    if (node.Tag() == "?") return "'" + node.Scalar() + "'";
+    return "string '" + node.Scalar() + "'";
+}
+
+// A plain (unquoted) scalar: "4" in quotes is a string in YAML, not an int.
+bool is_plain_scalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "?"; }
+
+// Decimal only: yaml-cpp would read "010" as octal 8, which no researcher means.
+bool parse_item(const YAML::Node& node, std::int64_t& out) {
+    if (!is_plain_scalar(node)) return false;
+    std::string text = node.Scalar();
+    if (!text.empty() && text[0] == '+') text.erase(0, 1);
+    if (text.empty() || text[0] == '+') return false;
+    const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return status == std::errc() && end == text.data() + text.size();
+}
+// YAML float syntax as yaml-cpp reads it: 3e-4, 2.5, 1 (an int is a valid float), .inf, .nan.
+bool parse_item(const YAML::Node& node, double& out) {
+    return is_plain_scalar(node) && YAML::convert<double>::decode(node, out);
+}
+// YAML 1.1 booleans as yaml-cpp reads them: true/false, yes/no, on/off, y/n (case variants).
+bool parse_item(const YAML::Node& node, bool& out) {
+    return is_plain_scalar(node) && YAML::convert<bool>::decode(node, out);
+}
+// Any scalar is text, so `name: 2024` is the string "2024"; null is not a string.
+bool parse_item(const YAML::Node& node, std::string& out) {
+    if (!node.IsScalar()) return false;
+    out = node.Scalar();
+    return true;
+}
+
+// Reads one value of type T (a scalar type or a std::vector of one); "" on success, else the reason.
+template <typename T>
+std::string parse_value(const YAML::Node& node, const std::string& expected, Value& out) {
+    T value{};
+    if (!parse_item(node, value)) return "expected " + expected + ", got " + describe(node);
+    out = value;
+    return "";
+}
+template <typename T>
+std::string parse_list(const YAML::Node& node, const std::string& expected, Value& out) {
+    if (!node.IsSequence()) return "expected " + expected + ", got " + describe(node);
+    std::vector<T> items(node.size());
+    for (std::size_t i = 0; i < node.size(); ++i) {
+        if (!parse_item(node[i], items[i]))
+            return "item " + std::to_string(i + 1) + ": expected " + expected + ", got " + describe(node[i]);
+    }
+    out = std::move(items);
+    return "";
+}
+
+std::string parse_for_key(const KeySpec& spec, const YAML::Node& node, Value& out) {
+    const std::string expected = type_name(spec.type);
+    switch (spec.type) {
+        case ValueType::int_value: return parse_value<std::int64_t>(node, expected, out);
+        case ValueType::float_value: return parse_value<double>(node, expected, out);
+        case ValueType::bool_value: return parse_value<bool>(node, expected, out);
+        case ValueType::string_value: return parse_value<std::string>(node, expected, out);
+        case ValueType::int_list: return parse_list<std::int64_t>(node, expected, out);
+        case ValueType::float_list: return parse_list<double>(node, expected, out);
+        case ValueType::string_list: return parse_list<std::string>(node, expected, out);
+    }
+    return "unknown type";
+}
+
+}  // namespace
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides, const Schema& schema) {
+    Loader loader{schema, {}, {}};
+    loader.read_file(path, "", {});
+    for (const std::string& text : overrides) loader.apply_override(text);
+
+    struct Resolved {
+        Value value;
+        std::string origin;
+    };
+    std::unordered_map<std::string, Resolved> resolved;
+    for (const Leaf& leaf : loader.leaves.leaves()) {
+        const KeySpec* spec = schema.find(leaf.path);
+        if (!spec && schema.is_section(leaf.path)) {
+            loader.errors.push_back(error_line(leaf.origin, leaf.path,
+                                               "is a section: expected a map of keys, got " + describe(leaf.node)));
+            continue;
+        }
+        if (!spec) {
+            const std::string closest = closest_known(leaf.path, schema);
+            loader.errors.push_back(error_line(leaf.origin, leaf.path,
+                                               std::string(leaf.node.IsMap() ? "unknown section" : "unknown key") +
+                                                   (closest.empty() ? "" : " (did you mean '" + closest + "'?)")));
+            continue;
+        }
+        Value value;
+        std::string problem = parse_for_key(*spec, leaf.node, value);
+        if (problem.empty()) problem = detail::allowed_violation(*spec, value);
+        if (!problem.empty()) {
+            loader.errors.push_back(error_line(leaf.origin, leaf.path, problem));
+            continue;
+        }
+        resolved[leaf.path] = Resolved{std::move(value), leaf.origin};
+    }
+
+    Config config;
+    config.source_path_ = path;
+    config.overrides_ = overrides;
+    for (const KeySpec& spec : schema.keys()) {
+        auto found = resolved.find(spec.path);
+        config.index_[spec.path] = config.entries_.size();
+        if (found == resolved.end()) config.entries_.push_back(Config::Entry{spec, spec.default_value, "default"});
+        else config.entries_.push_back(Config::Entry{spec, std::move(found->second.value), found->second.origin});
+    }
+
+    // Rules read values, so they run only once every value is valid; each failing rule adds its line.
+    if (loader.errors.empty()) {
+        for (const Schema::Rule& rule : schema.rules()) {
+            try {
+                rule(config);
+            } catch (const InputError& e) {
+                const std::string message = e.what();
+                const bool formatted = message.rfind("config error: ", 0) == 0;
+                loader.errors.push_back(formatted ? message : error_line(path, "", message));
+            }
+        }
+    }
+    if (!loader.errors.empty()) {
+        std::string message;
+        for (const std::string& line : loader.errors) message += (message.empty() ? "" : "\n") + line;
+        throw InputError(message);
+    }
+    return config;
+}
+
+}  // namespace iclab::config

@@ -1,0 +1,140 @@
+#include "framework/io/provenance.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <ctime>
+#include <optional>
+
+#include "framework/io/results_file.hpp"
+
+// Defined by CMake for the framework library; the fallbacks let this file compile on its own.
+#ifndef ICLAB_SOURCE_DIR
+#define ICLAB_SOURCE_DIR ""
+#endif
+#ifndef ICLAB_VERSION
+#define ICLAB_VERSION "unknown"
+#endif
+#ifndef ICLAB_BUILD_TYPE
+#define ICLAB_BUILD_TYPE "unknown"
+#endif
+#ifndef ICLAB_COMPILER
+#if defined(__clang__)
+#define ICLAB_COMPILER "Clang " __clang_version__
+#elif defined(__GNUC__)
+#define ICLAB_COMPILER "GNU " __VERSION__
+#else
+#define ICLAB_COMPILER "unknown"
+#endif
+#endif
+
+// OpenBLAS's own queries (declared in its cblas.h / openblas_config.h, repeated here so this file
+// does not depend on which BLAS headers are on the include path).
+extern "C" {
+char* openblas_get_corename(void);
+char* openblas_get_config(void);
+int openblas_get_num_threads(void);
+}
+
+namespace iclab::io {
+
+namespace {
+
+// Runs a shell command and returns its standard output, or nothing if it could not run or exited
+// with a non-zero status. stderr goes to /dev/null so "not a git repository" stays off the console.
+std::optional<std::string> command_output(const std::string& command) {
+    FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
+    if (pipe == nullptr) return std::nullopt;
+    std::string output;
+    std::array<char, 4096> buffer{};
+    for (size_t count; (count = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
+        output.append(buffer.data(), count);
+    }
+    const int status = ::pclose(pipe);
+    if (status != 0) return std::nullopt;
+    return output;
+}
+
+// Single-quoted for the shell: a quote inside becomes '\''.
+std::string shell_quote(const std::string& text) {
+    std::string quoted = "'";
+    for (char character : text) quoted += character == '\'' ? std::string("'\\''") : std::string(1, character);
+    return quoted + "'";
+}
+
+std::optional<std::string> git_output(const std::string& arguments) {
+    const std::string source_dir = ICLAB_SOURCE_DIR;
+    if (source_dir.empty()) return std::nullopt;  // built without CMake: no way to know which checkout
+    // --no-optional-locks: status must not take .git/index.lock, which would make a concurrent
+    // git command in the same checkout fail.
+    return command_output("git --no-optional-locks -C " + shell_quote(source_dir) + " " + arguments);
+}
+
+std::string trimmed(std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+    return text;
+}
+
+}  // namespace
+
+std::string git_commit() {
+    const std::optional<std::string> output = git_output("rev-parse HEAD");
+    const std::string commit = output ? trimmed(*output) : "";
+    return commit.empty() ? "unknown" : commit;
+}
+
+std::string git_dirty() {
+    const std::optional<std::string> output = git_output("status --porcelain");
+    if (!output) return "unknown";
+    return output->empty() ? "false" : "true";
+}
+
+std::string openblas_core() {
+    const char* name = openblas_get_corename();
+    return name != nullptr && name[0] != '\0' ? trimmed(name) : "unknown";
+}
+
+std::string openblas_config() {
+    const char* config = openblas_get_config();
+    return config != nullptr && config[0] != '\0' ? trimmed(config) : "unknown";
+}
+
+int openblas_threads() { return openblas_get_num_threads(); }
+
+std::string compiler() { return ICLAB_COMPILER; }
+
+std::string build_type() { return ICLAB_BUILD_TYPE; }
+
+std::string iclab_version() { return ICLAB_VERSION; }
+
+std::string now_iso8601() {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    ::gmtime_r(&now, &utc);  // gmtime is not thread-safe
+    std::array<char, 32> text{};
+    std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return text.data();
+}
+
+std::string hostname() {
+    std::array<char, 256> name{};
+    // gethostname need not NUL-terminate a truncated name: the last byte stays 0.
+    if (::gethostname(name.data(), name.size() - 1) != 0 || name[0] == '\0') return "unknown";
+    return name.data();
+}
+
+void write_provenance(ResultsWriter& writer) {
+    writer.set_attr("git_commit", git_commit());
+    writer.set_attr("git_dirty", git_dirty());
+    writer.set_attr("iclab_version", iclab_version());
+    writer.set_attr("compiler", compiler());
+    writer.set_attr("build_type", build_type());
+    writer.set_attr("blas_core", openblas_core());
+    writer.set_attr("blas_config", openblas_config());
+    writer.set_attr("blas_threads", static_cast<int64_t>(openblas_threads()));
+    writer.set_attr("hostname", hostname());
+    writer.set_attr("created_utc", now_iso8601());
+}
+
+}  // namespace iclab::io

@@ -1,0 +1,140 @@
+#pragma once
+// Results files: one HDF5 file per run, written under a temporary name and renamed when complete,
+// so a file under the final name is always a finished run (CONVENTIONS.md: a writer killed
+// mid-write can leave an HDF5 file unreadable).
+//
+// Layout readable from Python in one line per table (h5py 3.7):
+//   root attributes        strings (variable-length UTF-8, read as str), int64, double
+//   /curves, /tables/<t>   one 1-D dataset per column + attribute column_order = "step,train_loss,..."
+//                          pandas.DataFrame({k: f[g][k][()] for k in f[g].attrs['column_order'].split(',')})
+//   /checkpoint/<name>     N-d float/double/int32 datasets with string attributes (e.g. layout)
+//
+// The writer knows nothing of models: it takes names, flat buffers and shapes.
+// Every HDF5 failure throws iclab::Error naming the file; HDF5's own error printing is silenced.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "framework/core/check.hpp"
+
+namespace iclab::io {
+
+namespace detail {
+struct Hdf5File;  // keeps H5Cpp.h out of every file that includes this header
+}
+
+// One column of a table: all columns of one table must have the same length.
+struct Column {
+    std::string name;  // no ',' (it separates column_order) and no '/'
+    std::variant<std::vector<double>, std::vector<int64_t>, std::vector<std::string>> values;
+};
+
+// String attributes attached to a dataset, e.g. {{"layout", "(C, 3C) row-major"}}.
+using Attributes = std::map<std::string, std::string>;
+
+// A dataset read back: values in row-major order, shape {} for a scalar.
+template <typename T>
+struct TensorData {
+    std::vector<size_t> shape;
+    std::vector<T> values;
+};
+
+class ResultsWriter {
+public:
+    // Creates "<final_path>.partial" (truncating a stale one left by a killed run).
+    // Throws iclab::InputError if final_path exists and overwrite is false: a completed result is
+    // never replaced silently. With overwrite, the old file is replaced only by commit().
+    explicit ResultsWriter(std::filesystem::path final_path, bool overwrite = false);
+    // Without commit(): closes and removes the .partial file, so no file appears under the final name.
+    ~ResultsWriter();
+    ResultsWriter(const ResultsWriter&) = delete;
+    ResultsWriter& operator=(const ResultsWriter&) = delete;
+
+    // Root attributes; setting a name again replaces the value.
+    void set_attr(const std::string& name, const std::string& value);
+    void set_attr(const std::string& name, const char* value) { set_attr(name, std::string(value)); }
+    void set_attr(const std::string& name, int64_t value);
+    void set_attr(const std::string& name, double value);
+    // Any other integer type (int, size_t, ...) is stored as int64; without this, an int literal
+    // would be ambiguous between the int64_t and double overloads.
+    template <typename Integer,
+              std::enable_if_t<std::is_integral_v<Integer> && !std::is_same_v<Integer, bool>, int> = 0>
+    void set_attr(const std::string& name, Integer value) {
+        ICLAB_CHECK(!std::is_unsigned_v<Integer> || static_cast<uint64_t>(value) <= INT64_MAX,
+                    "attribute " << name << " = " << value << " does not fit int64");
+        set_attr(name, static_cast<int64_t>(value));
+    }
+    // Flags are written as the strings "true"/"false" by the caller: say which you mean.
+    void set_attr(const std::string& name, bool value) = delete;
+
+    // Creates group_path (and missing parents) holding one 1-D dataset per column and the
+    // attribute column_order. Throws if the group already exists.
+    void write_columns(const std::string& group_path, const std::vector<Column>& columns);
+
+    // An N-d dataset of prod(shape) values in row-major order; missing parent groups are created.
+    // shape {} writes a scalar. Throws if path already exists.
+    void write_tensor(const std::string& path, const float* data, const std::vector<size_t>& shape,
+                      const Attributes& attributes = {});
+    void write_tensor(const std::string& path, const double* data, const std::vector<size_t>& shape,
+                      const Attributes& attributes = {});
+    void write_tensor(const std::string& path, const int32_t* data, const std::vector<size_t>& shape,
+                      const Attributes& attributes = {});
+
+    // Flushes, fsyncs, closes and renames .partial to the final name (atomic on POSIX).
+    // Nothing can be written afterwards.
+    void commit();
+
+    const std::filesystem::path& final_path() const { return final_path_; }
+    const std::filesystem::path& partial_path() const { return partial_path_; }
+    bool committed() const { return committed_; }
+
+private:
+    std::filesystem::path final_path_;
+    std::filesystem::path partial_path_;
+    bool overwrite_ = false;
+    bool committed_ = false;
+    std::unique_ptr<detail::Hdf5File> hdf5_;  // null once closed
+
+    detail::Hdf5File& open_file(const char* action);
+};
+
+// Read-only access to a results file. Paths are absolute ("/curves/step") or relative to the root.
+class ResultsReader {
+public:
+    explicit ResultsReader(const std::filesystem::path& path);
+    ~ResultsReader();
+    ResultsReader(const ResultsReader&) = delete;
+    ResultsReader& operator=(const ResultsReader&) = delete;
+
+    bool has(const std::string& path) const;                                 // group or dataset
+    std::vector<std::string> list(const std::string& group_path) const;      // member names, sorted
+
+    std::string read_attr_string(const std::string& object_path, const std::string& name) const;
+    int64_t read_attr_int64(const std::string& object_path, const std::string& name) const;
+    double read_attr_double(const std::string& object_path, const std::string& name) const;
+
+    // Converted from whichever numeric type is stored (float, double or integer).
+    TensorData<float> read_tensor_float(const std::string& path) const;
+    TensorData<double> read_tensor_double(const std::string& path) const;
+    // Only from stored integers that fit int32 (never truncates floats).
+    TensorData<int32_t> read_int32(const std::string& path) const;
+
+    // 1-D datasets, as written by write_columns.
+    std::vector<double> read_column_double(const std::string& path) const;  // from float or integer
+    std::vector<int64_t> read_column_int64(const std::string& path) const;  // from integer only
+    std::vector<std::string> read_column_string(const std::string& path) const;
+
+    const std::filesystem::path& path() const { return path_; }
+
+private:
+    std::filesystem::path path_;
+    std::unique_ptr<detail::Hdf5File> hdf5_;
+};
+
+}  // namespace iclab::io

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# README command 2: set up, build, and run every test through ctest.
+#   scripts/test.sh             Release build in build/
+#   scripts/test.sh --sanitize  ASan + UBSan build in build-asan/ (slower)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--sanitize" ]; then
+  export BUILD_DIR=build-asan CMAKE_ARGS="-DICLAB_SANITIZE=ON -DICLAB_NATIVE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+  export ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1
+fi
+scripts/setup.sh
+cd "${BUILD_DIR:-build}"
+OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" ctest --output-on-failure -j "${JOBS:-$(nproc)}"
