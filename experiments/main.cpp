@@ -12,6 +12,7 @@
 
 #include "experiments/predict.hpp"
 #include "experiments/registry.hpp"
+#include "framework/core/threads.hpp"
 
 namespace po = boost::program_options;
 using namespace iclab;
@@ -30,7 +31,8 @@ int command_run(const std::vector<std::string>& args) {
     flags.add_options()("print-config", "print the resolved config (YAML) and exit")(
         "dry-run", "validate the config and exit")("quiet", "no progress output; stdout keeps only the run folder")(
         "overwrite", "replace a completed run of the same name")(
-        "help-config", "list every config key of the config's experiment")("help", "this help");
+        "help-config", "list every config key of the config's experiment")(
+        "threads", po::value<int>()->default_value(0), "compute threads (0: all cores, or OMP_NUM_THREADS)")("help", "this help");
     po::options_description hidden;
     hidden.add_options()("positional", po::value<std::vector<std::string>>()->multitoken(), "");
     po::options_description all;
@@ -64,6 +66,7 @@ int command_run(const std::vector<std::string>& args) {
         std::cout << "config " << config_path << " is valid (experiment " << experiment.name << ")\n";
         return 0;
     }
+    configure_threads(vm["threads"].as<int>());
     experiments::RunOptions options;
     options.quiet = vm.count("quiet") > 0;
     options.overwrite = vm.count("overwrite") > 0;
@@ -125,6 +128,7 @@ int command_predict(const std::vector<std::string>& args) {
         for (char c; file.get(c);)
             if (!std::isspace(static_cast<unsigned char>(c))) text += c;
     }
+    configure_threads(0);
     experiments::PredictOptions options;
     options.run_dir = vm["run_dir"].as<std::string>();
     options.text = text;

@@ -76,6 +76,10 @@ TEST_CASE("root attributes round-trip as string, int64 and double", "[io]") {
         writer.set_attr("learning_rate", 3.0e-4);
         writer.set_attr("seed_again", std::numeric_limits<int64_t>::max());
         writer.set_attr("experiment", "replaced");  // setting again replaces the value
+        // A NUL would silently end a variable-length string: refused.
+        CHECK_THROWS_AS(writer.set_attr("bad", std::string("a\0b", 3)), iclab::Error);
+        CHECK_THROWS_AS(writer.write_columns("/bad", {{"text", std::vector<std::string>{std::string("a\0b", 3)}}}),
+                        iclab::Error);
         writer.commit();
     }
     ResultsReader reader(file);
@@ -91,6 +95,7 @@ TEST_CASE("root attributes round-trip as string, int64 and double", "[io]") {
     CHECK_THROWS_AS(reader.read_attr_int64("/", "learning_rate"), iclab::Error);
     CHECK_THROWS_AS(reader.read_attr_string("/", "seed"), iclab::Error);
     CHECK_THROWS_WITH(reader.read_attr_string("/", "missing"), Catch::Contains(file.string()));
+    CHECK_FALSE(reader.has("/bad"));
 }
 
 TEST_CASE("columns round-trip with column_order", "[io]") {

@@ -1,3 +1,4 @@
+#include <omp.h>
 #include "framework/io/provenance.hpp"
 
 #include <unistd.h>
@@ -133,6 +134,7 @@ void write_provenance(ResultsWriter& writer) {
     writer.set_attr("blas_core", openblas_core());
     writer.set_attr("blas_config", openblas_config());
     writer.set_attr("blas_threads", static_cast<int64_t>(openblas_threads()));
+    writer.set_attr("omp_threads", static_cast<int64_t>(omp_get_max_threads()));
     writer.set_attr("hostname", hostname());
     writer.set_attr("created_utc", now_iso8601());
 }

@@ -7,6 +7,7 @@
 //   root attributes        strings (variable-length UTF-8, read as str), int64, double
 //   /curves, /tables/<t>   one 1-D dataset per column + attribute column_order = "step,train_loss,..."
 //                          pandas.DataFrame({k: f[g][k][()] for k in f[g].attrs['column_order'].split(',')})
+//                          (h5py returns string *datasets* as bytes: f[g][k].asstr()[()] gives str)
 //   /checkpoint/<name>     N-d float/double/int32 datasets with string attributes (e.g. layout)
 //
 // The writer knows nothing of models: it takes names, flat buffers and shapes.

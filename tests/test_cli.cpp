@@ -1,0 +1,215 @@
+// The iclab command end to end: config rejection (exit 2, key and line named, nothing written), the
+// results file's contents, never overwriting a completed run, killed runs, determinism and predict.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "framework/io/results_file.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CommandResult {
+    int status = -1;
+    std::string out, err;
+};
+
+std::string read_file(const fs::path& path) {
+    std::ifstream file(path);
+    std::stringstream buffer;
+    buffer << file.rdbuf();
+    return buffer.str();
+}
+
+// Runs `iclab <args>` from the repository root, capturing stdout and stderr.
+CommandResult run_iclab(const std::string& args, const fs::path& scratch) {
+    const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
+    const std::string command = "cd '" ICLAB_SOURCE_DIR "' && OMP_NUM_THREADS=1 '" ICLAB_BINARY "' " + args + " >'" +
+                                out.string() + "' 2>'" + err.string() + "'";
+    const int raw = std::system(command.c_str());
+    CommandResult result;
+    result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    result.out = read_file(out);
+    result.err = read_file(err);
+    return result;
+}
+
+std::string last_line(const std::string& text) {
+    std::string trimmed = text;
+    while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
+    const auto position = trimmed.rfind('\n');
+    return position == std::string::npos ? trimmed : trimmed.substr(position + 1);
+}
+
+struct Scratch {
+    fs::path path;
+    Scratch() {
+        path = fs::temp_directory_path() / ("iclab_cli_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
+        fs::create_directories(path);
+    }
+    ~Scratch() { fs::remove_all(path); }
+};
+
+const std::string kTiny =
+    "configs/quick/induction_head.yaml train.steps=12 train.warmup_steps=2 eval.every=6 task.seq_len=16 "
+    "eval.sequences=8 train.batch_size=4 --quiet";
+
+std::size_t count_entries(const fs::path& dir) {
+    if (!fs::exists(dir)) return 0;
+    return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+}  // namespace
+
+TEST_CASE("bad configs exit 2 naming key, file and line, and write nothing", "[cli]") {
+    Scratch scratch;
+    const fs::path out_dir = scratch.path / "results";
+    const std::string out = " output.dir=" + out_dir.string();
+    const fs::path bad = scratch.path / "bad.yaml";
+
+    SECTION("unknown key in a file, with a suggestion") {
+        std::ofstream(bad) << "experiment: induction_head\nmodel:\n  layers: 2\n  layrs: 3\n";
+        const auto r = run_iclab("run " + bad.string() + out, scratch.path);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains(bad.string() + ":4") && Catch::Contains("model.layrs") &&
+                              Catch::Contains("did you mean 'model.layers'"));
+    }
+    SECTION("unknown key in an override") {
+        const auto r = run_iclab("run configs/quick/induction_head.yaml train.setps=5" + out, scratch.path);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains("train.setps") && Catch::Contains("did you mean 'train.steps'"));
+    }
+    SECTION("wrong type") {
+        std::ofstream(bad) << "experiment: induction_head\ntrain:\n  steps: many\n";
+        const auto r = run_iclab("run " + bad.string() + out, scratch.path);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains(bad.string() + ":3") && Catch::Contains("train.steps"));
+    }
+    SECTION("out of range") {
+        std::ofstream(bad) << "experiment: induction_head\ntrain:\n  lr: -1.0\n";
+        const auto r = run_iclab("run " + bad.string() + out, scratch.path);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains(bad.string() + ":3") && Catch::Contains("train.lr"));
+    }
+    SECTION("inconsistent widths") {
+        std::ofstream(bad) << "experiment: induction_head\nmodel:\n  width: 64\n  heads: 3\n";
+        const auto r = run_iclab("run " + bad.string() + out, scratch.path);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains("model.width") && Catch::Contains("model.heads") && Catch::Contains(":3"));
+    }
+    SECTION("odd head width with RoPE") {
+        const auto r = run_iclab("run configs/quick/induction_head.yaml model.width=66 model.heads=2" + out, scratch.path);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains("RoPE needs an even head width"));
+    }
+    SECTION("missing config file") {
+        const auto r = run_iclab("run " + (scratch.path / "nope.yaml").string() + out, scratch.path);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains("nope.yaml"));
+    }
+    CHECK(count_entries(out_dir) == 0);
+}
+
+TEST_CASE("a run writes a complete results file and never overwrites a completed one", "[cli][results]") {
+    Scratch scratch;
+    const std::string out = " output.dir=" + (scratch.path / "results").string();
+    const auto first = run_iclab("run " + kTiny + out, scratch.path);
+    REQUIRE(first.status == 0);
+    const fs::path run_dir = last_line(first.out);
+    REQUIRE(fs::exists(run_dir / "results.h5"));
+    CHECK(fs::exists(run_dir / "config.yaml"));
+    CHECK(fs::exists(run_dir / "log.txt"));
+    CHECK_FALSE(fs::exists(run_dir / "results.h5.partial"));
+
+    {
+        iclab::io::ResultsReader reader(run_dir / "results.h5");
+        for (const char* attr : {"config", "overrides", "git_commit", "git_dirty", "iclab_version", "compiler", "blas_core",
+                                 "start_time", "end_time"})
+            CHECK_FALSE(reader.read_attr_string("/", attr).empty());
+        CHECK(reader.read_attr_int64("/", "seed") == 0);
+        CHECK_THAT(reader.read_attr_string("/", "config"), Catch::Contains("steps: 12"));
+        const auto steps = reader.read_column_double("/curves/step");
+        CHECK(steps == std::vector<double>{6.0, 12.0});
+        for (const char* curve : {"train_loss", "eval_loss", "icl_accuracy", "nontrigger_accuracy", "lr", "tokens_per_s"})
+            CHECK(reader.read_column_double(std::string("/curves/") + curve).size() == 2);
+        CHECK(reader.read_column_double("/steps/loss").size() == 12);
+        CHECK(reader.read_attr_string("/tables/final_eval", "column_order") ==
+              "position_kind,positions,loss,accuracy,best_possible_accuracy");
+        const auto w_qkv = reader.read_tensor_float("/checkpoint/blocks.0.attn.w_qkv");
+        CHECK(w_qkv.shape == std::vector<size_t>{64, 192});
+        CHECK_THAT(reader.read_attr_string("/checkpoint/blocks.0.attn.w_qkv", "layout"), Catch::Contains("W_Q"));
+    }
+
+    const auto stamp = fs::last_write_time(run_dir / "results.h5");
+    const auto second = run_iclab("run " + kTiny + out, scratch.path);
+    REQUIRE(second.status == 0);
+    const fs::path second_dir = last_line(second.out);
+    CHECK(second_dir != run_dir);
+    CHECK(second_dir.string() == run_dir.string() + "-2");
+    CHECK(fs::last_write_time(run_dir / "results.h5") == stamp);
+
+    const auto third = run_iclab("run " + kTiny + out + " --overwrite", scratch.path);
+    REQUIRE(third.status == 0);
+    CHECK(fs::path(last_line(third.out)) == run_dir);
+}
+
+TEST_CASE("a killed run leaves no results.h5 under the final name", "[cli][results]") {
+    Scratch scratch;
+    const fs::path out_dir = scratch.path / "results";
+    const std::string command = "cd '" ICLAB_SOURCE_DIR "' && timeout -s KILL 3 '" ICLAB_BINARY
+                                "' run configs/quick/induction_head.yaml train.steps=1000000 --quiet output.dir=" +
+                                out_dir.string() + " >/dev/null 2>&1";
+    const int raw = std::system(command.c_str());
+    CHECK(WEXITSTATUS(raw) == 137);  // killed by timeout's SIGKILL
+    REQUIRE(count_entries(out_dir) == 1);
+    const fs::path run_dir = fs::directory_iterator(out_dir)->path();
+    CHECK(fs::exists(run_dir / "config.yaml"));
+    CHECK_FALSE(fs::exists(run_dir / "results.h5"));
+}
+
+TEST_CASE("the same config and seed give identical curves; another seed does not", "[cli][determinism]") {
+    Scratch scratch;
+    const std::string out = " output.dir=" + (scratch.path / "results").string();
+    const auto a = run_iclab("run " + kTiny + out + " output.name=a", scratch.path);
+    const auto b = run_iclab("run " + kTiny + out + " output.name=b", scratch.path);
+    const auto c = run_iclab("run " + kTiny + out + " output.name=c seed=1", scratch.path);
+    REQUIRE(a.status == 0);
+    REQUIRE(b.status == 0);
+    REQUIRE(c.status == 0);
+    iclab::io::ResultsReader ra(fs::path(last_line(a.out)) / "results.h5"), rb(fs::path(last_line(b.out)) / "results.h5"),
+        rc(fs::path(last_line(c.out)) / "results.h5");
+    for (const char* curve : {"/steps/loss", "/steps/grad_norm", "/curves/eval_loss", "/curves/icl_accuracy"}) {
+        CHECK(ra.read_column_double(curve) == rb.read_column_double(curve));
+    }
+    CHECK(ra.read_tensor_float("/checkpoint/unembedding.w").values == rb.read_tensor_float("/checkpoint/unembedding.w").values);
+    CHECK(ra.read_column_double("/steps/loss") != rc.read_column_double("/steps/loss"));
+}
+
+TEST_CASE("predict prints next-token predictions and writes logits", "[cli][predict]") {
+    Scratch scratch;
+    const std::string out = " output.dir=" + (scratch.path / "results").string();
+    const auto run = run_iclab("run " + kTiny + out, scratch.path);
+    REQUIRE(run.status == 0);
+    const std::string run_dir = last_line(run.out);
+    const fs::path logits = scratch.path / "logits.h5";
+    const auto p = run_iclab("predict " + run_dir + " --text abcXab --top 2 --out " + logits.string(), scratch.path);
+    REQUIRE(p.status == 0);
+    CHECK_THAT(p.out, Catch::Contains("icl"));  // the second 'a' and 'b' are repeated triggers
+    iclab::io::ResultsReader reader(logits);
+    CHECK(reader.read_tensor_float("/logits").shape == std::vector<size_t>{6, 52});
+    CHECK(reader.read_int32("/tokens").values == std::vector<int32_t>{0, 1, 2, 49, 0, 1});
+    CHECK(reader.read_int32("/position_kinds").values == std::vector<int32_t>{1, 1, 1, 0, 2, 2});
+
+    const auto again = run_iclab("predict " + run_dir + " --text abc --out " + logits.string(), scratch.path);
+    CHECK(again.status == 2);  // an existing file is not overwritten without --overwrite
+    const auto bad = run_iclab("predict " + run_dir + " --text ab1", scratch.path);
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains("'1'"));
+}
