@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "framework/core/check.hpp"
+#include "framework/nn/gemm.hpp"
 
 namespace iclab::nn {
 
@@ -18,6 +19,13 @@ inline T dot(const T* a, const T* b, std::size_t n) {
 template <class T>
 inline void axpy(T* y, T alpha, const T* x, std::size_t n) {
     for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+// Causal mask on a (T, T) score matrix: entries j > i are zero.
+template <class T>
+inline void mask_upper_triangle(T* scores, std::size_t time) {
+    for (std::size_t i = 0; i < time; ++i)
+        for (std::size_t j = i + 1; j < time; ++j) scores[i * time + j] = T(0);
 }
 
 void check_options(const AttentionShape& shape, const LinearAttentionOptions& options) {
@@ -47,7 +55,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
 
 #pragma omp parallel
     {
-        std::vector<T> v(TT * D), num(D), key_sum(F);
+        std::vector<T> v(TT * D), num(TT * D), key_sum(F), scores(TT * TT);
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
@@ -73,13 +81,14 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
                     for (std::size_t f = 0; f < F; ++f) rot_k[t * F + f] = phi_k[t * F + f];
                 }
             }
+            // Numerator (Eq. 13) with two GEMMs: S = tril(rq rkᵀ) (T, T);  num = rq b_KV + S v  (T, D)
+            gemm<T>(matrix(scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true);
+            mask_upper_triangle(scores.data(), TT);
+            gemm<T>(matrix(num.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D), false, false);
+            gemm<T>(matrix(num.data(), TT, D), matrix<const T>(scores.data(), TT, TT), matrix<const T>(v.data(), TT, D), false,
+                    false, T(1), T(1));
             for (std::size_t f = 0; f < F; ++f) key_sum[f] = head_bd[f];  // running Σ_{j≤i} φ(k_j) + b_D
             for (std::size_t i = 0; i < TT; ++i) {
-                const T* rq = rot_q + i * F;
-                // num_i = rqᵀ b_KV + Σ_{j≤i} (rq · rk_j) v_j
-                for (std::size_t d = 0; d < D; ++d) num[d] = T(0);
-                for (std::size_t f = 0; f < F; ++f) axpy(num.data(), rq[f], head_bkv + f * D, D);
-                for (std::size_t j = 0; j <= i; ++j) axpy(num.data(), dot(rq, rot_k + j * F, F), v.data() + j * D, D);
                 T denominator = fixed_den;
                 if (options.normalize) {
                     axpy(key_sum.data(), T(1), phi_k + i * F, F);
@@ -87,7 +96,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
                 }
                 den[i] = denominator;
                 T* o = out + (b * TT + i) * C + h * D;
-                for (std::size_t d = 0; d < D; ++d) o[d] = num[d] / denominator;
+                for (std::size_t d = 0; d < D; ++d) o[d] = num[i * D + d] / denominator;
             }
         }
     }
@@ -108,7 +117,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
     {
         std::vector<T> v(TT * D), d_v(TT * D), d_num(TT * D), d_den(TT);
         std::vector<T> d_rot_q(TT * F), d_rot_k(TT * F), d_phi_q(TT * F), d_phi_k(TT * F), key_sum(F), q_sum(F);
-        std::vector<T> d_in(F);
+        std::vector<T> d_in(F), scores(TT * TT), d_scores(TT * TT);
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
@@ -122,9 +131,6 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
             const T* head_bd = b_d + h * F;
             T* part_bkv = partial_bkv.data() + bh * F * D;
             T* part_bd = partial_bd.data() + bh * F;
-            std::fill(d_v.begin(), d_v.end(), T(0));
-            std::fill(d_rot_q.begin(), d_rot_q.end(), T(0));
-            std::fill(d_rot_k.begin(), d_rot_k.end(), T(0));
             std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));
             std::fill(d_phi_k.begin(), d_phi_k.end(), T(0));
             for (std::size_t t = 0; t < TT; ++t) {
@@ -136,23 +142,22 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
                 for (std::size_t d = 0; d < D; ++d) d_num[t * D + d] = dy[d] / den[t];
                 d_den[t] = options.normalize ? -dot(dy, y, D) / den[t] : T(0);
             }
-            // Numerator: num_i = rq_iᵀ b_KV + Σ_{j≤i} s_ij v_j with s_ij = rq_i · rk_j
-            for (std::size_t i = 0; i < TT; ++i) {
-                const T* rq = rot_q + i * F;
-                const T* dn = d_num.data() + i * D;
-                T* drq = d_rot_q.data() + i * F;
-                for (std::size_t f = 0; f < F; ++f) {
-                    drq[f] += dot(head_bkv + f * D, dn, D);  // d rq += b_KV · d_num
-                    axpy(part_bkv + f * D, rq[f], dn, D);    // d b_KV += rq ⊗ d_num
-                }
-                for (std::size_t j = 0; j <= i; ++j) {
-                    const T* rk = rot_k + j * F;
-                    const T ds = dot(dn, v.data() + j * D, D);
-                    axpy(drq, ds, rk, F);
-                    axpy(d_rot_k.data() + j * F, ds, rq, F);
-                    axpy(d_v.data() + j * D, dot(rq, rk, F), dn, D);
-                }
-            }
+            // Numerator: num = rq b_KV + S v with S = tril(rq rkᵀ), recomputed rather than cached (T² per head).
+            //   dS = tril(d_num vᵀ);  d rq = dS rk + d_num b_KVᵀ;  d rk = dSᵀ rq;  d v = Sᵀ d_num;  d b_KV += rqᵀ d_num
+            gemm<T>(matrix(scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true);
+            mask_upper_triangle(scores.data(), TT);
+            gemm<T>(matrix(d_scores.data(), TT, TT), matrix<const T>(d_num.data(), TT, D), matrix<const T>(v.data(), TT, D),
+                    false, true);
+            mask_upper_triangle(d_scores.data(), TT);
+            gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_k, TT, F),
+                    false, false);
+            gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_num.data(), TT, D), matrix<const T>(head_bkv, F, D), false,
+                    true, T(1), T(1));
+            gemm<T>(matrix(d_rot_k.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), true,
+                    false);
+            gemm<T>(matrix(d_v.data(), TT, D), matrix<const T>(scores.data(), TT, TT), matrix<const T>(d_num.data(), TT, D), true,
+                    false);
+            gemm<T>(matrix(part_bkv, F, D), matrix<const T>(rot_q, TT, F), matrix<const T>(d_num.data(), TT, D), true, false);
             // Denominator: den_i = φq_i · (Σ_{j≤i} φk_j + b_D) + eps
             if (options.normalize) {
                 for (std::size_t f = 0; f < F; ++f) key_sum[f] = head_bd[f];

@@ -12,7 +12,8 @@
 // Shapes: B batch, T time, H heads, D head width, C = H·D, F feature width (= D for elementwise φ).
 //   qkv (B, T, 3C): per token [q (C) | k (C) | v (C)], head h owns columns h·D .. h·D+D-1 of each.
 //   out (B, T, C);  b_kv (H, F, D);  b_d (H, F).
-// This is the masked quadratic form, O(T²·(F + D)) per head, computed with loops per (batch, head).
+// This is the masked quadratic form, O(T²·(F + D)) per head: per (batch, head) two GEMMs forward
+// (S = tril(R φ(Q) (R φ(K))ᵀ), num = S V + R φ(Q) b_KV) and five backward; threads share the (batch, head) pairs.
 #include <cstddef>
 #include <vector>
 
