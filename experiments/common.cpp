@@ -128,7 +128,13 @@ train::ScheduleSpec schedule_spec_from_config(const config::Config& cfg) {
 
 std::string run_name(const config::Config& cfg) {
     if (!cfg.get_string("output.name").empty()) return cfg.get_string("output.name");
-    std::string name = cfg.get_string("experiment") + "_" + std::filesystem::path(cfg.source_path()).stem().string();
+    // "<folder>_<config stem>", e.g. "quick_induction_head", prefixed by the experiment when the stem
+    // does not already name it; then the overrides (but seed and output.*) and the seed.
+    const std::filesystem::path source(cfg.source_path());
+    const std::string experiment = cfg.get_string("experiment"), stem = source.stem().string();
+    const std::string folder = source.parent_path().filename().string();
+    std::string name = (folder.empty() ? "" : folder + "_") + stem;
+    if (stem.find(experiment) == std::string::npos) name = experiment + "_" + name;
     for (const auto& override_text : cfg.overrides()) {
         if (override_text.rfind("seed=", 0) == 0 || override_text.rfind("output.", 0) == 0) continue;
         name += "_" + override_text;

@@ -28,7 +28,7 @@ model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t v
 train::OptimizerSpec optimizer_spec_from_config(const config::Config& cfg);
 train::ScheduleSpec schedule_spec_from_config(const config::Config& cfg);
 
-// "<experiment>_<config file stem>[_<overrides>]_seed<k>" unless output.name is set.
+// "[<experiment>_]<config folder>_<config stem>[_<overrides>]_seed<k>" unless output.name is set.
 std::string run_name(const config::Config& cfg);
 
 // A run folder being filled: <output.dir>/<run name>/ with config.yaml, log.txt and (at commit) results.h5.

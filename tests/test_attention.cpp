@@ -98,6 +98,28 @@ std::vector<double> reference_attention(const std::vector<double>& qkv, const st
     return out;
 }
 
+// Random inputs of one variant: qkv ~ N(0, 1), b_KV ~ N(0, 0.25) and b_D ~ U(0.1, 1) (positive, so the
+// normalizer stays positive) when the variant has biases, zeros otherwise.
+struct AttentionInputs {
+    std::vector<double> qkv, b_kv, b_d;
+    nn::LinearAttentionOptions options;
+};
+
+AttentionInputs random_inputs(const Variant& variant, const nn::AttentionShape& shape, const nn::RopeTable& rope,
+                              Rng& rng) {
+    AttentionInputs in;
+    in.qkv = random_vector(shape.batch * shape.time * 3 * shape.width(), rng);
+    in.b_kv = random_vector(shape.heads * shape.features() * shape.head_dim, rng, variant.biases ? 0.5 : 0.0);
+    in.b_d.assign(shape.heads * shape.features(), 0.0);
+    if (variant.biases)
+        for (auto& x : in.b_d) x = rng.uniform(0.1, 1.0);
+    in.options.feature_map = variant.feature_map;
+    in.options.normalize = variant.normalize;
+    in.options.unnormalized_scale = 0.25;
+    in.options.rope = variant.rope ? &rope : nullptr;
+    return in;
+}
+
 }  // namespace
 
 TEST_CASE("linearized attention forward equals Eq. 13 written out", "[attention]") {
@@ -107,16 +129,11 @@ TEST_CASE("linearized attention forward equals Eq. 13 written out", "[attention]
     for (const auto& variant : all_variants()) {
         DYNAMIC_SECTION(describe(variant)) {
             Rng rng(11);
-            auto qkv = random_vector(shape.batch * shape.time * 3 * shape.width(), rng);
-            auto b_kv = random_vector(shape.heads * shape.features() * shape.head_dim, rng, variant.biases ? 0.5 : 0.0);
-            std::vector<double> b_d(shape.heads * shape.features(), 0.0);
-            if (variant.biases)
-                for (auto& x : b_d) x = rng.uniform(0.1, 1.0);
-            nn::LinearAttentionOptions options;
-            options.feature_map = variant.feature_map;
-            options.normalize = variant.normalize;
-            options.unnormalized_scale = 0.25;
-            options.rope = variant.rope ? &rope : nullptr;
+            AttentionInputs inputs = random_inputs(variant, shape, rope, rng);
+            auto& qkv = inputs.qkv;
+            auto& b_kv = inputs.b_kv;
+            auto& b_d = inputs.b_d;
+            const auto& options = inputs.options;
             std::vector<double> out(shape.batch * shape.time * shape.width());
             nn::LinearAttentionCache<double> cache;
             nn::linear_attention_forward(out.data(), cache, qkv.data(), b_kv.data(), b_d.data(), shape, options);
@@ -135,17 +152,12 @@ TEST_CASE("linearized attention backward matches finite differences for every va
     for (const auto& variant : all_variants()) {
         DYNAMIC_SECTION(describe(variant)) {
             Rng rng(21);
-            auto qkv = random_vector(shape.batch * shape.time * 3 * shape.width(), rng);
-            auto b_kv = random_vector(shape.heads * shape.features() * shape.head_dim, rng, variant.biases ? 0.5 : 0.0);
-            std::vector<double> b_d(shape.heads * shape.features(), 0.0);
-            if (variant.biases)
-                for (auto& x : b_d) x = rng.uniform(0.1, 1.0);
+            AttentionInputs inputs = random_inputs(variant, shape, rope, rng);
+            auto& qkv = inputs.qkv;
+            auto& b_kv = inputs.b_kv;
+            auto& b_d = inputs.b_d;
+            const auto& options = inputs.options;
             const auto r = random_vector(shape.batch * shape.time * shape.width(), rng);
-            nn::LinearAttentionOptions options;
-            options.feature_map = variant.feature_map;
-            options.normalize = variant.normalize;
-            options.unnormalized_scale = 0.25;
-            options.rope = variant.rope ? &rope : nullptr;
             std::vector<double> out(r.size());
             nn::LinearAttentionCache<double> cache;
             auto loss = [&] {

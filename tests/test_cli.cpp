@@ -31,7 +31,7 @@ std::string read_file(const fs::path& path) {
 // Runs `iclab <args>` from the repository root, capturing stdout and stderr.
 CommandResult run_iclab(const std::string& args, const fs::path& scratch) {
     const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-    const std::string command = "cd '" ICLAB_SOURCE_DIR "' && OMP_NUM_THREADS=1 '" ICLAB_BINARY "' " + args + " >'" +
+    const std::string command = "cd '" ICLAB_SOURCE_DIR "' && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} '" ICLAB_BINARY "' " + args + " >'" +
                                 out.string() + "' 2>'" + err.string() + "'";
     const int raw = std::system(command.c_str());
     CommandResult result;
@@ -212,4 +212,20 @@ TEST_CASE("predict prints next-token predictions and writes logits", "[cli][pred
     const auto bad = run_iclab("predict " + run_dir + " --text ab1", scratch.path);
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Catch::Contains("'1'"));
+}
+
+TEST_CASE("the quick config learns the induction head", "[cli][learning][slow]") {
+    // The default experiment, end to end, as scripts/run.sh runs it (about a minute on 2 cores).
+    Scratch scratch;
+    const auto run = run_iclab("run configs/quick/induction_head.yaml --quiet output.dir=" + (scratch.path / "results").string(),
+                               scratch.path);
+    REQUIRE(run.status == 0);
+    iclab::io::ResultsReader reader(fs::path(last_line(run.out)) / "results.h5");
+    const double icl = reader.read_attr_double("/", "final_icl_accuracy");
+    const double non_trigger = reader.read_attr_double("/", "final_nontrigger_accuracy");
+    INFO("ICL accuracy " << icl << ", non-trigger accuracy " << non_trigger);
+    CHECK(icl >= 0.95);
+    CHECK(non_trigger < 0.03);  // chance is 1/52 = 0.019: nothing to learn there
+    const auto curve = reader.read_column_double("/curves/icl_accuracy");
+    CHECK(curve.front() < 0.2);  // it starts near chance: the accuracy is learned, not given
 }
