@@ -21,7 +21,7 @@ namespace {
 
 const char* kUsage =
     "usage:\n"
-    "  iclab run CONFIG [key.path=value ...] [--print-config] [--dry-run] [--quiet] [--overwrite] [--help-config]\n"
+    "  iclab run CONFIG [key.path=value ...] [--print-config] [--dry-run] [--quiet] [--overwrite] [--threads N] [--help-config]\n"
     "  iclab list\n"
     "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--top K] [--out FILE.h5] [--overwrite]\n"
     "  iclab help\n";
