@@ -32,6 +32,9 @@ void add_model_keys(config::Schema& schema) {
         .add_bool("model.attention_bias_trainable", false,
                   "train b_KV and b_D of Eq. 13 (they always exist, initialized to zero)")
         .add_float("model.init_std", 0.02, 0.0, 10.0, "std of the normal initialization of weight matrices")
+        .add_string("model.attention_form", "auto", {"auto", "quadratic", "recurrent"},
+                    "causal attention as the masked quadratic form (Eq. 13) or the recurrent-state form (Eq. 19); "
+                    "auto: recurrent when T >= 128 (measured crossover)")
         .add_rule([](const config::Config& cfg) {
             if (cfg.get_int("model.width") % cfg.get_int("model.heads") != 0)
                 cfg.fail({"model.width", "model.heads"},
@@ -102,6 +105,10 @@ model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t v
     spec.rope_base = cfg.get_float("model.rope_base");
     spec.attention_bias_trainable = cfg.get_bool("model.attention_bias_trainable");
     spec.init_std = cfg.get_float("model.init_std");
+    const std::string form = cfg.get_string("model.attention_form");
+    spec.attention_form = form == "quadratic"   ? model::ModelSpec::AttentionForm::quadratic
+                          : form == "recurrent" ? model::ModelSpec::AttentionForm::recurrent
+                                                : model::ModelSpec::AttentionForm::automatic;
     return spec;
 }
 

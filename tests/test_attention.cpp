@@ -5,38 +5,16 @@
 #include <cmath>
 
 #include "framework/nn/linear_attention.hpp"
+#include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
 using namespace iclab;
 using iclab::testing::check_gradient;
 using iclab::testing::dot;
 using iclab::testing::random_vector;
+using namespace iclab::testing;
 
 namespace {
-
-struct Variant {
-    nn::FeatureMap feature_map;
-    bool normalize;
-    bool rope;
-    bool biases;
-};
-
-std::string describe(const Variant& v) {
-    return std::string(nn::feature_map_name(v.feature_map)) + (v.normalize ? " normalized" : " unnormalized") +
-           (v.rope ? " rope" : " no-rope") + (v.biases ? " biases" : " zero-biases");
-}
-
-std::vector<Variant> all_variants() {
-    std::vector<Variant> variants;
-    for (auto map : {nn::FeatureMap::elu1, nn::FeatureMap::identity})
-        for (bool normalize : {true, false})
-            for (bool rope : {true, false})
-                for (bool biases : {true, false}) {
-                    if (map == nn::FeatureMap::identity && normalize) continue;  // denominator not positive: rejected by config
-                    variants.push_back({map, normalize, rope, biases});
-                }
-    return variants;
-}
 
 // Rotation matrix of Definition B.1 written out densely: block p = [[cos mθ, -sin mθ], [sin mθ, cos mθ]].
 std::vector<double> rotation_matrix(std::size_t m, std::size_t F, double base) {
@@ -96,28 +74,6 @@ std::vector<double> reference_attention(const std::vector<double>& qkv, const st
                 }
             }
     return out;
-}
-
-// Random inputs of one variant: qkv ~ N(0, 1), b_KV ~ N(0, 0.25) and b_D ~ U(0.1, 1) (positive, so the
-// normalizer stays positive) when the variant has biases, zeros otherwise.
-struct AttentionInputs {
-    std::vector<double> qkv, b_kv, b_d;
-    nn::LinearAttentionOptions options;
-};
-
-AttentionInputs random_inputs(const Variant& variant, const nn::AttentionShape& shape, const nn::RopeTable& rope,
-                              Rng& rng) {
-    AttentionInputs in;
-    in.qkv = random_vector(shape.batch * shape.time * 3 * shape.width(), rng);
-    in.b_kv = random_vector(shape.heads * shape.features() * shape.head_dim, rng, variant.biases ? 0.5 : 0.0);
-    in.b_d.assign(shape.heads * shape.features(), 0.0);
-    if (variant.biases)
-        for (auto& x : in.b_d) x = rng.uniform(0.1, 1.0);
-    in.options.feature_map = variant.feature_map;
-    in.options.normalize = variant.normalize;
-    in.options.unnormalized_scale = 0.25;
-    in.options.rope = variant.rope ? &rope : nullptr;
-    return in;
 }
 
 }  // namespace

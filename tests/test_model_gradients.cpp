@@ -77,6 +77,43 @@ TEST_CASE("transformer gradients match finite differences end to end", "[gradien
                 }
 }
 
+TEST_CASE("quadratic and recurrent attention forms give the same model", "[model][attention]") {
+    auto spec = small_spec(nn::FeatureMap::elu1, true, true, true);
+    spec.attention_form = model::ModelSpec::AttentionForm::quadratic;
+    model::Transformer<double> quadratic(spec);
+    spec.attention_form = model::ModelSpec::AttentionForm::recurrent;
+    model::Transformer<double> recurrent(spec);
+    Rng rng(8);
+    quadratic.init(rng);
+    for (std::size_t i = 0; i < quadratic.params.size(); ++i) quadratic.params[i] += rng.normal(0.0, 0.1);  // nonzero b_KV, b_D too
+    recurrent.params = quadratic.params;
+    for (const auto& entry : quadratic.layout().entries())
+        if (entry.name.find("attn.b_d") != std::string::npos)
+            for (std::size_t i = 0; i < entry.size; ++i) recurrent.params[entry.offset + i] = quadratic.params[entry.offset + i] = 0.5;
+    std::vector<std::int32_t> tokens{1, 2, 3, 4, 5, 6, 0, 1, 3, 3, 2, 6, 5, 4, 0, 1};
+    std::vector<double> weights(16, 1.0 / 16);
+    quadratic.forward(tokens.data(), 2, 8);
+    recurrent.forward(tokens.data(), 2, 8);
+    double error = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < 16 * spec.vocab; ++i) {
+        error = std::max(error, std::abs(quadratic.logits()[i] - recurrent.logits()[i]));
+        scale = std::max(scale, std::abs(quadratic.logits()[i]));
+    }
+    CHECK(error / scale < 1e-12);
+    quadratic.loss(tokens.data(), weights.data());
+    recurrent.loss(tokens.data(), weights.data());
+    quadratic.zero_grad();
+    recurrent.zero_grad();
+    quadratic.backward(tokens.data(), weights.data());
+    recurrent.backward(tokens.data(), weights.data());
+    double grad_error = 0.0, grad_scale = 0.0;
+    for (std::size_t i = 0; i < quadratic.grads.size(); ++i) {
+        grad_error = std::max(grad_error, std::abs(quadratic.grads[i] - recurrent.grads[i]));
+        grad_scale = std::max(grad_scale, std::abs(quadratic.grads[i]));
+    }
+    CHECK(grad_error / grad_scale < 1e-10);
+}
+
 TEST_CASE("float and double forward passes agree", "[model]") {
     const auto spec = small_spec(nn::FeatureMap::elu1, true, true, true);
     model::Transformer<double> net64(spec);

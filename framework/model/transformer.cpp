@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "framework/nn/layers.hpp"
+#include "framework/nn/linear_attention_recurrent.hpp"
 
 namespace iclab::model {
 
@@ -121,6 +122,16 @@ nn::LinearAttentionOptions Transformer<T>::attention_options() const {
 }
 
 template <class T>
+bool Transformer<T>::use_recurrent_form() const {
+    switch (spec_.attention_form) {
+        case ModelSpec::AttentionForm::quadratic: return false;
+        case ModelSpec::AttentionForm::recurrent: return true;
+        case ModelSpec::AttentionForm::automatic: break;
+    }
+    return time_ >= spec_.recurrent_min_time;
+}
+
+template <class T>
 void Transformer<T>::allocate(std::size_t batch, std::size_t time) {
     ICLAB_CHECK(time <= spec_.max_seq_len,
                 "sequence of " << time << " tokens is longer than the model's max_seq_len " << spec_.max_seq_len);
@@ -170,7 +181,11 @@ void Transformer<T>::forward(const std::int32_t* tokens, std::size_t batch, std:
         nn::layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), a.input.data(), P + o.ln1_gamma,
                               P + o.ln1_beta, N, C, spec_.layernorm_eps);
         nn::linear_forward(a.qkv.data(), a.ln1.data(), P + o.w_qkv, P + o.b_qkv, N, C, 3 * C);
-        nn::linear_attention_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, shape, options);
+        if (use_recurrent_form())
+            nn::linear_attention_recurrent_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, shape,
+                                                   options);
+        else
+            nn::linear_attention_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, shape, options);
         // mid = input + att W_o + b_o
         nn::linear_forward(a.mid.data(), a.att.data(), P + o.w_o, P + o.b_o, N, C, C);
         for (std::size_t i = 0; i < N * C; ++i) a.mid[i] += a.input[i];
@@ -235,8 +250,12 @@ void Transformer<T>::backward(const std::int32_t* targets, const T* weights) {
         zeroed(d_att_, N * C);
         nn::linear_backward(d_att_.data(), G + o.w_o, G + o.b_o, d_residual_.data(), a.att.data(), P + o.w_o, N, C, C);
         zeroed(d_qkv_, N * 3 * C);
-        nn::linear_attention_backward(d_qkv_.data(), G + o.b_kv, G + o.b_d, d_att_.data(), a.qkv.data(), P + o.b_kv,
-                                      P + o.b_d, a.att.data(), a.attention, shape, options);
+        if (use_recurrent_form())
+            nn::linear_attention_recurrent_backward(d_qkv_.data(), G + o.b_kv, G + o.b_d, d_att_.data(), a.qkv.data(),
+                                                    P + o.b_kv, P + o.b_d, a.att.data(), a.attention, shape, options);
+        else
+            nn::linear_attention_backward(d_qkv_.data(), G + o.b_kv, G + o.b_d, d_att_.data(), a.qkv.data(), P + o.b_kv,
+                                          P + o.b_d, a.att.data(), a.attention, shape, options);
         zeroed(d_norm_, N * C);
         nn::linear_backward(d_norm_.data(), G + o.w_qkv, G + o.b_qkv, d_qkv_.data(), a.ln1.data(), P + o.w_qkv, N, C,
                             3 * C);

@@ -3,23 +3,14 @@
 #include <algorithm>
 
 #include "framework/core/check.hpp"
+#include "framework/nn/attention_kernels.hpp"
 #include "framework/nn/gemm.hpp"
 
 namespace iclab::nn {
 
+using namespace kernels;
+
 namespace {
-
-template <class T>
-inline T dot(const T* a, const T* b, std::size_t n) {
-    T sum = T(0);
-    for (std::size_t i = 0; i < n; ++i) sum += a[i] * b[i];
-    return sum;
-}
-
-template <class T>
-inline void axpy(T* y, T alpha, const T* x, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
-}
 
 // Causal mask on a (T, T) score matrix: entries j > i are zero.
 template <class T>
@@ -28,21 +19,12 @@ inline void mask_upper_triangle(T* scores, std::size_t time) {
         for (std::size_t j = i + 1; j < time; ++j) scores[i * time + j] = T(0);
 }
 
-void check_options(const AttentionShape& shape, const LinearAttentionOptions& options) {
-    if (options.rope != nullptr) {
-        ICLAB_CHECK(options.rope->features() == shape.features(),
-                    "RoPE table built for " << options.rope->features() << " features, attention has " << shape.features());
-        ICLAB_CHECK(shape.time <= options.rope->max_positions(),
-                    "sequence of " << shape.time << " tokens exceeds the RoPE table (" << options.rope->max_positions() << ")");
-    }
-}
-
 }  // namespace
 
 template <class T>
 void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv, const T* b_d,
                               const AttentionShape& shape, const LinearAttentionOptions& options) {
-    check_options(shape, options);
+    check_attention_options(shape, options);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
     const std::size_t C = shape.width();
     cache.phi_q.resize(B * H * TT * F);
@@ -70,16 +52,9 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
             // Features of every position first: φ, then R_t φ (Definition B.1).
             for (std::size_t t = 0; t < TT; ++t) {
                 const T* token = qkv + (b * TT + t) * 3 * C;
-                feature_map_forward(phi_q + t * F, token + h * D, F, options.feature_map);
-                feature_map_forward(phi_k + t * F, token + C + h * D, F, options.feature_map);
+                attention_features(phi_q + t * F, phi_k + t * F, rot_q + t * F, rot_k + t * F, token + h * D,
+                                   token + C + h * D, t, F, options);
                 for (std::size_t d = 0; d < D; ++d) v[t * D + d] = token[2 * C + h * D + d];
-                if (options.rope != nullptr) {
-                    options.rope->rotate(rot_q + t * F, phi_q + t * F, t, false);
-                    options.rope->rotate(rot_k + t * F, phi_k + t * F, t, false);
-                } else {
-                    for (std::size_t f = 0; f < F; ++f) rot_q[t * F + f] = phi_q[t * F + f];
-                    for (std::size_t f = 0; f < F; ++f) rot_k[t * F + f] = phi_k[t * F + f];
-                }
             }
             // Numerator (Eq. 13) with two GEMMs: S = tril(rq rkᵀ) (T, T);  num = rq b_KV + S v  (T, D)
             gemm<T>(matrix(scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true);
@@ -92,7 +67,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
                 T denominator = fixed_den;
                 if (options.normalize) {
                     axpy(key_sum.data(), T(1), phi_k + i * F, F);
-                    denominator = dot(phi_q + i * F, key_sum.data(), F) + eps;
+                    denominator = dot_lanes(phi_q + i * F, key_sum.data(), F) + eps;
                 }
                 den[i] = denominator;
                 T* o = out + (b * TT + i) * C + h * D;
@@ -106,7 +81,7 @@ template <class T>
 void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, const T* qkv, const T* b_kv,
                                const T* b_d, const T* out, const LinearAttentionCache<T>& cache,
                                const AttentionShape& shape, const LinearAttentionOptions& options) {
-    check_options(shape, options);
+    check_attention_options(shape, options);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
     const std::size_t C = shape.width();
     // Bias gradients are summed over the batch: each (b, h) writes its own slot, reduced in order below,
@@ -140,7 +115,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
                 const T* dy = d_out + (b * TT + t) * C + h * D;
                 const T* y = out + (b * TT + t) * C + h * D;
                 for (std::size_t d = 0; d < D; ++d) d_num[t * D + d] = dy[d] / den[t];
-                d_den[t] = options.normalize ? -dot(dy, y, D) / den[t] : T(0);
+                d_den[t] = options.normalize ? -dot_lanes(dy, y, D) / den[t] : T(0);
             }
             // Numerator: num = rq b_KV + S v with S = tril(rq rkᵀ), recomputed rather than cached (T² per head).
             //   dS = tril(d_num vᵀ);  d rq = dS rk + d_num b_KVᵀ;  d rk = dSᵀ rq;  d v = Sᵀ d_num;  d b_KV += rqᵀ d_num
@@ -177,15 +152,8 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
             for (std::size_t t = 0; t < TT; ++t) {
                 const T* token = qkv + (b * TT + t) * 3 * C;
                 T* d_token = d_qkv + (b * TT + t) * 3 * C;
-                if (options.rope != nullptr) {
-                    options.rope->rotate(d_in.data(), d_rot_q.data() + t * F, t, true);
-                    axpy(d_phi_q.data() + t * F, T(1), d_in.data(), F);
-                    options.rope->rotate(d_in.data(), d_rot_k.data() + t * F, t, true);
-                    axpy(d_phi_k.data() + t * F, T(1), d_in.data(), F);
-                } else {
-                    axpy(d_phi_q.data() + t * F, T(1), d_rot_q.data() + t * F, F);
-                    axpy(d_phi_k.data() + t * F, T(1), d_rot_k.data() + t * F, F);
-                }
+                rope_backward(d_phi_q.data() + t * F, d_rot_q.data() + t * F, d_in.data(), t, F, options);
+                rope_backward(d_phi_k.data() + t * F, d_rot_k.data() + t * F, d_in.data(), t, F, options);
                 feature_map_backward(d_token + h * D, d_phi_q.data() + t * F, token + h * D, F, options.feature_map);
                 feature_map_backward(d_token + C + h * D, d_phi_k.data() + t * F, token + C + h * D, F,
                                      options.feature_map);
@@ -193,12 +161,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
             }
         }
     }
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h) {
-            const std::size_t bh = b * H + h;
-            for (std::size_t i = 0; i < F * D; ++i) d_b_kv[h * F * D + i] += partial_bkv[bh * F * D + i];
-            for (std::size_t f = 0; f < F; ++f) d_b_d[h * F + f] += partial_bd[bh * F + f];
-        }
+    reduce_bias_gradients(d_b_kv, d_b_d, partial_bkv, partial_bd, B, H, F, D);
 }
 
 template void linear_attention_forward<float>(float*, LinearAttentionCache<float>&, const float*, const float*,
