@@ -27,11 +27,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
     check_attention_options(shape, options);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
     const std::size_t C = shape.width();
-    cache.phi_q.resize(B * H * TT * F);
-    cache.phi_k.resize(B * H * TT * F);
-    cache.rot_q.resize(B * H * TT * F);
-    cache.rot_k.resize(B * H * TT * F);
-    cache.den.resize(B * H * TT);
+    cache.resize(shape);
     const T eps = static_cast<T>(options.eps);
     const T fixed_den = static_cast<T>(1.0 / options.unnormalized_scale);
 

@@ -42,6 +42,15 @@ struct LinearAttentionCache {
     std::vector<T> phi_q, phi_k;  // (B, H, T, F)  φ(q), φ(k)
     std::vector<T> rot_q, rot_k;  // (B, H, T, F)  R_i φ(q_i), R_j φ(k_j)  (copies of φ when RoPE is off)
     std::vector<T> den;           // (B, H, T)     den_i
+
+    void resize(const AttentionShape& shape) {
+        const std::size_t per_feature = shape.batch * shape.heads * shape.time * shape.features();
+        phi_q.resize(per_feature);
+        phi_k.resize(per_feature);
+        rot_q.resize(per_feature);
+        rot_k.resize(per_feature);
+        den.resize(shape.batch * shape.heads * shape.time);
+    }
 };
 
 template <class T>
