@@ -11,4 +11,4 @@ end=$(date +%s)
 echo
 echo "results: $run_dir/results.h5  (config: $run_dir/config.yaml, log: $run_dir/log.txt)"
 echo "wall time of the run: $((end - start)) s"
-echo "inspect the model:   build/iclab predict $run_dir --text abcdefabcxyzabc"
+echo "inspect the model:   build/iclab predict $run_dir --text QaXmbYcZpaXtbYrc"
