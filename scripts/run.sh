@@ -6,7 +6,10 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 config="${ICLAB_CONFIG:-configs/quick/induction_head.yaml}"
 start=$(date +%s)
-run_dir=$(build/iclab run "$config" "$@" | tail -n 1)
+stdout_copy=$(mktemp)
+trap 'rm -f "$stdout_copy"' EXIT
+build/iclab run "$config" "$@" | tee "$stdout_copy"   # the summary table stays visible
+run_dir=$(tail -n 1 "$stdout_copy")                   # iclab prints the run folder last
 end=$(date +%s)
 echo
 echo "results: $run_dir/results.h5  (config: $run_dir/config.yaml, log: $run_dir/log.txt)"

@@ -86,6 +86,11 @@ TEST_CASE("bad configs exit 2 naming key, file and line, and write nothing", "[c
         CHECK(r.status == 2);
         CHECK_THAT(r.err, Catch::Contains("train.setps") && Catch::Contains("did you mean 'train.steps'"));
     }
+    SECTION("a key without its section") {
+        const auto r = run_iclab("run configs/quick/induction_head.yaml warmup_steps=5" + out, scratch.path);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains("did you mean 'train.warmup_steps'"));
+    }
     SECTION("wrong type") {
         std::ofstream(bad) << "experiment: induction_head\ntrain:\n  steps: many\n";
         const auto r = run_iclab("run " + bad.string() + out, scratch.path);

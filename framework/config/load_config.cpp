@@ -219,6 +219,16 @@ std::string closest_known(const std::string& path, const Schema& schema) {
     };
     for (const KeySpec& spec : schema.keys()) consider(spec.path);
     for (const std::string& section : schema.sections()) consider(section);
+    if (!best.empty()) return best;
+    // A key given without its section ("warmup_steps=5" for train.warmup_steps): the one declared key
+    // whose last name is the same.
+    const std::string last = path.substr(last_dot == std::string::npos ? 0 : last_dot + 1);
+    for (const KeySpec& spec : schema.keys()) {
+        const std::size_t dot = spec.path.rfind('.');
+        if (spec.path.substr(dot == std::string::npos ? 0 : dot + 1) != last) continue;
+        if (!best.empty()) return "";  // ambiguous: say nothing rather than guess
+        best = spec.path;
+    }
     return best;
 }
 
