@@ -1,5 +1,6 @@
 #include "framework/nn/layers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
