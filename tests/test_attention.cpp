@@ -1,5 +1,6 @@
-// Linearized attention (paper 000 Eq. 13): forward against a direct transcription of the equation with
-// explicit rotation matrices, and backward against finite differences, for every variant.
+// Linearized attention (paper 000 Eq. 13) with every feature map and mask: forward against a direct
+// transcription of the equation with explicit rotation matrices, backward against finite differences, and
+// the dependency structure each mask promises (paper 003 Fig. 5).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -29,39 +30,66 @@ std::vector<double> rotation_matrix(std::size_t m, std::size_t F, double base) {
     return R;
 }
 
-double phi(double x, nn::FeatureMap map) { return map == nn::FeatureMap::identity ? x : (x > 0 ? x + 1 : std::exp(x)); }
+// φ of one D-vector, transcribed from feature_map.hpp's definitions (not its code).
+std::vector<double> phi(const std::vector<double>& x, const AttentionInputs& in) {
+    const std::size_t D = x.size(), F = in.shape.features();
+    std::vector<double> f(F);
+    switch (in.options.feature_map) {
+        case nn::FeatureMap::identity: return x;
+        case nn::FeatureMap::elu1:
+            for (std::size_t d = 0; d < D; ++d) f[d] = x[d] > 0 ? x[d] + 1 : std::exp(x[d]);
+            return f;
+        case nn::FeatureMap::relu:
+            for (std::size_t d = 0; d < D; ++d) f[d] = std::max(x[d], 0.0);
+            return f;
+        case nn::FeatureMap::performer: {
+            const double s = in.options.performer_input_scale;
+            double norm2 = 0.0;
+            for (double v : x) norm2 += s * s * v * v;
+            for (std::size_t r = 0; r < F; ++r) {
+                double wx = 0.0;
+                for (std::size_t d = 0; d < D; ++d) wx += in.random_features[d * F + r] * s * x[d];
+                f[r] = std::exp(wx - norm2 / 2) / std::sqrt(static_cast<double>(F));
+            }
+            return f;
+        }
+    }
+    return f;
+}
 
-// Eq. 13 transcribed: O_i = (R_i φ(q_i))ᵀ [Σ_{j≤i} R_j φ(k_j) v_jᵀ + b_KV] / (φ(q_i)ᵀ[Σ_{j≤i} φ(k_j) + b_D] + eps)
-std::vector<double> reference_attention(const std::vector<double>& qkv, const std::vector<double>& b_kv,
-                                        const std::vector<double>& b_d, const nn::AttentionShape& s,
-                                        const nn::LinearAttentionOptions& o, double base) {
-    const std::size_t C = s.width(), D = s.head_dim, F = D;
+// Eq. 13 transcribed, with V(i) the mask's visible keys:
+//   O_i = (R_i φ(q_i))ᵀ [Σ_{j∈V(i)} R_j φ(k_j) v_jᵀ + b_KV] / (φ(q_i)ᵀ[Σ_{j∈V(i)} φ(k_j) + b_D] + eps)
+std::vector<double> reference_attention(const AttentionInputs& in) {
+    const auto& s = in.shape;
+    const auto& o = in.options;
+    const std::size_t C = s.width(), D = s.head_dim, F = s.features();
     std::vector<double> out(s.batch * s.time * C);
     for (std::size_t b = 0; b < s.batch; ++b)
         for (std::size_t h = 0; h < s.heads; ++h)
             for (std::size_t i = 0; i < s.time; ++i) {
                 auto feature = [&](std::size_t t, std::size_t part) {
-                    std::vector<double> f(F);
-                    for (std::size_t d = 0; d < F; ++d) f[d] = phi(qkv[(b * s.time + t) * 3 * C + part * C + h * D + d], o.feature_map);
-                    return f;
+                    std::vector<double> x(D);
+                    for (std::size_t d = 0; d < D; ++d) x[d] = in.qkv[(b * s.time + t) * 3 * C + part * C + h * D + d];
+                    return phi(x, in);
                 };
                 auto rotate = [&](const std::vector<double>& x, std::size_t m) {
                     if (o.rope == nullptr) return x;
-                    const auto R = rotation_matrix(m, F, base);
+                    const auto R = rotation_matrix(m, F, 10000.0);
                     std::vector<double> y(F, 0.0);
                     for (std::size_t r = 0; r < F; ++r)
                         for (std::size_t c = 0; c < F; ++c) y[r] += R[r * F + c] * x[c];
                     return y;
                 };
                 std::vector<double> A(F * D);  // Σ_j R_j φ(k_j) v_jᵀ + b_KV
-                for (std::size_t e = 0; e < F * D; ++e) A[e] = b_kv[h * F * D + e];
+                for (std::size_t e = 0; e < F * D; ++e) A[e] = in.b_kv[h * F * D + e];
                 std::vector<double> z(F);  // Σ_j φ(k_j) + b_D
-                for (std::size_t f = 0; f < F; ++f) z[f] = b_d[h * F + f];
-                for (std::size_t j = 0; j <= i; ++j) {
+                for (std::size_t f = 0; f < F; ++f) z[f] = in.b_d[h * F + f];
+                for (std::size_t j = 0; j < s.time; ++j) {
+                    if (!o.mask.visible(i, j, s.time)) continue;
                     const auto k = feature(j, 1), rk = rotate(k, j);
                     for (std::size_t f = 0; f < F; ++f) {
                         z[f] += k[f];
-                        for (std::size_t d = 0; d < D; ++d) A[f * D + d] += rk[f] * qkv[(b * s.time + j) * 3 * C + 2 * C + h * D + d];
+                        for (std::size_t d = 0; d < D; ++d) A[f * D + d] += rk[f] * in.qkv[(b * s.time + j) * 3 * C + 2 * C + h * D + d];
                     }
                 }
                 const auto q = feature(i, 0), rq = rotate(q, i);
@@ -76,80 +104,105 @@ std::vector<double> reference_attention(const std::vector<double>& qkv, const st
     return out;
 }
 
+std::vector<double> forward(const AttentionInputs& in) {
+    std::vector<double> out(in.shape.batch * in.shape.time * in.shape.width());
+    nn::LinearAttentionCache<double> cache;
+    nn::linear_attention_forward(out.data(), cache, in.qkv.data(), in.b_kv.data(), in.b_d.data(), in.random(), in.shape,
+                                 in.options);
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("linearized attention forward equals Eq. 13 written out", "[attention]") {
-    const nn::AttentionShape shape{2, 7, 2, 4};
-    const double base = 10000.0;
-    nn::RopeTable rope(16, shape.features(), base);
     for (const auto& variant : all_variants()) {
         DYNAMIC_SECTION(describe(variant)) {
             Rng rng(11);
-            AttentionInputs inputs = random_inputs(variant, shape, rope, rng);
-            auto& qkv = inputs.qkv;
-            auto& b_kv = inputs.b_kv;
-            auto& b_d = inputs.b_d;
-            const auto& options = inputs.options;
-            std::vector<double> out(shape.batch * shape.time * shape.width());
-            nn::LinearAttentionCache<double> cache;
-            nn::linear_attention_forward(out.data(), cache, qkv.data(), b_kv.data(), b_d.data(), shape, options);
-            const auto expected = reference_attention(qkv, b_kv, b_d, shape, options, base);
-            double max_error = 0.0;
-            for (std::size_t i = 0; i < out.size(); ++i)
-                max_error = std::max(max_error, std::abs(out[i] - expected[i]) / (std::abs(expected[i]) + 1e-12));
-            CHECK(max_error < 1e-11);
+            const AttentionInputs inputs = random_inputs(variant, {2, 7, 2, 4}, rng, 3);
+            const auto out = forward(inputs);
+            const auto expected = reference_attention(inputs);
+            double max_error = 0.0, scale = 0.0;
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                max_error = std::max(max_error, std::abs(out[i] - expected[i]));
+                scale = std::max(scale, std::abs(expected[i]));
+            }
+            CHECK(scale > 0.0);
+            CHECK(max_error <= 1e-12 * scale);
         }
     }
 }
 
 TEST_CASE("linearized attention backward matches finite differences for every variant", "[attention][gradients]") {
-    const nn::AttentionShape shape{2, 6, 2, 4};
-    nn::RopeTable rope(8, shape.features(), 10000.0);
     for (const auto& variant : all_variants()) {
         DYNAMIC_SECTION(describe(variant)) {
             Rng rng(21);
-            AttentionInputs inputs = random_inputs(variant, shape, rope, rng);
-            auto& qkv = inputs.qkv;
-            auto& b_kv = inputs.b_kv;
-            auto& b_d = inputs.b_d;
-            const auto& options = inputs.options;
-            const auto r = random_vector(shape.batch * shape.time * shape.width(), rng);
+            AttentionInputs in = random_inputs(variant, {2, 6, 2, 4}, rng, 4);
+            const auto r = random_vector(in.shape.batch * in.shape.time * in.shape.width(), rng);
             std::vector<double> out(r.size());
             nn::LinearAttentionCache<double> cache;
             auto loss = [&] {
-                nn::linear_attention_forward(out.data(), cache, qkv.data(), b_kv.data(), b_d.data(), shape, options);
+                nn::linear_attention_forward(out.data(), cache, in.qkv.data(), in.b_kv.data(), in.b_d.data(), in.random(),
+                                             in.shape, in.options);
                 return dot(out, r);
             };
             loss();
-            std::vector<double> d_qkv(qkv.size(), 0.0), d_b_kv(b_kv.size(), 0.0), d_b_d(b_d.size(), 0.0);
-            nn::linear_attention_backward(d_qkv.data(), d_b_kv.data(), d_b_d.data(), r.data(), qkv.data(), b_kv.data(),
-                                          b_d.data(), out.data(), cache, shape, options);
-            check_gradient("attention.qkv", qkv, d_qkv, loss, 80);
-            check_gradient("attention.b_kv", b_kv, d_b_kv, loss);
-            if (variant.normalize) check_gradient("attention.b_d", b_d, d_b_d, loss);
+            // start from nonzero gradients: backward must accumulate
+            std::vector<double> d_qkv(in.qkv.size(), 0.5), d_b_kv(in.b_kv.size(), 0.5), d_b_d(in.b_d.size(), 0.5);
+            nn::linear_attention_backward(d_qkv.data(), d_b_kv.data(), d_b_d.data(), r.data(), in.qkv.data(), in.b_kv.data(),
+                                          in.b_d.data(), in.random(), out.data(), cache, in.shape, in.options);
+            for (auto* g : {&d_qkv, &d_b_kv, &d_b_d})
+                for (auto& x : *g) x -= 0.5;
+            check_gradient("attention.qkv", in.qkv, d_qkv, loss, 80);
+            check_gradient("attention.b_kv", in.b_kv, d_b_kv, loss);
+            if (variant.normalize) check_gradient("attention.b_d", in.b_d, d_b_d, loss);
         }
     }
 }
 
-TEST_CASE("causal: attention outputs do not depend on later tokens", "[attention]") {
-    const nn::AttentionShape shape{1, 6, 2, 4};
-    nn::RopeTable rope(8, shape.features(), 10000.0);
-    Rng rng(31);
-    auto qkv = random_vector(shape.time * 3 * shape.width(), rng);
-    std::vector<double> b_kv(shape.heads * 16, 0.0), b_d(shape.heads * 4, 0.0);
-    nn::LinearAttentionOptions options;
-    options.rope = &rope;
-    std::vector<double> out1(shape.time * shape.width()), out2(out1.size());
-    nn::LinearAttentionCache<double> cache;
-    nn::linear_attention_forward(out1.data(), cache, qkv.data(), b_kv.data(), b_d.data(), shape, options);
-    for (std::size_t c = 0; c < 3 * shape.width(); ++c) qkv[4 * 3 * shape.width() + c] += 1.0;  // perturb token 4
-    nn::linear_attention_forward(out2.data(), cache, qkv.data(), b_kv.data(), b_d.data(), shape, options);
-    for (std::size_t t = 0; t < shape.time; ++t)
-        for (std::size_t c = 0; c < shape.width(); ++c) {
-            const double diff = std::abs(out1[t * shape.width() + c] - out2[t * shape.width() + c]);
-            if (t < 4) CHECK(diff == 0.0);
+namespace {
+// How much output position t changes when token `perturbed` changes (all heads, all channels).
+std::vector<double> dependence_on(const AttentionInputs& base, std::size_t perturbed) {
+    AttentionInputs in = base;
+    in.options.rope = base.options.rope;
+    const auto before = forward(in);
+    const std::size_t C = in.shape.width();
+    for (std::size_t c = 0; c < 3 * C; ++c) in.qkv[perturbed * 3 * C + c] += 0.5;
+    const auto after = forward(in);
+    std::vector<double> change(in.shape.time, 0.0);
+    for (std::size_t t = 0; t < in.shape.time; ++t)
+        for (std::size_t c = 0; c < C; ++c) change[t] += std::abs(after[t * C + c] - before[t * C + c]);
+    return change;
+}
+}  // namespace
+
+TEST_CASE("masks: each position depends on exactly the tokens its mask shows it", "[attention][mask]") {
+    // T = 8, prefix P = 4: context positions 0-3, then 4-7.
+    for (auto map : all_feature_maps())
+        for (const auto& mask : all_masks()) {
+            const Variant variant{map, nn::feature_map_is_nonnegative(map), true, true, mask.kind, mask.isolate, mask.self};
+            DYNAMIC_SECTION(describe(variant)) {
+                Rng rng(31);
+                const AttentionInputs in = random_inputs(variant, {1, 8, 2, 4}, rng, 4);
+                for (std::size_t j = 0; j < 8; ++j) {
+                    const auto change = dependence_on(in, j);
+                    for (std::size_t i = 0; i < 8; ++i) {
+                        INFO("output " << i << ", perturbed token " << j);
+                        // ReLU features can be exactly zero, which legitimately cuts a dependence: for ReLU only
+                        // the absence of forbidden dependences is checked.
+                        if (!in.options.mask.visible(i, j, 8) && i != j)
+                            CHECK(change[i] == 0.0);
+                        else if (map != nn::FeatureMap::relu)
+                            CHECK(change[i] > 1e-8);
+                    }
+                }
+                // what the masks promise, spelled out for the prefix mask: the prefix sees itself in both
+                // directions and nothing after it; later positions see everything before them
+                if (mask.kind == nn::MaskKind::prefix && !mask.isolate) {
+                    CHECK(in.options.mask.visible(0, 3, 8));
+                    CHECK_FALSE(in.options.mask.visible(3, 4, 8));
+                    CHECK(in.options.mask.visible(6, 5, 8));
+                    CHECK_FALSE(in.options.mask.visible(5, 6, 8));
+                }
+            }
         }
-    double later = 0.0;
-    for (std::size_t c = 0; c < shape.width(); ++c) later += std::abs(out1[4 * shape.width() + c] - out2[4 * shape.width() + c]);
-    CHECK(later > 1e-6);
 }

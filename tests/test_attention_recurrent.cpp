@@ -52,30 +52,34 @@ Result<T> run_recurrent(const AttentionInputs& in, const std::vector<double>& r,
                         const std::vector<double>& initial_bkv, const std::vector<double>& initial_bd,
                         const nn::AttentionShape& shape) {
     const auto qkv = cast<T>(in.qkv), b_kv = cast<T>(in.b_kv), b_d = cast<T>(in.b_d), d_out = cast<T>(r);
+    const auto random = cast<T>(in.random_features);
+    const T* random_features = random.empty() ? nullptr : random.data();
     Result<T> res{std::vector<T>(r.size()), cast<T>(initial_qkv), cast<T>(initial_bkv), cast<T>(initial_bd)};
     nn::LinearAttentionStateCache<T> cache;
-    nn::linear_attention_recurrent_forward(res.out.data(), cache, qkv.data(), b_kv.data(), b_d.data(), shape, in.options);
+    nn::linear_attention_recurrent_forward(res.out.data(), cache, qkv.data(), b_kv.data(), b_d.data(), random_features, shape,
+                                           in.options);
     nn::linear_attention_recurrent_backward(res.d_qkv.data(), res.d_b_kv.data(), res.d_b_d.data(), d_out.data(), qkv.data(),
-                                            b_kv.data(), b_d.data(), res.out.data(), cache, shape, in.options);
+                                            b_kv.data(), b_d.data(), random_features, res.out.data(), cache, shape, in.options);
     return res;
 }
 
 // Every variant at one shape: forward outputs and backward gradients of both forms, same inputs and same r.
-void compare_with_quadratic(const nn::AttentionShape& shape) {
-    nn::RopeTable rope(64, shape.features(), 10000.0);
-    for (const auto& variant : all_variants()) {
-        DYNAMIC_SECTION(describe(variant) << " D=" << shape.head_dim) {
+void compare_with_quadratic(const nn::AttentionShape& base_shape) {
+    for (const auto& variant : all_variants(true)) {
+        DYNAMIC_SECTION(describe(variant) << " D=" << base_shape.head_dim) {
             Rng rng(41);
-            const AttentionInputs in = random_inputs(variant, shape, rope, rng);
+            const AttentionInputs in = random_inputs(variant, base_shape, rng);
+            const nn::AttentionShape& shape = in.shape;
             const auto r = random_vector(shape.batch * shape.time * shape.width(), rng);
             const auto g_qkv = random_vector(in.qkv.size(), rng), g_bkv = random_vector(in.b_kv.size(), rng),
                        g_bd = random_vector(in.b_d.size(), rng);
             // the quadratic form (reference)
             std::vector<double> out(r.size()), d_qkv = g_qkv, d_b_kv = g_bkv, d_b_d = g_bd;
             nn::LinearAttentionCache<double> cache;
-            nn::linear_attention_forward(out.data(), cache, in.qkv.data(), in.b_kv.data(), in.b_d.data(), shape, in.options);
+            nn::linear_attention_forward(out.data(), cache, in.qkv.data(), in.b_kv.data(), in.b_d.data(), in.random(), shape,
+                                         in.options);
             nn::linear_attention_backward(d_qkv.data(), d_b_kv.data(), d_b_d.data(), r.data(), in.qkv.data(), in.b_kv.data(),
-                                          in.b_d.data(), out.data(), cache, shape, in.options);
+                                          in.b_d.data(), in.random(), out.data(), cache, shape, in.options);
             const auto rec = run_recurrent<double>(in, r, g_qkv, g_bkv, g_bd, shape);
             CHECK(normwise_error(rec.out, out) <= 1e-12);
             CHECK(normwise_error(rec.d_qkv, d_qkv) <= 1e-10);
@@ -93,26 +97,24 @@ TEST_CASE("recurrent attention equals the quadratic form, forward and backward, 
 }
 
 TEST_CASE("recurrent attention backward matches finite differences", "[attention][recurrent][gradients]") {
-    const nn::AttentionShape shape{2, 9, 2, 4};
-    nn::RopeTable rope(16, shape.features(), 10000.0);
-    for (const Variant& variant : {Variant{nn::FeatureMap::elu1, true, true, true},
-                                   Variant{nn::FeatureMap::identity, false, true, true},
-                                   Variant{nn::FeatureMap::elu1, false, false, true}}) {
+    for (const Variant& variant : all_variants(true)) {
         DYNAMIC_SECTION(describe(variant)) {
             Rng rng(51);
-            AttentionInputs in = random_inputs(variant, shape, rope, rng);
+            AttentionInputs in = random_inputs(variant, {2, 9, 2, 4}, rng);
+            const nn::AttentionShape& shape = in.shape;
             const auto r = random_vector(shape.batch * shape.time * shape.width(), rng);
             std::vector<double> out(r.size());
             nn::LinearAttentionStateCache<double> cache;
             auto loss = [&] {
-                nn::linear_attention_recurrent_forward(out.data(), cache, in.qkv.data(), in.b_kv.data(), in.b_d.data(), shape,
-                                                       in.options);
+                nn::linear_attention_recurrent_forward(out.data(), cache, in.qkv.data(), in.b_kv.data(), in.b_d.data(),
+                                                       in.random(), shape, in.options);
                 return dot(out, r);
             };
             loss();
             std::vector<double> d_qkv(in.qkv.size(), 0.0), d_b_kv(in.b_kv.size(), 0.0), d_b_d(in.b_d.size(), 0.0);
             nn::linear_attention_recurrent_backward(d_qkv.data(), d_b_kv.data(), d_b_d.data(), r.data(), in.qkv.data(),
-                                                    in.b_kv.data(), in.b_d.data(), out.data(), cache, shape, in.options);
+                                                    in.b_kv.data(), in.b_d.data(), in.random(), out.data(), cache, shape,
+                                                    in.options);
             check_gradient("recurrent.qkv", in.qkv, d_qkv, loss, 120);
             check_gradient("recurrent.b_kv", in.b_kv, d_b_kv, loss);
             if (variant.normalize) check_gradient("recurrent.b_d", in.b_d, d_b_d, loss);
@@ -122,13 +124,13 @@ TEST_CASE("recurrent attention backward matches finite differences", "[attention
 
 // float against double, normwise (see normwise_error).
 TEST_CASE("recurrent attention in float agrees with double", "[attention][recurrent]") {
-    const nn::AttentionShape shape{2, 37, 2, 8};
-    nn::RopeTable rope(64, shape.features(), 10000.0);
     for (const Variant& variant : {Variant{nn::FeatureMap::elu1, true, true, true},
-                                   Variant{nn::FeatureMap::identity, false, true, true}}) {
+                                   Variant{nn::FeatureMap::identity, false, true, true},
+                                   Variant{nn::FeatureMap::performer, true, true, true}}) {
         DYNAMIC_SECTION(describe(variant)) {
             Rng rng(61);
-            const AttentionInputs in = random_inputs(variant, shape, rope, rng);
+            const AttentionInputs in = random_inputs(variant, {2, 37, 2, 8}, rng);
+            const nn::AttentionShape& shape = in.shape;
             const auto r = random_vector(shape.batch * shape.time * shape.width(), rng);
             const std::vector<double> z_qkv(in.qkv.size(), 0.0), z_bkv(in.b_kv.size(), 0.0), z_bd(in.b_d.size(), 0.0);
             const auto ref = run_recurrent<double>(in, r, z_qkv, z_bkv, z_bd, shape);
@@ -142,10 +144,9 @@ TEST_CASE("recurrent attention in float agrees with double", "[attention][recurr
 }
 
 TEST_CASE("recurrent attention results do not depend on the thread count", "[attention][recurrent]") {
-    const nn::AttentionShape shape{5, 11, 3, 8};
-    nn::RopeTable rope(16, shape.features(), 10000.0);
     Rng rng(71);
-    const AttentionInputs in = random_inputs({nn::FeatureMap::elu1, true, true, true}, shape, rope, rng);
+    const AttentionInputs in = random_inputs({nn::FeatureMap::performer, true, true, true}, {5, 11, 3, 8}, rng);
+    const nn::AttentionShape& shape = in.shape;
     const auto r = random_vector(shape.batch * shape.time * shape.width(), rng);
     const auto g_qkv = random_vector(in.qkv.size(), rng), g_bkv = random_vector(in.b_kv.size(), rng),
                g_bd = random_vector(in.b_d.size(), rng);

@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "framework/model/transformer.hpp"
+#include <functional>
+
+#include "framework/nn/layers.hpp"
+#include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
 using namespace iclab;
@@ -19,62 +23,143 @@ model::ModelSpec small_spec(nn::FeatureMap map, bool normalize, bool rope, bool 
     spec.max_seq_len = 8;
     spec.mlp = mlp;
     spec.feature_map = map;
+    spec.random_features = 6;
+    spec.performer_input_scale = 0.7;
     spec.normalize = normalize;
+    spec.normalizer_eps = map == nn::FeatureMap::relu ? 0.1 : 1e-6;  // see tests/attention_variants.hpp
     spec.rope = rope;
     spec.init_std = 0.5;  // large weights: every path carries signal, so errors cannot hide in tiny gradients
     return spec;
 }
 
+// Nonzero b_KV, b_D (positive b_D keeps the denominator positive), biases and LayerNorm shifts (or zero b_KV, b_D).
+void randomize_biases(model::Transformer<double>& net, Rng& rng, bool attention_biases) {
+    for (const auto& entry : net.layout().entries()) {
+        double* p = net.params.data() + entry.offset;
+        const bool b_d = entry.name.find("attn.b_d") != std::string::npos;
+        const bool b_kv = entry.name.find("attn.b_kv") != std::string::npos;
+        for (std::size_t i = 0; i < entry.size; ++i) {
+            if (b_d) p[i] = attention_biases ? rng.uniform(0.2, 1.0) : 0.0;
+            else if (b_kv) p[i] = attention_biases ? rng.normal(0.0, 0.3) : 0.0;
+            else if (entry.name.find("beta") != std::string::npos || entry.name.find(".b") != std::string::npos)
+                p[i] = rng.normal(0.0, 0.3);
+        }
+    }
+}
+
+// Every parameter tensor's gradient against central differences, for a token model (weighted cross-entropy)
+// or a vector model (weighted squared error through backward_outputs). Prefix P = 3 of T = 5.
+void check_model_gradients(const model::ModelSpec& spec, bool attention_biases, std::size_t per_tensor) {
+    model::Transformer<double> net(spec);
+    Rng rng(42);
+    net.init(rng);
+    randomize_biases(net, rng, attention_biases);
+    net.set_prefix_length(3);
+    const std::size_t B = 2, T = 5, out = spec.output_size();
+    std::vector<double> weights(B * T);
+    for (auto& w : weights) w = rng.uniform(0.0, 0.2);
+    std::vector<std::int32_t> tokens(B * T), targets(B * T);
+    std::vector<double> vectors, vector_targets, d_outputs(B * T * out), losses(B * T);
+    std::function<double()> loss;
+    if (spec.input == model::ModelSpec::Input::tokens) {
+        for (auto& t : tokens) t = static_cast<std::int32_t>(rng.uniform_int(spec.vocab));
+        for (auto& t : targets) t = static_cast<std::int32_t>(rng.uniform_int(spec.vocab));
+        loss = [&] {
+            net.forward(tokens.data(), B, T);
+            return net.loss(targets.data(), weights.data());
+        };
+        loss();
+        net.zero_grad();
+        net.backward(targets.data(), weights.data());
+    } else {
+        vectors = testing::random_vector(B * T * spec.input_dim, rng);
+        vector_targets = testing::random_vector(B * T * out, rng);
+        loss = [&] {
+            net.forward(vectors.data(), B, T);
+            return nn::squared_error_forward(losses.data(), net.outputs(), vector_targets.data(), weights.data(), B * T, out);
+        };
+        loss();
+        net.zero_grad();
+        nn::squared_error_backward(d_outputs.data(), net.outputs(), vector_targets.data(), weights.data(), B * T, out);
+        net.backward_outputs(d_outputs.data());
+    }
+    for (const auto& entry : net.layout().entries()) {
+        if (!attention_biases && (entry.name.find("attn.b_") != std::string::npos)) continue;
+        if (entry.name.find("random_features") != std::string::npos) continue;  // fixed, no gradient computed
+        std::vector<double> values(net.params.begin() + entry.offset, net.params.begin() + entry.offset + entry.size);
+        std::vector<double> analytic(net.grads.begin() + entry.offset, net.grads.begin() + entry.offset + entry.size);
+        auto loss_at = [&] {
+            std::copy(values.begin(), values.end(), net.params.begin() + entry.offset);
+            return loss();
+        };
+        check_gradient(entry.name, values, analytic, loss_at, per_tensor);
+        std::copy(values.begin(), values.end(), net.params.begin() + entry.offset);
+    }
+}
+
 }  // namespace
 
-TEST_CASE("transformer gradients match finite differences end to end", "[gradients][model]") {
-    for (auto map : {nn::FeatureMap::elu1, nn::FeatureMap::identity})
+// The full product the schema allows: feature maps (with the normalizers each allows) and softmax x masks x
+// RoPE x attention biases x MLP x shared/unshared layers.
+TEST_CASE("transformer gradients match finite differences for every attention combination", "[gradients][model]") {
+    struct Attention {
+        bool softmax;
+        nn::FeatureMap map;
+        bool normalize;
+    };
+    std::vector<Attention> attentions{{true, nn::FeatureMap::elu1, true}};
+    for (auto map : testing::all_feature_maps())
         for (bool normalize : {true, false})
+            if (nn::feature_map_is_nonnegative(map) || !normalize) attentions.push_back({false, map, normalize});
+    for (const auto& attention : attentions)
+        for (const auto& mask : testing::all_masks())
             for (bool rope : {true, false})
-                for (bool mlp : {true, false}) {
-                    if (map == nn::FeatureMap::identity && normalize) continue;
-                    DYNAMIC_SECTION(nn::feature_map_name(map) << (normalize ? " normalized" : " unnormalized")
-                                                              << (rope ? " rope" : "") << (mlp ? " mlp" : " attention-only")) {
-                        const auto spec = small_spec(map, normalize, rope, mlp);
-                        model::Transformer<double> net(spec);
-                        Rng rng(42);
-                        net.init(rng);
-                        // nonzero b_KV, b_D (positive b_D keeps the denominator positive) and LayerNorm shifts
-                        for (const auto& entry : net.layout().entries()) {
-                            double* p = net.params.data() + entry.offset;
-                            const bool b_d = entry.name.find("attn.b_d") != std::string::npos;
-                            for (std::size_t i = 0; i < entry.size; ++i) {
-                                if (b_d) p[i] = rng.uniform(0.2, 1.0);
-                                else if (entry.name.find("b_kv") != std::string::npos || entry.name.find("beta") != std::string::npos ||
-                                         entry.name.find("b_") != std::string::npos)
-                                    p[i] = rng.normal(0.0, 0.3);
+                for (bool biases : {true, false})
+                    for (bool mlp : {true, false})
+                        for (bool shared : {false, true}) {
+                            if (attention.softmax && biases) continue;  // softmax attention has no b_KV, b_D
+                            auto spec = small_spec(attention.map, attention.normalize, rope, mlp);
+                            spec.attention = attention.softmax ? model::ModelSpec::Attention::softmax : model::ModelSpec::Attention::linear;
+                            spec.mask = mask.kind;
+                            spec.isolate_queries = mask.isolate;
+                            spec.query_self = mask.self;
+                            spec.shared_layers = shared;
+                            DYNAMIC_SECTION((attention.softmax ? "softmax" : nn::feature_map_name(attention.map))
+                                            << (attention.normalize ? " normalized " : " unnormalized ") << nn::mask_kind_name(mask.kind)
+                                            << (mask.isolate ? " isolated" : "") << (rope ? " rope" : "") << (biases ? " biases" : "")
+                                            << (mlp ? " mlp" : " attention-only") << (shared ? " shared" : " unshared")) {
+                                check_model_gradients(spec, biases, 5);
                             }
                         }
-                        const std::size_t B = 2, T = 5;
-                        std::vector<std::int32_t> tokens(B * T), targets(B * T);
-                        for (auto& t : tokens) t = static_cast<std::int32_t>(rng.uniform_int(spec.vocab));
-                        for (auto& t : targets) t = static_cast<std::int32_t>(rng.uniform_int(spec.vocab));
-                        std::vector<double> weights(B * T);
-                        for (auto& w : weights) w = rng.uniform(0.0, 0.2);
-                        auto loss = [&] {
-                            net.forward(tokens.data(), B, T);
-                            return net.loss(targets.data(), weights.data());
-                        };
-                        loss();
-                        net.zero_grad();
-                        net.backward(targets.data(), weights.data());
-                        for (const auto& entry : net.layout().entries()) {
-                            std::vector<double> values(net.params.begin() + entry.offset, net.params.begin() + entry.offset + entry.size);
-                            std::vector<double> analytic(net.grads.begin() + entry.offset, net.grads.begin() + entry.offset + entry.size);
-                            auto loss_at = [&] {
-                                std::copy(values.begin(), values.end(), net.params.begin() + entry.offset);
-                                return loss();
-                            };
-                            check_gradient(entry.name, values, analytic, loss_at, 12);
-                            std::copy(values.begin(), values.end(), net.params.begin() + entry.offset);
+}
+
+// The structural switches: vector read-in/read-out (linear, identity, slice), no LayerNorm, no residual, no W_o,
+// no b_qkv — the LSA of paper 003 and paper 004's single layer among them.
+TEST_CASE("transformer gradients match finite differences for every block structure", "[gradients][model]") {
+    for (int read_in = 0; read_in < 3; ++read_in)
+        for (bool layernorm : {true, false})
+            for (bool residual : {true, false})
+                for (bool projection : {true, false})
+                    for (bool mlp : {true, false}) {
+                        auto spec = small_spec(nn::FeatureMap::elu1, true, true, mlp);
+                        spec.layernorm = layernorm;
+                        spec.residual = residual;
+                        spec.output_projection = projection;
+                        spec.qkv_bias = projection;
+                        spec.mask = nn::MaskKind::prefix;
+                        if (read_in > 0) {
+                            spec.input = model::ModelSpec::Input::vectors;
+                            spec.input_dim = read_in == 1 ? 5 : spec.width;
+                            spec.output_dim = 2;
+                            spec.read_in = read_in == 1 ? model::ModelSpec::ReadIn::linear : model::ModelSpec::ReadIn::identity;
+                            spec.read_out = read_in == 1 ? model::ModelSpec::ReadOut::linear : model::ModelSpec::ReadOut::slice;
+                        }
+                        DYNAMIC_SECTION((read_in == 0 ? "tokens" : read_in == 1 ? "vectors linear" : "vectors identity/slice")
+                                        << (layernorm ? " layernorm" : " no-norm") << (residual ? " residual" : " no-residual")
+                                        << (projection ? " W_o" : " no-W_o") << (mlp ? " mlp" : "")) {
+                            check_model_gradients(spec, true, 8);
                         }
                     }
-                }
 }
 
 TEST_CASE("quadratic and recurrent attention forms give the same model", "[model][attention]") {
@@ -139,5 +224,5 @@ TEST_CASE("model rejects inconsistent dimensions", "[model]") {
     CHECK_THROWS_WITH(model::Transformer<float>(spec), Catch::Contains("not divisible"));
     spec.width = 6;  // head width 2 fine; make it odd
     spec.heads = 2;  // head width 3
-    CHECK_THROWS_WITH(model::Transformer<float>(spec), Catch::Contains("even head width"));
+    CHECK_THROWS_WITH(model::Transformer<float>(spec), Catch::Contains("even feature width"));
 }

@@ -9,78 +9,132 @@
 namespace iclab::model {
 
 void ModelSpec::validate() const {
-    ICLAB_CHECK(vocab > 0 && width > 0 && heads > 0 && layers > 0 && max_seq_len > 0,
-                "model dimensions must be positive");
+    ICLAB_CHECK(width > 0 && heads > 0 && layers > 0 && max_seq_len > 0, "model dimensions must be positive");
     ICLAB_CHECK(width % heads == 0, "model width " << width << " is not divisible by heads " << heads);
-    ICLAB_CHECK(!rope || head_dim() % 2 == 0, "RoPE needs an even head width, got " << head_dim());
-    ICLAB_CHECK(normalize || unnormalized_scale >= 0.0, "unnormalized_scale must be >= 0");
+    ICLAB_CHECK(!mlp || mlp_ratio > 0, "mlp_ratio must be positive");
+    if (input == Input::tokens) {
+        ICLAB_CHECK(vocab > 0, "a token model needs a vocabulary");
+    } else {
+        ICLAB_CHECK(input_dim > 0 && output_dim > 0, "a vector model needs input_dim and output_dim > 0");
+        ICLAB_CHECK(read_in != ReadIn::identity || input_dim == width,
+                    "identity read-in needs input_dim (" << input_dim << ") = width (" << width << ")");
+        ICLAB_CHECK(read_out != ReadOut::slice || output_dim <= width,
+                    "slice read-out needs output_dim (" << output_dim << ") <= width (" << width << ")");
+    }
+    if (attention == Attention::linear) {
+        ICLAB_CHECK(feature_map != nn::FeatureMap::performer || random_features > 0,
+                    "performer features need random_features > 0");
+        ICLAB_CHECK(!rope || feature_dim() % 2 == 0, "RoPE needs an even feature width, got " << feature_dim());
+        ICLAB_CHECK(normalize || unnormalized_scale >= 0.0, "unnormalized_scale must be >= 0");
+    } else {
+        ICLAB_CHECK(!rope || head_dim() % 2 == 0, "RoPE needs an even head width, got " << head_dim());
+    }
 }
 
 ParameterLayout build_parameter_layout(const ModelSpec& spec) {
     spec.validate();
-    const std::size_t C = spec.width, V = spec.vocab, H = spec.heads, D = spec.head_dim(), F = D;
+    const std::size_t C = spec.width, H = spec.heads, D = spec.head_dim(), F = spec.feature_dim();
     const std::size_t hidden = spec.mlp_ratio * C;
+    const bool linear = spec.attention == ModelSpec::Attention::linear;
     ParameterLayout layout;
-    layout.add("embedding.wte", {V, C}, true, true, "(V, C): row v is the embedding of token v");
-    for (std::size_t l = 0; l < spec.layers; ++l) {
+    if (spec.input == ModelSpec::Input::tokens) {
+        layout.add("embedding.wte", {spec.vocab, C}, true, true, "(V, C): row v is the embedding of token v");
+    } else if (spec.read_in == ModelSpec::ReadIn::linear) {
+        layout.add("read_in.w", {spec.input_dim, C}, true, true, "(d_in, C): x_0 = input W + b");
+        layout.add("read_in.b", {C}, true, false, "(C): read-in bias");
+    }
+    const std::size_t stored_blocks = spec.shared_layers ? 1 : spec.layers;
+    for (std::size_t l = 0; l < stored_blocks; ++l) {
         const std::string p = "blocks." + std::to_string(l) + ".";
-        layout.add(p + "ln1.gamma", {C}, true, false, "(C): LayerNorm gain, y = (x - mean)/sqrt(var + eps) * gamma + beta");
-        layout.add(p + "ln1.beta", {C}, true, false, "(C): LayerNorm shift");
+        if (spec.layernorm) {
+            layout.add(p + "ln1.gamma", {C}, true, false, "(C): LayerNorm gain, y = (x - mean)/sqrt(var + eps) * gamma + beta");
+            layout.add(p + "ln1.beta", {C}, true, false, "(C): LayerNorm shift");
+        }
         layout.add(p + "attn.w_qkv", {C, 3 * C}, true, true,
                    "(C, 3C): [q | k | v] = x W + b; columns [0,C) W_Q, [C,2C) W_K, [2C,3C) W_V; head h owns columns h*D..h*D+D-1 of each");
-        layout.add(p + "attn.b_qkv", {3 * C}, true, false, "(3C): bias of the q, k, v projections");
-        layout.add(p + "attn.w_o", {C, C}, true, true, "(C, C): output projection y = concat_h(out_h) W_o + b_o");
-        layout.add(p + "attn.b_o", {C}, true, false, "(C): output projection bias");
-        layout.add(p + "attn.b_kv", {H, F, D}, spec.attention_bias_trainable, false,
-                   "(H, F, D): b_KV of paper 000 Eq. 13 per head, added to sum_j R_j phi(k_j) v_j^T (F x D)");
-        layout.add(p + "attn.b_d", {H, F}, spec.attention_bias_trainable, false,
-                   "(H, F): b_D of paper 000 Eq. 13 per head, added to sum_j phi(k_j) in the normalizer");
+        if (spec.qkv_bias) layout.add(p + "attn.b_qkv", {3 * C}, true, false, "(3C): bias of the q, k, v projections");
+        if (spec.output_projection) {
+            layout.add(p + "attn.w_o", {C, C}, true, true, "(C, C): output projection y = concat_h(out_h) W_o + b_o");
+            layout.add(p + "attn.b_o", {C}, true, false, "(C): output projection bias");
+        }
+        if (linear) {
+            layout.add(p + "attn.b_kv", {H, F, D}, spec.attention_bias_trainable, false,
+                       "(H, F, D): b_KV of paper 000 Eq. 13 per head, added to sum_j R_j phi(k_j) v_j^T (F x D)");
+            layout.add(p + "attn.b_d", {H, F}, spec.attention_bias_trainable, false,
+                       "(H, F): b_D of paper 000 Eq. 13 per head, added to sum_j phi(k_j) in the normalizer");
+            if (spec.feature_map == nn::FeatureMap::performer)
+                layout.add(p + "attn.random_features", {D, F}, false, false,
+                           "(D, R): performer directions, column r is W_r; phi(x) = exp(W^T (s x) - |s x|^2/2)/sqrt(R); fixed, never trained");
+        }
         if (spec.mlp) {
-            layout.add(p + "ln2.gamma", {C}, true, false, "(C): LayerNorm gain");
-            layout.add(p + "ln2.beta", {C}, true, false, "(C): LayerNorm shift");
+            if (spec.layernorm) {
+                layout.add(p + "ln2.gamma", {C}, true, false, "(C): LayerNorm gain");
+                layout.add(p + "ln2.beta", {C}, true, false, "(C): LayerNorm shift");
+            }
             layout.add(p + "mlp.w_fc", {C, hidden}, true, true, "(C, 4C): h = gelu_tanh(x W_fc + b_fc)");
             layout.add(p + "mlp.b_fc", {hidden}, true, false, "(4C)");
             layout.add(p + "mlp.w_proj", {hidden, C}, true, true, "(4C, C): y = h W_proj + b_proj");
             layout.add(p + "mlp.b_proj", {C}, true, false, "(C)");
         }
     }
-    layout.add("final_norm.gamma", {C}, true, false, "(C): final LayerNorm gain");
-    layout.add("final_norm.beta", {C}, true, false, "(C): final LayerNorm shift");
-    layout.add("unembedding.w", {C, V}, true, true, "(C, V): logits = LN_f(x) W (no bias)");
+    if (spec.layernorm) {
+        layout.add("final_norm.gamma", {C}, true, false, "(C): final LayerNorm gain");
+        layout.add("final_norm.beta", {C}, true, false, "(C): final LayerNorm shift");
+    }
+    if (spec.input == ModelSpec::Input::tokens) {
+        layout.add("unembedding.w", {C, spec.vocab}, true, true, "(C, V): logits = LN_f(x) W (no bias)");
+    } else if (spec.read_out == ModelSpec::ReadOut::linear) {
+        layout.add("read_out.w", {C, spec.output_dim}, true, true, "(C, d_out): output = LN_f(x) W + b");
+        layout.add("read_out.b", {spec.output_dim}, true, false, "(d_out): read-out bias");
+    }
     return layout;
 }
 
+namespace {
+constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
+std::size_t offset_or_absent(const ParameterLayout& layout, const std::string& name) {
+    for (const auto& entry : layout.entries())
+        if (entry.name == name) return entry.offset;
+    return kAbsent;
+}
+}  // namespace
+
 template <class T>
-Transformer<T>::Transformer(const ModelSpec& spec) : spec_(spec), layout_(build_parameter_layout(spec)) {
+Transformer<T>::Transformer(const ModelSpec& spec, Mode mode) : spec_(spec), mode_(mode), layout_(build_parameter_layout(spec)) {
     params.assign(layout_.total(), T(0));
-    grads.assign(layout_.total(), T(0));
-    if (spec_.rope) rope_.build(spec_.max_seq_len, spec_.head_dim(), spec_.rope_base);
-    embedding_offset_ = layout_.find("embedding.wte").offset;
+    if (mode_ == Mode::training) grads.assign(layout_.total(), T(0));
+    if (spec_.rope) {
+        const bool linear = spec_.attention == ModelSpec::Attention::linear;
+        rope_.build(spec_.max_seq_len, linear ? spec_.feature_dim() : spec_.head_dim(), spec_.rope_base);
+    }
+    const auto find = [&](const std::string& name) { return offset_or_absent(layout_, name); };
+    input_offset_ = spec_.input == ModelSpec::Input::tokens ? find("embedding.wte") : find("read_in.w");
+    input_bias_offset_ = find("read_in.b");
     for (std::size_t l = 0; l < spec_.layers; ++l) {
-        const std::string p = "blocks." + std::to_string(l) + ".";
+        const std::string p = "blocks." + std::to_string(spec_.shared_layers ? 0 : l) + ".";
         BlockOffsets o{};
-        o.ln1_gamma = layout_.find(p + "ln1.gamma").offset;
-        o.ln1_beta = layout_.find(p + "ln1.beta").offset;
-        o.w_qkv = layout_.find(p + "attn.w_qkv").offset;
-        o.b_qkv = layout_.find(p + "attn.b_qkv").offset;
-        o.w_o = layout_.find(p + "attn.w_o").offset;
-        o.b_o = layout_.find(p + "attn.b_o").offset;
-        o.b_kv = layout_.find(p + "attn.b_kv").offset;
-        o.b_d = layout_.find(p + "attn.b_d").offset;
-        if (spec_.mlp) {
-            o.ln2_gamma = layout_.find(p + "ln2.gamma").offset;
-            o.ln2_beta = layout_.find(p + "ln2.beta").offset;
-            o.w_fc = layout_.find(p + "mlp.w_fc").offset;
-            o.b_fc = layout_.find(p + "mlp.b_fc").offset;
-            o.w_proj = layout_.find(p + "mlp.w_proj").offset;
-            o.b_proj = layout_.find(p + "mlp.b_proj").offset;
-        }
+        o.ln1_gamma = find(p + "ln1.gamma");
+        o.ln1_beta = find(p + "ln1.beta");
+        o.w_qkv = find(p + "attn.w_qkv");
+        o.b_qkv = find(p + "attn.b_qkv");
+        o.w_o = find(p + "attn.w_o");
+        o.b_o = find(p + "attn.b_o");
+        o.b_kv = find(p + "attn.b_kv");
+        o.b_d = find(p + "attn.b_d");
+        o.random = find(p + "attn.random_features");
+        o.ln2_gamma = find(p + "ln2.gamma");
+        o.ln2_beta = find(p + "ln2.beta");
+        o.w_fc = find(p + "mlp.w_fc");
+        o.b_fc = find(p + "mlp.b_fc");
+        o.w_proj = find(p + "mlp.w_proj");
+        o.b_proj = find(p + "mlp.b_proj");
         block_offsets_.push_back(o);
     }
-    final_gamma_offset_ = layout_.find("final_norm.gamma").offset;
-    final_beta_offset_ = layout_.find("final_norm.beta").offset;
-    unembedding_offset_ = layout_.find("unembedding.w").offset;
-    blocks_.resize(spec_.layers);
+    final_gamma_offset_ = find("final_norm.gamma");
+    final_beta_offset_ = find("final_norm.beta");
+    output_offset_ = spec_.input == ModelSpec::Input::tokens ? find("unembedding.w") : find("read_out.w");
+    output_bias_offset_ = find("read_out.b");
+    blocks_.resize(mode_ == Mode::training ? spec_.layers : 1);
 }
 
 template <class T>
@@ -93,7 +147,39 @@ void Transformer<T>::init(Rng& rng) {
             const std::string s(suffix);
             return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
         };
-        if (ends_with(".gamma")) {
+        if (ends_with("attn.random_features")) {
+            // (D, R), column r = W_r ~ N(0, I_D); orthogonal: blocks of D columns orthonormalized (Gram-Schmidt)
+            // and rescaled by independent chi(D) norms (Yu et al. 2016, Choromanski et al. 2020).
+            const std::size_t D = entry.shape[0], R = entry.shape[1];
+            std::vector<double> w(D * R);  // column-major while building: column r at w[r*D]
+            for (auto& x : w) x = rng.normal(0.0, 1.0);
+            if (spec_.orthogonal_features) {
+                for (std::size_t first = 0; first < R; first += D) {
+                    const std::size_t last = std::min(R, first + D);
+                    for (std::size_t r = first; r < last; ++r) {
+                        double* col = w.data() + r * D;
+                        for (std::size_t prev = first; prev < r; ++prev) {
+                            const double* other = w.data() + prev * D;
+                            double dot = 0.0;
+                            for (std::size_t d = 0; d < D; ++d) dot += col[d] * other[d];
+                            for (std::size_t d = 0; d < D; ++d) col[d] -= dot * other[d];
+                        }
+                        double norm = 0.0;
+                        for (std::size_t d = 0; d < D; ++d) norm += col[d] * col[d];
+                        norm = std::sqrt(norm);
+                        for (std::size_t d = 0; d < D; ++d) col[d] /= norm;
+                    }
+                    for (std::size_t r = first; r < last; ++r) {
+                        double chi = 0.0;
+                        for (std::size_t d = 0; d < D; ++d) chi += std::pow(rng.normal(0.0, 1.0), 2);
+                        chi = std::sqrt(chi);
+                        for (std::size_t d = 0; d < D; ++d) w[r * D + d] *= chi;
+                    }
+                }
+            }
+            for (std::size_t d = 0; d < D; ++d)
+                for (std::size_t r = 0; r < R; ++r) p[d * R + r] = static_cast<T>(w[r * D + d]);
+        } else if (ends_with(".gamma")) {
             std::fill(p, p + entry.size, T(1));
         } else if (entry.weight_decay) {  // matrices
             const double std_dev = (ends_with("attn.w_o") || ends_with("mlp.w_proj")) ? residual_std : spec_.init_std;
@@ -106,6 +192,7 @@ void Transformer<T>::init(Rng& rng) {
 
 template <class T>
 void Transformer<T>::zero_grad() {
+    ICLAB_CHECK(mode_ == Mode::training, "an inference-mode model has no gradients");
     std::fill(grads.begin(), grads.end(), T(0));
 }
 
@@ -113,16 +200,32 @@ template <class T>
 nn::LinearAttentionOptions Transformer<T>::attention_options() const {
     nn::LinearAttentionOptions options;
     options.feature_map = spec_.feature_map;
+    options.performer_input_scale = spec_.performer_input_scale;
     options.normalize = spec_.normalize;
     options.eps = spec_.normalizer_eps;
     options.unnormalized_scale =
         spec_.unnormalized_scale > 0.0 ? spec_.unnormalized_scale : 1.0 / static_cast<double>(spec_.head_dim());
     options.rope = spec_.rope ? &rope_ : nullptr;
+    options.mask.kind = spec_.mask;
+    options.mask.prefix_length = prefix_length_;
+    options.mask.isolate_queries = spec_.isolate_queries;
+    options.mask.query_self = spec_.query_self;
+    return options;
+}
+
+template <class T>
+nn::SoftmaxAttentionOptions Transformer<T>::softmax_options() const {
+    nn::SoftmaxAttentionOptions options;
+    options.rope = spec_.rope ? &rope_ : nullptr;
+    const nn::LinearAttentionOptions linear = attention_options();
+    options.mask = linear.mask;
     return options;
 }
 
 template <class T>
 bool Transformer<T>::use_recurrent_form() const {
+    if (spec_.attention != ModelSpec::Attention::linear || spec_.mask != nn::MaskKind::causal || spec_.isolate_queries)
+        return false;
     switch (spec_.attention_form) {
         case ModelSpec::AttentionForm::quadratic: return false;
         case ModelSpec::AttentionForm::recurrent: return true;
@@ -132,83 +235,159 @@ bool Transformer<T>::use_recurrent_form() const {
 }
 
 template <class T>
+T* Transformer<T>::block_input(std::size_t l) {
+    if (mode_ == Mode::training) return blocks_[l].input.data();
+    return stream_[l % 2].data();
+}
+
+template <class T>
+T* Transformer<T>::block_output(std::size_t l) {
+    if (l + 1 == spec_.layers) return final_input_.data();
+    if (mode_ == Mode::training) return blocks_[l + 1].input.data();
+    return stream_[(l + 1) % 2].data();
+}
+
+template <class T>
 void Transformer<T>::allocate(std::size_t batch, std::size_t time) {
     ICLAB_CHECK(time <= spec_.max_seq_len,
                 "sequence of " << time << " tokens is longer than the model's max_seq_len " << spec_.max_seq_len);
     batch_ = batch;
     time_ = time;
-    const std::size_t N = batch * time, C = spec_.width, V = spec_.vocab, hidden = spec_.mlp_ratio * C;
+    const std::size_t N = batch * time, C = spec_.width, hidden = spec_.mlp_ratio * C;
     for (auto& a : blocks_) {
-        a.input.resize(N * C);
-        a.ln1.resize(N * C);
-        a.ln1_mean.resize(N);
-        a.ln1_rstd.resize(N);
+        if (mode_ == Mode::training) a.input.resize(N * C);
+        if (spec_.layernorm) {
+            a.ln1.resize(N * C);
+            a.ln1_mean.resize(N);
+            a.ln1_rstd.resize(N);
+        }
         a.qkv.resize(N * 3 * C);
         a.att.resize(N * C);
         a.mid.resize(N * C);
         if (spec_.mlp) {
-            a.ln2.resize(N * C);
-            a.ln2_mean.resize(N);
-            a.ln2_rstd.resize(N);
+            if (spec_.layernorm) {
+                a.ln2.resize(N * C);
+                a.ln2_mean.resize(N);
+                a.ln2_rstd.resize(N);
+            }
             a.fc.resize(N * hidden);
             a.fc_gelu.resize(N * hidden);
         }
     }
+    if (mode_ == Mode::inference)
+        for (auto& s : stream_) s.resize(N * C);
     final_input_.resize(N * C);
-    final_norm_.resize(N * C);
-    final_mean_.resize(N);
-    final_rstd_.resize(N);
-    logits_.resize(N * V);
-    probs_.resize(N * V);
-    losses_.resize(N);
+    if (spec_.layernorm) {
+        final_norm_.resize(N * C);
+        final_mean_.resize(N);
+        final_rstd_.resize(N);
+    }
+    outputs_.resize(N * spec_.output_size());
 }
 
 template <class T>
 void Transformer<T>::forward(const std::int32_t* tokens, std::size_t batch, std::size_t time) {
+    ICLAB_CHECK(spec_.input == ModelSpec::Input::tokens, "this model reads vectors, not tokens");
     allocate(batch, time);
-    const std::size_t N = batch * time, C = spec_.width, V = spec_.vocab, hidden = spec_.mlp_ratio * C;
+    const std::size_t N = batch * time;
     tokens_.assign(tokens, tokens + N);
-    const T* P = params.data();
-    const nn::AttentionShape shape{batch, time, spec_.heads, spec_.head_dim()};
-    const nn::LinearAttentionOptions options = attention_options();
+    for (std::size_t n = 0; n < N; ++n)
+        ICLAB_CHECK(tokens[n] >= 0 && static_cast<std::size_t>(tokens[n]) < spec_.vocab,
+                    "token " << tokens[n] << " outside the vocabulary of " << spec_.vocab);
+    nn::embedding_forward(block_input(0), tokens, params.data() + input_offset_, N, spec_.width, spec_.vocab);
+    forward_trunk();
+}
 
-    nn::embedding_forward(blocks_.empty() ? final_input_.data() : blocks_[0].input.data(), tokens,
-                          P + embedding_offset_, N, C, V);
+template <class T>
+void Transformer<T>::forward(const T* vectors, std::size_t batch, std::size_t time) {
+    ICLAB_CHECK(spec_.input == ModelSpec::Input::vectors, "this model reads tokens, not vectors");
+    allocate(batch, time);
+    const std::size_t N = batch * time, C = spec_.width;
+    vectors_.assign(vectors, vectors + N * spec_.input_dim);
+    if (spec_.read_in == ModelSpec::ReadIn::linear)
+        nn::linear_forward(block_input(0), vectors, params.data() + input_offset_, params.data() + input_bias_offset_, N,
+                           spec_.input_dim, C);
+    else
+        std::copy(vectors, vectors + N * C, block_input(0));
+    forward_trunk();
+}
+
+template <class T>
+void Transformer<T>::forward_trunk() {
+    const std::size_t N = batch_ * time_, C = spec_.width, hidden = spec_.mlp_ratio * C;
+    const T* P = params.data();
+    const auto at = [&](std::size_t offset) { return offset == kAbsent ? nullptr : P + offset; };
+    nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
+    shape.feature_dim = spec_.feature_dim();
+    const nn::LinearAttentionOptions options = attention_options();
+    const nn::SoftmaxAttentionOptions soft = softmax_options();
+    const bool recurrent = use_recurrent_form();
+
     for (std::size_t l = 0; l < spec_.layers; ++l) {
-        BlockActivations& a = blocks_[l];
+        BlockActivations& a = blocks_[mode_ == Mode::training ? l : 0];
         const BlockOffsets& o = block_offsets_[l];
-        T* output = (l + 1 < spec_.layers) ? blocks_[l + 1].input.data() : final_input_.data();
-        nn::layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), a.input.data(), P + o.ln1_gamma,
-                              P + o.ln1_beta, N, C, spec_.layernorm_eps);
-        nn::linear_forward(a.qkv.data(), a.ln1.data(), P + o.w_qkv, P + o.b_qkv, N, C, 3 * C);
-        if (use_recurrent_form())
-            nn::linear_attention_recurrent_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, shape,
-                                                   options);
+        const T* input = block_input(l);
+        T* output = block_output(l);
+        const T* normed = input;
+        if (spec_.layernorm) {
+            nn::layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), input, P + o.ln1_gamma, P + o.ln1_beta,
+                                  N, C, spec_.layernorm_eps);
+            normed = a.ln1.data();
+        }
+        nn::linear_forward(a.qkv.data(), normed, P + o.w_qkv, at(o.b_qkv), N, C, 3 * C);
+        if (spec_.attention == ModelSpec::Attention::softmax)
+            nn::softmax_attention_forward(a.att.data(), a.softmax, a.qkv.data(), shape, soft);
+        else if (recurrent)
+            nn::linear_attention_recurrent_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, at(o.random),
+                                                   shape, options);
         else
-            nn::linear_attention_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, shape, options);
-        // mid = input + att W_o + b_o
-        nn::linear_forward(a.mid.data(), a.att.data(), P + o.w_o, P + o.b_o, N, C, C);
-        for (std::size_t i = 0; i < N * C; ++i) a.mid[i] += a.input[i];
+            nn::linear_attention_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, at(o.random), shape,
+                                         options);
+        // mid = [input +] att [W_o + b_o]
+        if (spec_.output_projection)
+            nn::linear_forward(a.mid.data(), a.att.data(), P + o.w_o, P + o.b_o, N, C, C);
+        else
+            std::copy(a.att.begin(), a.att.end(), a.mid.begin());
+        if (spec_.residual)
+            for (std::size_t i = 0; i < N * C; ++i) a.mid[i] += input[i];
         if (spec_.mlp) {
-            nn::layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.mid.data(), P + o.ln2_gamma,
-                                  P + o.ln2_beta, N, C, spec_.layernorm_eps);
-            nn::linear_forward(a.fc.data(), a.ln2.data(), P + o.w_fc, P + o.b_fc, N, C, hidden);
+            const T* normed_mid = a.mid.data();
+            if (spec_.layernorm) {
+                nn::layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.mid.data(), P + o.ln2_gamma,
+                                      P + o.ln2_beta, N, C, spec_.layernorm_eps);
+                normed_mid = a.ln2.data();
+            }
+            nn::linear_forward(a.fc.data(), normed_mid, P + o.w_fc, P + o.b_fc, N, C, hidden);
             nn::gelu_forward(a.fc_gelu.data(), a.fc.data(), N * hidden);
             nn::linear_forward(output, a.fc_gelu.data(), P + o.w_proj, P + o.b_proj, N, hidden, C);
-            for (std::size_t i = 0; i < N * C; ++i) output[i] += a.mid[i];
+            if (spec_.residual)
+                for (std::size_t i = 0; i < N * C; ++i) output[i] += a.mid[i];
         } else {
             std::copy(a.mid.begin(), a.mid.end(), output);
         }
     }
-    nn::layernorm_forward(final_norm_.data(), final_mean_.data(), final_rstd_.data(), final_input_.data(),
-                          P + final_gamma_offset_, P + final_beta_offset_, N, C, spec_.layernorm_eps);
-    nn::linear_forward<T>(logits_.data(), final_norm_.data(), P + unembedding_offset_, nullptr, N, C, V);
+    const T* final_stream = final_input_.data();
+    if (spec_.layernorm) {
+        nn::layernorm_forward(final_norm_.data(), final_mean_.data(), final_rstd_.data(), final_input_.data(),
+                              P + final_gamma_offset_, P + final_beta_offset_, N, C, spec_.layernorm_eps);
+        final_stream = final_norm_.data();
+    }
+    const std::size_t out = spec_.output_size();
+    if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
+        nn::linear_forward<T>(outputs_.data(), final_stream, P + output_offset_, at(output_bias_offset_), N, C, out);
+    } else {  // slice: the last d_out channels
+        for (std::size_t n = 0; n < N; ++n)
+            std::copy(final_stream + n * C + (C - out), final_stream + (n + 1) * C, outputs_.data() + n * out);
+    }
 }
 
 template <class T>
 double Transformer<T>::loss(const std::int32_t* targets, const T* weights) {
+    ICLAB_CHECK(spec_.input == ModelSpec::Input::tokens, "cross-entropy loss needs a token model");
     const std::size_t N = batch_ * time_;
-    nn::cross_entropy_forward(probs_.data(), losses_.data(), logits_.data(), targets, N, spec_.vocab);
+    probs_.resize(N * spec_.vocab);
+    losses_.resize(N);
+    nn::cross_entropy_forward(probs_.data(), losses_.data(), outputs_.data(), targets, N, spec_.vocab);
     double total = 0.0;
     for (std::size_t n = 0; n < N; ++n) total += static_cast<double>(weights[n]) * losses_[n];
     return total;
@@ -216,53 +395,91 @@ double Transformer<T>::loss(const std::int32_t* targets, const T* weights) {
 
 template <class T>
 void Transformer<T>::backward(const std::int32_t* targets, const T* weights) {
-    const std::size_t N = batch_ * time_, C = spec_.width, V = spec_.vocab, hidden = spec_.mlp_ratio * C;
+    const std::size_t N = batch_ * time_, V = spec_.vocab;
+    d_outputs_.assign(N * V, T(0));
+    nn::cross_entropy_backward(d_outputs_.data(), probs_.data(), targets, weights, N, V);
+    backward_outputs(d_outputs_.data());
+}
+
+template <class T>
+void Transformer<T>::backward_outputs(const T* d_outputs) {
+    ICLAB_CHECK(mode_ == Mode::training, "backward needs a training-mode model");
+    const std::size_t N = batch_ * time_, C = spec_.width, hidden = spec_.mlp_ratio * C, out = spec_.output_size();
     const T* P = params.data();
     T* G = grads.data();
-    const nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
+    const auto at = [&](std::size_t offset) { return offset == kAbsent ? nullptr : P + offset; };
+    const auto grad_at = [&](std::size_t offset) { return offset == kAbsent ? nullptr : G + offset; };
+    nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
+    shape.feature_dim = spec_.feature_dim();
     const nn::LinearAttentionOptions options = attention_options();
+    const nn::SoftmaxAttentionOptions soft = softmax_options();
+    const bool recurrent = use_recurrent_form();
     const auto zeroed = [](std::vector<T>& buffer, std::size_t size) { buffer.assign(size, T(0)); };
 
-    zeroed(d_logits_, N * V);
-    nn::cross_entropy_backward(d_logits_.data(), probs_.data(), targets, weights, N, V);
+    // Read-out, then the final norm: d_residual = d(loss)/d(residual stream), carried down through the blocks.
     zeroed(d_norm_, N * C);
-    nn::linear_backward<T>(d_norm_.data(), G + unembedding_offset_, nullptr, d_logits_.data(), final_norm_.data(),
-                           P + unembedding_offset_, N, C, V);
-    zeroed(d_residual_, N * C);  // d(loss)/d(residual stream), carried down through the blocks
-    nn::layernorm_backward(d_residual_.data(), G + final_gamma_offset_, G + final_beta_offset_, d_norm_.data(),
-                           final_input_.data(), P + final_gamma_offset_, final_mean_.data(), final_rstd_.data(), N, C);
+    if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
+        nn::linear_backward<T>(d_norm_.data(), G + output_offset_, grad_at(output_bias_offset_), d_outputs,
+                               spec_.layernorm ? final_norm_.data() : final_input_.data(), P + output_offset_, N, C, out);
+    } else {
+        for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t c = 0; c < out; ++c) d_norm_[n * C + (C - out) + c] += d_outputs[n * out + c];
+    }
+    zeroed(d_residual_, N * C);
+    if (spec_.layernorm)
+        nn::layernorm_backward(d_residual_.data(), G + final_gamma_offset_, G + final_beta_offset_, d_norm_.data(),
+                               final_input_.data(), P + final_gamma_offset_, final_mean_.data(), final_rstd_.data(), N, C);
+    else
+        std::copy(d_norm_.begin(), d_norm_.end(), d_residual_.begin());
+    // A sublayer y = [u +] f(norm(u)): the branch reads d_y first; then d_u = [d_y +] normᵀ (d branch input).
+    const auto into_stream = [&](const T* normed_input_grad, const T* input, std::size_t gamma, std::size_t beta,
+                                 const T* mean, const T* rstd) {
+        if (!spec_.residual) std::fill(d_residual_.begin(), d_residual_.end(), T(0));
+        if (spec_.layernorm)
+            nn::layernorm_backward(d_residual_.data(), G + gamma, G + beta, normed_input_grad, input, P + gamma, mean, rstd, N, C);
+        else
+            for (std::size_t i = 0; i < N * C; ++i) d_residual_[i] += normed_input_grad[i];
+    };
     for (std::size_t l = spec_.layers; l-- > 0;) {
         BlockActivations& a = blocks_[l];
         const BlockOffsets& o = block_offsets_[l];
-        if (spec_.mlp) {  // output = mid + MLP(LN2(mid)): d_mid = d_output + (MLP∘LN2)ᵀ d_output
+        if (spec_.mlp) {  // output = [mid +] MLP(LN2(mid))
             zeroed(d_hidden_, N * hidden);
             nn::linear_backward(d_hidden_.data(), G + o.w_proj, G + o.b_proj, d_residual_.data(), a.fc_gelu.data(),
                                 P + o.w_proj, N, hidden, C);
             zeroed(d_hidden_pre_, N * hidden);
             nn::gelu_backward(d_hidden_pre_.data(), d_hidden_.data(), a.fc.data(), N * hidden);
             zeroed(d_norm_, N * C);
-            nn::linear_backward(d_norm_.data(), G + o.w_fc, G + o.b_fc, d_hidden_pre_.data(), a.ln2.data(),
-                                P + o.w_fc, N, C, hidden);
-            nn::layernorm_backward(d_residual_.data(), G + o.ln2_gamma, G + o.ln2_beta, d_norm_.data(), a.mid.data(),
-                                   P + o.ln2_gamma, a.ln2_mean.data(), a.ln2_rstd.data(), N, C);
+            nn::linear_backward(d_norm_.data(), G + o.w_fc, G + o.b_fc, d_hidden_pre_.data(),
+                                spec_.layernorm ? a.ln2.data() : a.mid.data(), P + o.w_fc, N, C, hidden);
+            into_stream(d_norm_.data(), a.mid.data(), o.ln2_gamma, o.ln2_beta, a.ln2_mean.data(), a.ln2_rstd.data());
         }
-        // mid = input + Attn(LN1(input)) W_o + b_o
+        // mid = [input +] Attn(LN1(input)) [W_o + b_o]
         zeroed(d_att_, N * C);
-        nn::linear_backward(d_att_.data(), G + o.w_o, G + o.b_o, d_residual_.data(), a.att.data(), P + o.w_o, N, C, C);
+        if (spec_.output_projection)
+            nn::linear_backward(d_att_.data(), G + o.w_o, G + o.b_o, d_residual_.data(), a.att.data(), P + o.w_o, N, C, C);
+        else
+            std::copy(d_residual_.begin(), d_residual_.end(), d_att_.begin());
         zeroed(d_qkv_, N * 3 * C);
-        if (use_recurrent_form())
+        if (spec_.attention == ModelSpec::Attention::softmax)
+            nn::softmax_attention_backward(d_qkv_.data(), d_att_.data(), a.qkv.data(), a.softmax, shape, soft);
+        else if (recurrent)
             nn::linear_attention_recurrent_backward(d_qkv_.data(), G + o.b_kv, G + o.b_d, d_att_.data(), a.qkv.data(),
-                                                    P + o.b_kv, P + o.b_d, a.att.data(), a.attention, shape, options);
+                                                    P + o.b_kv, P + o.b_d, at(o.random), a.att.data(), a.attention, shape,
+                                                    options);
         else
             nn::linear_attention_backward(d_qkv_.data(), G + o.b_kv, G + o.b_d, d_att_.data(), a.qkv.data(), P + o.b_kv,
-                                          P + o.b_d, a.att.data(), a.attention, shape, options);
+                                          P + o.b_d, at(o.random), a.att.data(), a.attention, shape, options);
         zeroed(d_norm_, N * C);
-        nn::linear_backward(d_norm_.data(), G + o.w_qkv, G + o.b_qkv, d_qkv_.data(), a.ln1.data(), P + o.w_qkv, N, C,
-                            3 * C);
-        nn::layernorm_backward(d_residual_.data(), G + o.ln1_gamma, G + o.ln1_beta, d_norm_.data(), a.input.data(),
-                               P + o.ln1_gamma, a.ln1_mean.data(), a.ln1_rstd.data(), N, C);
+        nn::linear_backward(d_norm_.data(), G + o.w_qkv, grad_at(o.b_qkv), d_qkv_.data(),
+                            spec_.layernorm ? a.ln1.data() : a.input.data(), P + o.w_qkv, N, C, 3 * C);
+        into_stream(d_norm_.data(), a.input.data(), o.ln1_gamma, o.ln1_beta, a.ln1_mean.data(), a.ln1_rstd.data());
     }
-    nn::embedding_backward(G + embedding_offset_, d_residual_.data(), tokens_.data(), N, C);
+    if (spec_.input == ModelSpec::Input::tokens)
+        nn::embedding_backward(G + input_offset_, d_residual_.data(), tokens_.data(), N, C);
+    else if (spec_.read_in == ModelSpec::ReadIn::linear)
+        nn::linear_backward<T>(nullptr, G + input_offset_, G + input_bias_offset_, d_residual_.data(), vectors_.data(),
+                               P + input_offset_, N, spec_.input_dim, C);
 }
 
 template class Transformer<float>;

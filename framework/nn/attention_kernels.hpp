@@ -4,6 +4,7 @@
 // framework/nn. All loops are contiguous; none reorders a float sum in a way that depends on threads.
 #include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "framework/core/check.hpp"
 #include "framework/nn/linear_attention.hpp"
@@ -51,7 +52,12 @@ inline void combine_rows(T* out, const T* coeff, const T* rows, std::size_t coun
     }
 }
 
-inline void check_attention_options(const AttentionShape& shape, const LinearAttentionOptions& options) {
+inline void check_attention_options(const AttentionShape& shape, const LinearAttentionOptions& options,
+                                    const void* random_features) {
+    ICLAB_CHECK(options.feature_map != FeatureMap::performer || random_features != nullptr,
+                "performer attention needs its random feature matrix");
+    ICLAB_CHECK(options.feature_map == FeatureMap::performer || shape.features() == shape.head_dim,
+                "elementwise feature maps have F = D, got F = " << shape.features() << ", D = " << shape.head_dim);
     if (options.rope != nullptr) {
         ICLAB_CHECK(options.rope->features() == shape.features(),
                     "RoPE table built for " << options.rope->features() << " features, attention has " << shape.features());
@@ -60,32 +66,116 @@ inline void check_attention_options(const AttentionShape& shape, const LinearAtt
     }
 }
 
-// Features of the token at position t for one head: φ(q), φ(k), then R_t φ(q), R_t φ(k) (Definition B.1;
-// copies of φ when RoPE is off). q and k point at the head's D = F columns of the token's q and k.
+// q, k, v of head h of sequence b, copied out of qkv (B, T, 3C) into contiguous (T, D) buffers.
 template <class T>
-inline void attention_features(T* phi_q, T* phi_k, T* rot_q, T* rot_k, const T* q, const T* k, std::size_t t,
-                               std::size_t F, const LinearAttentionOptions& options) {
-    feature_map_forward(phi_q, q, F, options.feature_map);
-    feature_map_forward(phi_k, k, F, options.feature_map);
-    if (options.rope != nullptr) {
-        options.rope->rotate(rot_q, phi_q, t, false);
-        options.rope->rotate(rot_k, phi_k, t, false);
-    } else {
-        std::copy(phi_q, phi_q + F, rot_q);
-        std::copy(phi_k, phi_k + F, rot_k);
+inline void gather_head(T* q, T* k, T* v, const T* qkv, std::size_t b, std::size_t h, const AttentionShape& shape) {
+    const std::size_t TT = shape.time, D = shape.head_dim, C = shape.width();
+    for (std::size_t t = 0; t < TT; ++t) {
+        const T* token = qkv + (b * TT + t) * 3 * C + h * D;
+        std::copy(token, token + D, q + t * D);
+        std::copy(token + C, token + C + D, k + t * D);
+        std::copy(token + 2 * C, token + 2 * C + D, v + t * D);
     }
 }
 
-// d φ (F) += R_tᵀ d rot (F): back through RoPE; scratch (F) is workspace.
+// d_qkv (B, T, 3C) += d_q, d_k, d_v (T, D) of head h of sequence b (any of them may be nullptr).
 template <class T>
-inline void rope_backward(T* d_phi, const T* d_rot, T* scratch, std::size_t t, std::size_t F,
-                          const LinearAttentionOptions& options) {
-    if (options.rope != nullptr) {
-        options.rope->rotate(scratch, d_rot, t, true);
-        axpy(d_phi, T(1), scratch, F);
-    } else {
-        axpy(d_phi, T(1), d_rot, F);
+inline void scatter_head(T* d_qkv, const T* d_q, const T* d_k, const T* d_v, std::size_t b, std::size_t h,
+                         const AttentionShape& shape) {
+    const std::size_t TT = shape.time, D = shape.head_dim, C = shape.width();
+    for (std::size_t t = 0; t < TT; ++t) {
+        T* token = d_qkv + (b * TT + t) * 3 * C + h * D;
+        if (d_q != nullptr) axpy(token, T(1), d_q + t * D, D);
+        if (d_k != nullptr) axpy(token + C, T(1), d_k + t * D, D);
+        if (d_v != nullptr) axpy(token + 2 * C, T(1), d_v + t * D, D);
     }
+}
+
+// Features of one head's T positions: φ (T, F) of x (T, D), then R_t φ_t (Definition B.1; a copy when RoPE is off).
+template <class T>
+inline void head_features(T* phi, T* rot, const T* x, const AttentionShape& shape, const LinearAttentionOptions& options,
+                          const FeatureMapParams<T>& map) {
+    const std::size_t TT = shape.time, F = shape.features();
+    feature_map_forward(phi, x, TT, shape.head_dim, map);
+    for (std::size_t t = 0; t < TT; ++t) {
+        if (options.rope != nullptr)
+            options.rope->rotate(rot + t * F, phi + t * F, t, false);
+        else
+            std::copy(phi + t * F, phi + (t + 1) * F, rot + t * F);
+    }
+}
+
+// d_x (T, D) = ∂/∂x of the features' contribution: d φ_t (T, F) += R_tᵀ d rot_t, then back through φ.
+// d_phi is modified in place; d_x is overwritten.
+template <class T>
+inline void head_features_backward(T* d_x, T* d_phi, const T* d_rot, const T* x, const T* phi, const AttentionShape& shape,
+                                   const LinearAttentionOptions& options, const FeatureMapParams<T>& map,
+                                   std::vector<T>& scratch) {
+    const std::size_t TT = shape.time, F = shape.features(), D = shape.head_dim;
+    scratch.resize(std::max(scratch.size(), F));
+    for (std::size_t t = 0; t < TT; ++t) {
+        if (options.rope != nullptr) {
+            options.rope->rotate(scratch.data(), d_rot + t * F, t, true);
+            axpy(d_phi + t * F, T(1), scratch.data(), F);
+        } else {
+            axpy(d_phi + t * F, T(1), d_rot + t * F, F);
+        }
+    }
+    std::fill(d_x, d_x + TT * D, T(0));
+    feature_map_backward(d_x, d_phi, x, phi, TT, D, map, scratch);
+}
+
+// Zeroes the entries of a (T, T) score matrix whose key j the query i does not see.
+template <class T>
+inline void apply_mask(T* scores, std::size_t time, const AttentionMask& mask) {
+    for (std::size_t i = 0; i < time; ++i) {
+        const std::size_t visible = mask.visible_prefix(i, time);
+        const bool self = mask.self_extra(i, time);
+        for (std::size_t j = visible; j < time; ++j)
+            if (!(self && j == i)) scores[i * time + j] = T(0);
+    }
+}
+
+// Kernel normalizer of Eq. 13 under a mask:  den_i = φ(q_i)ᵀ [ Σ_{j∈V(i)} φ(k_j) + b_D ] + eps   (one head).
+// V(i) = [0, visible_prefix(i)) ∪ self: visible_prefix is non-decreasing, so one running key sum serves.
+template <class T>
+inline void normalizer_forward(T* den, const T* phi_q, const T* phi_k, const T* head_bd, std::size_t time, std::size_t F,
+                               const AttentionMask& mask, T eps, std::vector<T>& key_sum) {
+    key_sum.assign(head_bd, head_bd + F);
+    std::size_t summed = 0;
+    for (std::size_t i = 0; i < time; ++i) {
+        for (const std::size_t visible = mask.visible_prefix(i, time); summed < visible; ++summed)
+            axpy(key_sum.data(), T(1), phi_k + summed * F, F);
+        T value = dot_lanes(phi_q + i * F, key_sum.data(), F);
+        if (mask.self_extra(i, time)) value += dot_lanes(phi_q + i * F, phi_k + i * F, F);
+        den[i] = value + eps;
+    }
+}
+
+// Its backward for one head, given d_den (T):
+//   d φq_i += d_den_i [Σ_{j∈V(i)} φk_j + b_D];  d b_D += Σ_i d_den_i φq_i;  d φk_j += Σ_{i: j∈V(i)} d_den_i φq_i.
+// The last sum runs over the i with visible_prefix(i) > j (a suffix in i): bucket d_den_i φq_i at
+// visible_prefix(i) − 1, then take suffix sums over the buckets. O(T·F).
+template <class T>
+inline void normalizer_backward(T* d_phi_q, T* d_phi_k, T* d_bd, const T* d_den, const T* phi_q, const T* phi_k,
+                                const T* head_bd, std::size_t time, std::size_t F, const AttentionMask& mask,
+                                std::vector<T>& key_sum, std::vector<T>& buckets) {
+    key_sum.assign(head_bd, head_bd + F);
+    buckets.assign(time * F, T(0));
+    std::size_t summed = 0;
+    for (std::size_t i = 0; i < time; ++i) {
+        const std::size_t visible = mask.visible_prefix(i, time);
+        for (; summed < visible; ++summed) axpy(key_sum.data(), T(1), phi_k + summed * F, F);
+        axpy(d_phi_q + i * F, d_den[i], key_sum.data(), F);
+        axpy(d_bd, d_den[i], phi_q + i * F, F);
+        if (visible > 0) axpy(buckets.data() + (visible - 1) * F, d_den[i], phi_q + i * F, F);
+        if (mask.self_extra(i, time)) {
+            axpy(d_phi_q + i * F, d_den[i], phi_k + i * F, F);
+            axpy(d_phi_k + i * F, d_den[i], phi_q + i * F, F);
+        }
+    }
+    for (std::size_t j = time; j-- > 1;) axpy(buckets.data() + (j - 1) * F, T(1), buckets.data() + j * F, F);
+    for (std::size_t j = 0; j < time; ++j) axpy(d_phi_k + j * F, T(1), buckets.data() + j * F, F);
 }
 
 // Bias gradients summed over the batch in a fixed order: partial_* hold one slot per (b, h).

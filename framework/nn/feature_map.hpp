@@ -1,43 +1,116 @@
 #pragma once
-// Feature maps φ of linearized attention (paper 000 §3.1, Eq. 3).
-//   identity : φ(x) = x                      (linear attention)
-//   elu1     : φ(x) = elu(x) + 1             (Katharopoulos et al. 2020), strictly positive
+// Feature maps φ of linearized attention (paper 000 §3.1, Eq. 3; paper 004 §3.1, §5.1).
+//   identity  : φ(x) = x                                   (linear attention; paper 003's LSA)
+//   elu1      : φ(x) = elu(x) + 1                          (Katharopoulos et al. 2020), strictly positive
+//   relu      : φ(x) = max(x, 0)                           non-negative
+//   performer : φ(x) = exp(W_rᵀ(s x) − ‖s x‖²/2) / √R      positive random features (Choromanski et al. 2020,
+//               paper 004 §5.1) with R random vectors W_r ~ N(0, I_D) (or orthogonal blocks) fixed per layer,
+//               so that E[φ(q)ᵀφ(k)] = exp(s² qᵀk). s = 1 in paper 004; s = D^{-1/4} gives the softmax
+//               kernel exp(qᵀk/√D). F = R features instead of F = D.
+// Row-wise pairs: φ of `rows` vectors of width D at once (one GEMM for performer).
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "framework/core/check.hpp"
+#include "framework/nn/gemm.hpp"
 
 namespace iclab::nn {
 
-enum class FeatureMap { identity, elu1 };
+enum class FeatureMap { identity, elu1, relu, performer };
 
 inline FeatureMap feature_map_from_name(const std::string& name) {
     if (name == "identity") return FeatureMap::identity;
     if (name == "elu1") return FeatureMap::elu1;
-    throw Error("unknown feature map '" + name + "' (known: identity, elu1)");
+    if (name == "relu") return FeatureMap::relu;
+    if (name == "performer") return FeatureMap::performer;
+    throw Error("unknown feature map '" + name + "' (known: identity, elu1, relu, performer)");
 }
 
-inline const char* feature_map_name(FeatureMap map) { return map == FeatureMap::identity ? "identity" : "elu1"; }
+inline const char* feature_map_name(FeatureMap map) {
+    switch (map) {
+        case FeatureMap::identity: return "identity";
+        case FeatureMap::elu1: return "elu1";
+        case FeatureMap::relu: return "relu";
+        case FeatureMap::performer: return "performer";
+    }
+    return "?";
+}
 
-// out (n) = φ(in (n))
+// Whether φ(q)ᵀ(Σφ(k) + b_D) stays positive, as the kernel normalizer needs (identity can change sign).
+inline bool feature_map_is_nonnegative(FeatureMap map) { return map != FeatureMap::identity; }
+
+// What a feature map needs besides its input: the random matrix of performer features.
 template <class T>
-inline void feature_map_forward(T* out, const T* in, std::size_t n, FeatureMap map) {
-    if (map == FeatureMap::identity) {
-        for (std::size_t i = 0; i < n; ++i) out[i] = in[i];
-    } else {
-        for (std::size_t i = 0; i < n; ++i) out[i] = in[i] > T(0) ? in[i] + T(1) : std::exp(in[i]);
+struct FeatureMapParams {
+    FeatureMap map = FeatureMap::elu1;
+    const T* random = nullptr;  // (D, R) performer only: column r is W_r
+    std::size_t random_features = 0;  // R
+    double input_scale = 1.0;         // s
+};
+
+// phi (rows, F) = φ(x (rows, D)); F = D for elementwise maps, R for performer.
+template <class T>
+inline void feature_map_forward(T* phi, const T* x, std::size_t rows, std::size_t D, const FeatureMapParams<T>& p) {
+    const std::size_t n = rows * D;
+    switch (p.map) {
+        case FeatureMap::identity:
+            for (std::size_t i = 0; i < n; ++i) phi[i] = x[i];
+            return;
+        case FeatureMap::elu1:
+            for (std::size_t i = 0; i < n; ++i) phi[i] = x[i] > T(0) ? x[i] + T(1) : std::exp(x[i]);
+            return;
+        case FeatureMap::relu:
+            for (std::size_t i = 0; i < n; ++i) phi[i] = x[i] > T(0) ? x[i] : T(0);
+            return;
+        case FeatureMap::performer: break;
+    }
+    const std::size_t R = p.random_features;
+    ICLAB_CHECK(p.random != nullptr && R > 0, "performer features need their random matrix");
+    const T s = static_cast<T>(p.input_scale);
+    gemm<T>(matrix(phi, rows, R), matrix<const T>(x, rows, D), matrix<const T>(p.random, D, R), false, false, s);
+    const T inv_sqrt_r = T(1) / std::sqrt(static_cast<T>(R));
+    for (std::size_t t = 0; t < rows; ++t) {
+        T half_norm = T(0);
+        for (std::size_t d = 0; d < D; ++d) half_norm += x[t * D + d] * x[t * D + d];
+        half_norm *= s * s / T(2);
+        T* row = phi + t * R;
+        for (std::size_t r = 0; r < R; ++r) row[r] = std::exp(row[r] - half_norm) * inv_sqrt_r;
     }
 }
 
-// d_in (n) += φ'(in) ⊙ d_out
+// d_x (rows, D) += (∂φ/∂x)ᵀ d_phi (rows, F); phi is forward's output. scratch is resized as needed.
+//   performer: ∂φ_r/∂x = φ_r (s W_r − s² x)  =>  d_x = s (d_phi ⊙ φ) Wᵀ − s² x Σ_r (d_phi ⊙ φ)_r
 template <class T>
-inline void feature_map_backward(T* d_in, const T* d_out, const T* in, std::size_t n, FeatureMap map) {
-    if (map == FeatureMap::identity) {
-        for (std::size_t i = 0; i < n; ++i) d_in[i] += d_out[i];
-    } else {
-        for (std::size_t i = 0; i < n; ++i) d_in[i] += d_out[i] * (in[i] > T(0) ? T(1) : std::exp(in[i]));
+inline void feature_map_backward(T* d_x, const T* d_phi, const T* x, const T* phi, std::size_t rows, std::size_t D,
+                                 const FeatureMapParams<T>& p, std::vector<T>& scratch) {
+    const std::size_t n = rows * D;
+    switch (p.map) {
+        case FeatureMap::identity:
+            for (std::size_t i = 0; i < n; ++i) d_x[i] += d_phi[i];
+            return;
+        case FeatureMap::elu1:
+            for (std::size_t i = 0; i < n; ++i) d_x[i] += d_phi[i] * (x[i] > T(0) ? T(1) : phi[i]);  // exp(x) = φ
+            return;
+        case FeatureMap::relu:
+            for (std::size_t i = 0; i < n; ++i) d_x[i] += x[i] > T(0) ? d_phi[i] : T(0);
+            return;
+        case FeatureMap::performer: break;
     }
+    const std::size_t R = p.random_features;
+    const T s = static_cast<T>(p.input_scale);
+    scratch.resize(rows * R);
+    for (std::size_t t = 0; t < rows; ++t) {
+        T row_sum = T(0);
+        for (std::size_t r = 0; r < R; ++r) {
+            scratch[t * R + r] = d_phi[t * R + r] * phi[t * R + r];
+            row_sum += scratch[t * R + r];
+        }
+        for (std::size_t d = 0; d < D; ++d) d_x[t * D + d] -= s * s * row_sum * x[t * D + d];
+    }
+    gemm<T>(matrix(d_x, rows, D), matrix<const T>(scratch.data(), rows, R), matrix<const T>(p.random, D, R), false, true, s,
+            T(1));
 }
 
 }  // namespace iclab::nn

@@ -176,6 +176,32 @@ void cross_entropy_backward(T* d_logits, const T* probs, const std::int32_t* tar
     }
 }
 
+template <class T>
+double squared_error_forward(T* losses, const T* out, const T* target, const T* weights, std::size_t rows,
+                             std::size_t width) {
+    double total = 0.0;
+    for (std::size_t n = 0; n < rows; ++n) {
+        double sum = 0.0;
+        for (std::size_t c = 0; c < width; ++c) {
+            const double e = static_cast<double>(out[n * width + c]) - static_cast<double>(target[n * width + c]);
+            sum += e * e;
+        }
+        losses[n] = static_cast<T>(sum);
+        total += static_cast<double>(weights[n]) * sum;
+    }
+    return total;
+}
+
+template <class T>
+void squared_error_backward(T* d_out, const T* out, const T* target, const T* weights, std::size_t rows,
+                            std::size_t width) {
+    for (std::size_t n = 0; n < rows; ++n) {
+        if (weights[n] == T(0)) continue;
+        for (std::size_t c = 0; c < width; ++c)
+            d_out[n * width + c] += T(2) * weights[n] * (out[n * width + c] - target[n * width + c]);
+    }
+}
+
 #define ICLAB_INSTANTIATE_LAYERS(T)                                                                                  \
     template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, std::size_t, std::size_t, double); \
     template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, std::size_t,  \
@@ -188,7 +214,9 @@ void cross_entropy_backward(T* d_logits, const T* probs, const std::int32_t* tar
     template void embedding_forward<T>(T*, const std::int32_t*, const T*, std::size_t, std::size_t, std::size_t);  \
     template void embedding_backward<T>(T*, const T*, const std::int32_t*, std::size_t, std::size_t);               \
     template void cross_entropy_forward<T>(T*, T*, const T*, const std::int32_t*, std::size_t, std::size_t);        \
-    template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, const T*, std::size_t, std::size_t);
+    template void cross_entropy_backward<T>(T*, const T*, const std::int32_t*, const T*, std::size_t, std::size_t);   \
+    template double squared_error_forward<T>(T*, const T*, const T*, const T*, std::size_t, std::size_t);             \
+    template void squared_error_backward<T>(T*, const T*, const T*, const T*, std::size_t, std::size_t);
 
 ICLAB_INSTANTIATE_LAYERS(float)
 ICLAB_INSTANTIATE_LAYERS(double)

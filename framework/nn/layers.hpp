@@ -52,4 +52,14 @@ template <class T>
 void cross_entropy_backward(T* d_logits, const T* probs, const std::int32_t* targets, const T* weights,
                             std::size_t rows, std::size_t vocab);
 
+// ---- Squared error with per-position weights ------------------------------------------------------
+// losses (N) = Σ_c (out_nc − target_nc)²  <- out (N, O), target (N, O). Returns Σ_n weight_n · loss_n.
+template <class T>
+double squared_error_forward(T* losses, const T* out, const T* target, const T* weights, std::size_t rows,
+                             std::size_t width);
+// d_out (N, O) += 2 weight_n (out − target)
+template <class T>
+void squared_error_backward(T* d_out, const T* out, const T* target, const T* weights, std::size_t rows,
+                            std::size_t width);
+
 }  // namespace iclab::nn

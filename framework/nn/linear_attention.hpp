@@ -2,14 +2,17 @@
 // Multi-head causal linearized attention with RoPE and the bias terms b_KV, b_D of paper 000 Eq. 13.
 //
 // Per head, with φ the feature map, R_i the rotary matrix (Definition B.1) and positions i, j 0-based:
-//   num_i = (R_i φ(q_i))ᵀ [ Σ_{j≤i} R_j φ(k_j) v_jᵀ + b_KV ]                         (Eq. 13, numerator)
-//   den_i = φ(q_i)ᵀ [ Σ_{j≤i} φ(k_j) + b_D ] + eps     when normalize (kernel attention, D1 = φ(q), D2 = Σφ(k))
+//   num_i = (R_i φ(q_i))ᵀ [ Σ_{j∈V(i)} R_j φ(k_j) v_jᵀ + b_KV ]                       (Eq. 13, numerator)
+//   den_i = φ(q_i)ᵀ [ Σ_{j∈V(i)} φ(k_j) + b_D ] + eps   when normalize (kernel attention, D1 = φ(q), D2 = Σφ(k))
 //   den_i = 1 / unnormalized_scale                      otherwise (linear attention, D1ᵀD2 constant)
 //   out_i = num_i / den_i
 // RoPE rotates the features in the numerator only; the normalizer uses unrotated features, as in
 // Eq. 12-13 and Algorithm 1 step (d). eps is a fixed model constant: it stays exact under ICLCA.
+// V(i) is the set of keys position i sees (attention_mask.hpp): j ≤ i for the causal mask of Eq. 13;
+// prefix and full masks (paper 003) and isolated queries use the same formula with their V(i).
 //
-// Shapes: B batch, T time, H heads, D head width, C = H·D, F feature width (= D for elementwise φ).
+// Shapes: B batch, T time, H heads, D head width, C = H·D, F feature width (= D for elementwise φ, R for
+// performer features; random_features (D, R) is the layer's performer matrix, nullptr otherwise).
 //   qkv (B, T, 3C): per token [q (C) | k (C) | v (C)], head h owns columns h·D .. h·D+D-1 of each.
 //   out (B, T, C);  b_kv (H, F, D);  b_d (H, F).
 // This is the masked quadratic form, O(T²·(F + D)) per head: per (batch, head) two GEMMs forward
@@ -17,6 +20,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "framework/nn/attention_mask.hpp"
 #include "framework/nn/feature_map.hpp"
 #include "framework/nn/rope.hpp"
 
@@ -24,17 +28,31 @@ namespace iclab::nn {
 
 struct AttentionShape {
     std::size_t batch = 0, time = 0, heads = 0, head_dim = 0;
+    std::size_t feature_dim = 0;  // F; 0 means F = D
     std::size_t width() const { return heads * head_dim; }
-    std::size_t features() const { return head_dim; }
+    std::size_t features() const { return feature_dim != 0 ? feature_dim : head_dim; }
 };
 
 struct LinearAttentionOptions {
     FeatureMap feature_map = FeatureMap::elu1;
+    double performer_input_scale = 1.0;  // s of performer features (feature_map.hpp)
     bool normalize = true;
     double eps = 1e-6;
     double unnormalized_scale = 1.0;
     const RopeTable* rope = nullptr;  // RoPE on when set
+    AttentionMask mask;               // causal by default (Eq. 13)
 };
+
+template <class T>
+FeatureMapParams<T> feature_map_params(const AttentionShape& shape, const LinearAttentionOptions& options,
+                                       const T* random_features) {
+    FeatureMapParams<T> p;
+    p.map = options.feature_map;
+    p.random = random_features;
+    p.random_features = options.feature_map == FeatureMap::performer ? shape.features() : 0;
+    p.input_scale = options.performer_input_scale;
+    return p;
+}
 
 // What backward needs from forward (CONVENTIONS.md: forward saves exactly that).
 template <class T>
@@ -55,12 +73,12 @@ struct LinearAttentionCache {
 
 template <class T>
 void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv, const T* b_d,
-                              const AttentionShape& shape, const LinearAttentionOptions& options);
+                              const T* random_features, const AttentionShape& shape, const LinearAttentionOptions& options);
 
 // d_qkv (B, T, 3C) +=, d_b_kv (H, F, D) +=, d_b_d (H, F) += ; out is forward's output.
 template <class T>
 void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, const T* qkv, const T* b_kv,
-                               const T* b_d, const T* out, const LinearAttentionCache<T>& cache,
+                               const T* b_d, const T* random_features, const T* out, const LinearAttentionCache<T>& cache,
                                const AttentionShape& shape, const LinearAttentionOptions& options);
 
 }  // namespace iclab::nn

@@ -9,7 +9,7 @@
 // Positions are 0-based as in rope.hpp. Same math, options, shapes and buffer layouts as the masked
 // quadratic form linear_attention_forward/backward (linear_attention.hpp), which stays the reference:
 // tests/test_attention_recurrent.cpp checks the two agree. Cost per (batch, head): O(T·F·D) instead of
-// O(T²·(F + D)), and no T×T buffer.
+// O(T²·(F + D)), and no T×T buffer. Causal mask only (the state runs forward in time).
 //
 // Shapes: qkv (B, T, 3C) per token [q (C) | k (C) | v (C)], head h owning columns h·D .. h·D+D-1 of each;
 // out (B, T, C); b_kv (H, F, D); b_d (H, F).
@@ -29,13 +29,15 @@ using LinearAttentionStateCache = LinearAttentionCache<T>;
 // out (B, T, C) = Eq. 13 by the recurrence of Eq. 19.
 template <class T>
 void linear_attention_recurrent_forward(T* out, LinearAttentionStateCache<T>& cache, const T* qkv, const T* b_kv,
-                                        const T* b_d, const AttentionShape& shape, const LinearAttentionOptions& options);
+                                        const T* b_d, const T* random_features, const AttentionShape& shape,
+                                        const LinearAttentionOptions& options);
 
 // d_qkv (B, T, 3C) +=, d_b_kv (H, F, D) +=, d_b_d (H, F) += ; out is forward's output, d_out (B, T, C).
 // Bias gradients are reduced over the batch in a fixed order: results do not depend on the thread count.
 template <class T>
 void linear_attention_recurrent_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, const T* qkv, const T* b_kv,
-                                         const T* b_d, const T* out, const LinearAttentionStateCache<T>& cache,
+                                         const T* b_d, const T* random_features, const T* out,
+                                         const LinearAttentionStateCache<T>& cache,
                                          const AttentionShape& shape, const LinearAttentionOptions& options);
 
 }  // namespace iclab::nn
