@@ -19,15 +19,39 @@ void add_model_keys(config::Schema& schema) {
         .add_int("model.heads", 2, 1, 1024, "attention heads H (head width D = C / H)")
         .add_bool("model.mlp", true, "GELU MLP after each attention (false: attention-only blocks)")
         .add_int("model.mlp_ratio", 4, 1, 64, "MLP hidden width = mlp_ratio * C")
-        .add_string("model.feature_map", "elu1", {"elu1", "identity"},
-                    "feature map phi of linearized attention (paper 000 Eq. 3): elu(x)+1 or identity")
+        .add_string("model.attention", "linear", {"linear", "softmax"},
+                    "linearized attention (paper 000 Eq. 13, with model.feature_map) or exact softmax attention "
+                    "(scale 1/sqrt(D))")
+        .add_string("model.feature_map", "elu1", {"elu1", "identity", "relu", "performer"},
+                    "feature map phi of linearized attention (paper 000 Eq. 3): elu(x)+1, identity, max(x,0), or "
+                    "performer positive random features exp(W^T(s x) - |s x|^2/2)/sqrt(R) (paper 004 §5.1)")
+        .add_int("model.random_features", 64, 2, 1 << 20, "R: performer random features per head (paper 004: 1200)")
+        .add_bool("model.orthogonal_features", false,
+                  "performer: orthogonal random directions in blocks of D with chi(D) norms (Yu et al. 2016) "
+                  "instead of i.i.d. N(0, I)")
+        .add_float("model.performer_input_scale", 1.0, 0.0, kInf,
+                   "performer: s in phi(x) = exp(W^T(s x) - |s x|^2/2)/sqrt(R), so E[phi(q)^T phi(k)] = exp(s^2 q^T k); "
+                   "1 as in paper 004; D^(-1/4) estimates the softmax kernel exp(q^T k / sqrt(D))")
         .add_string("model.normalizer", "kernel", {"kernel", "none"},
                     "kernel: divide by phi(q)^T (sum_j phi(k_j) + b_D) + eps (paper 000 Eq. 13); none: linear "
                     "attention, multiply by model.unnormalized_scale")
         .add_float("model.normalizer_eps", 1e-6, 0.0, 1.0, "eps added to the kernel normalizer (exact under ICLCA)")
         .add_float("model.unnormalized_scale", 0.0, 0.0, kInf,
                    "fixed output scale of linear attention when normalizer = none; 0 means 1/D")
-        .add_bool("model.rope", true, "rotary position encoding on phi(q), phi(k) in the numerator (Definition B.1)")
+        .add_bool("model.rope", true, "rotary position encoding on phi(q), phi(k) in the numerator (Definition B.1); "
+                                      "on q, k for softmax attention")
+        .add_string("model.mask", "causal", {"causal", "prefix", "full"},
+                    "attention mask: causal (causalLM), prefix (positions of the in-context prefix see each other; "
+                    "prefixLM, paper 003), full (every position sees every position)")
+        .add_bool("model.isolate_queries", false,
+                  "positions after the in-context prefix are queries that see only the prefix and are seen by no "
+                  "other position (paper 003 E.1: several queries per sequence)")
+        .add_bool("model.query_self", true, "with isolate_queries: a query also sees its own key (paper 003 Fig. 5: false)")
+        .add_bool("model.layernorm", true, "pre-norm LayerNorms and the final LayerNorm (false: none, as in LSA)")
+        .add_bool("model.residual", true, "residual connections around attention and MLP (paper 004's layer: false)")
+        .add_bool("model.output_projection", true, "attention output projection W_o, b_o (LSA: P = W_o)")
+        .add_bool("model.qkv_bias", true, "biases of the q, k, v projections")
+        .add_bool("model.shared_layers", false, "the same block weights at every depth (paper 003 SL) vs unshared (UL)")
         .add_float("model.rope_base", 10000.0, 1.0, kInf, "RoPE base: theta_p = base^(-2p/D)")
         .add_bool("model.attention_bias_trainable", false,
                   "train b_KV and b_D of Eq. 13 (they always exist, initialized to zero)")
@@ -43,16 +67,35 @@ void add_model_keys(config::Schema& schema) {
         })
         .add_rule([](const config::Config& cfg) {
             const auto heads = cfg.get_int("model.heads");
-            if (heads > 0 && cfg.get_bool("model.rope") && (cfg.get_int("model.width") / heads) % 2 != 0)
+            const bool performer = cfg.get_string("model.attention") == "linear" && cfg.get_string("model.feature_map") == "performer";
+            if (performer && cfg.get_bool("model.rope") && cfg.get_int("model.random_features") % 2 != 0)
+                cfg.fail({"model.rope", "model.random_features"},
+                         "RoPE rotates pairs of features: model.random_features must be even, got " +
+                             std::to_string(cfg.get_int("model.random_features")));
+            if (!performer && heads > 0 && cfg.get_bool("model.rope") && (cfg.get_int("model.width") / heads) % 2 != 0)
                 cfg.fail({"model.rope", "model.width", "model.heads"},
                          "RoPE needs an even head width, but model.width / model.heads = " +
                              std::to_string(cfg.get_int("model.width") / heads));
         })
         .add_rule([](const config::Config& cfg) {
-            if (cfg.get_string("model.feature_map") == "identity" && cfg.get_string("model.normalizer") == "kernel")
+            if (cfg.get_string("model.attention") == "linear" && cfg.get_string("model.feature_map") == "identity" &&
+                cfg.get_string("model.normalizer") == "kernel")
                 cfg.fail({"model.normalizer", "model.feature_map"},
-                         "the kernel normalizer needs a positive feature map (elu1): with identity features "
-                         "phi(q)^T sum phi(k) can be zero or negative; use model.normalizer: none");
+                         "the kernel normalizer needs a non-negative feature map (elu1, relu, performer): with identity "
+                         "features phi(q)^T sum phi(k) can be zero or negative; use model.normalizer: none");
+        })
+        .add_rule([](const config::Config& cfg) {
+            if (cfg.get_string("model.attention") == "softmax" && cfg.get_bool("model.attention_bias_trainable"))
+                cfg.fail({"model.attention_bias_trainable", "model.attention"},
+                         "softmax attention has no b_KV, b_D (they belong to linearized attention, paper 000 Eq. 13)");
+        })
+        .add_rule([](const config::Config& cfg) {
+            const bool plain_causal = cfg.get_string("model.mask") == "causal" && !cfg.get_bool("model.isolate_queries");
+            if (cfg.get_string("model.attention_form") == "recurrent" &&
+                (!plain_causal || cfg.get_string("model.attention") != "linear"))
+                cfg.fail({"model.attention_form", "model.mask", "model.isolate_queries", "model.attention"},
+                         "the recurrent form computes causal linearized attention only (model.mask: causal, "
+                         "model.isolate_queries: false, model.attention: linear)");
         });
 }
 
@@ -97,7 +140,20 @@ model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t v
     spec.max_seq_len = max_seq_len;
     spec.mlp = cfg.get_bool("model.mlp");
     spec.mlp_ratio = static_cast<std::size_t>(cfg.get_int("model.mlp_ratio"));
+    spec.attention = cfg.get_string("model.attention") == "softmax" ? model::ModelSpec::Attention::softmax
+                                                                    : model::ModelSpec::Attention::linear;
     spec.feature_map = nn::feature_map_from_name(cfg.get_string("model.feature_map"));
+    spec.random_features = static_cast<std::size_t>(cfg.get_int("model.random_features"));
+    spec.orthogonal_features = cfg.get_bool("model.orthogonal_features");
+    spec.performer_input_scale = cfg.get_float("model.performer_input_scale");
+    spec.mask = nn::mask_kind_from_name(cfg.get_string("model.mask"));
+    spec.isolate_queries = cfg.get_bool("model.isolate_queries");
+    spec.query_self = cfg.get_bool("model.query_self");
+    spec.layernorm = cfg.get_bool("model.layernorm");
+    spec.residual = cfg.get_bool("model.residual");
+    spec.output_projection = cfg.get_bool("model.output_projection");
+    spec.qkv_bias = cfg.get_bool("model.qkv_bias");
+    spec.shared_layers = cfg.get_bool("model.shared_layers");
     spec.normalize = cfg.get_string("model.normalizer") == "kernel";
     spec.normalizer_eps = cfg.get_float("model.normalizer_eps");
     spec.unnormalized_scale = cfg.get_float("model.unnormalized_scale");

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "experiments/forward_pass.hpp"
 #include "experiments/induction_head.hpp"
 #include "framework/core/check.hpp"
 
@@ -11,6 +12,8 @@ const std::vector<Experiment>& all_experiments() {
     static const std::vector<Experiment> experiments = {
         {"induction_head", "train a linearized-attention transformer on the bigram induction-head task (paper 000 §6.2)",
          induction_head_schema, run_induction_head},
+        {"forward_pass", "forward-only passes of a randomly initialized model: throughput and peak memory (inference mode)",
+         forward_pass_schema, run_forward_pass},
     };
     return experiments;
 }

@@ -226,3 +226,64 @@ TEST_CASE("model rejects inconsistent dimensions", "[model]") {
     spec.heads = 2;  // head width 3
     CHECK_THROWS_WITH(model::Transformer<float>(spec), Catch::Contains("even feature width"));
 }
+
+TEST_CASE("inference mode gives the training-mode logits without gradient buffers", "[model]") {
+    for (bool softmax : {false, true}) {
+        auto spec = small_spec(nn::FeatureMap::performer, true, true, true);
+        spec.layers = 3;
+        if (softmax) spec.attention = model::ModelSpec::Attention::softmax;
+        model::Transformer<double> train(spec), infer(spec, model::Transformer<double>::Mode::inference);
+        Rng rng(12);
+        train.init(rng);
+        infer.params = train.params;
+        CHECK(infer.grads.empty());
+        CHECK_THROWS_WITH(infer.zero_grad(), Catch::Contains("no gradients"));
+        std::vector<std::int32_t> tokens{1, 2, 3, 4, 5, 6, 0, 1, 3, 3, 2, 6, 5, 4, 0, 1};
+        train.forward(tokens.data(), 2, 8);
+        infer.forward(tokens.data(), 2, 8);
+        for (std::size_t i = 0; i < 16 * spec.vocab; ++i) CHECK(train.logits()[i] == infer.logits()[i]);
+    }
+}
+
+// Paper 003's prefixLM at the model level (several layers, MLPs): the prefix sees itself in both directions
+// and never what follows it; causal positions after it see everything before them.
+TEST_CASE("prefix mask through the whole model: the prefix depends on itself, never on later tokens", "[model][mask]") {
+    for (bool softmax : {false, true}) {
+        auto spec = small_spec(nn::FeatureMap::elu1, true, true, true);
+        spec.layers = 3;
+        spec.mask = nn::MaskKind::prefix;
+        if (softmax) spec.attention = model::ModelSpec::Attention::softmax;
+        model::Transformer<double> net(spec);
+        Rng rng(13);
+        net.init(rng);
+        net.set_prefix_length(4);
+        std::vector<std::int32_t> tokens{1, 2, 3, 4, 5, 6, 0, 1};
+        net.forward(tokens.data(), 1, 8);
+        const std::vector<double> before(net.logits(), net.logits() + 8 * spec.vocab);
+        const auto change_when = [&](std::size_t position) {
+            auto changed = tokens;
+            changed[position] = (changed[position] + 3) % static_cast<std::int32_t>(spec.vocab);
+            net.forward(changed.data(), 1, 8);
+            std::vector<double> change(8, 0.0);
+            for (std::size_t t = 0; t < 8; ++t)
+                for (std::size_t v = 0; v < spec.vocab; ++v) change[t] += std::abs(net.logits()[t * spec.vocab + v] - before[t * spec.vocab + v]);
+            return change;
+        };
+        for (std::size_t later = 4; later < 8; ++later) {
+            const auto change = change_when(later);
+            for (std::size_t t = 0; t < 4; ++t) CHECK(change[t] == 0.0);  // prefix blind to what follows
+            for (std::size_t t = later; t < 8; ++t) CHECK(change[t] > 1e-9);
+        }
+        const auto change_last_prefix = change_when(3);
+        for (std::size_t t = 0; t < 8; ++t) CHECK(change_last_prefix[t] > 1e-9);  // position 0 sees position 3
+        spec.mask = nn::MaskKind::causal;  // the same model with the causal mask: position 0 does not
+        model::Transformer<double> causal(spec);
+        causal.params = net.params;
+        causal.forward(tokens.data(), 1, 8);
+        const std::vector<double> causal_before(causal.logits(), causal.logits() + 8 * spec.vocab);
+        auto changed = tokens;
+        changed[3] = (changed[3] + 3) % static_cast<std::int32_t>(spec.vocab);
+        causal.forward(changed.data(), 1, 8);
+        for (std::size_t v = 0; v < spec.vocab; ++v) CHECK(causal.logits()[v] == causal_before[v]);
+    }
+}
