@@ -199,7 +199,7 @@ void check_checkpoint_config(const io::ResultsReader& checkpoint, const config::
 
 }  // namespace
 
-config::Config load_resume_config(const std::filesystem::path& run_dir) {
+ResumePoint load_resume_config(const std::filesystem::path& run_dir) {
     namespace fs = std::filesystem;
     ICLAB_INPUT_CHECK(fs::is_directory(run_dir), "iclab run --resume: " << run_dir.string() << " is not a folder");
     const fs::path config_path = run_dir / kConfigFile, checkpoint_path = run_dir / kCheckpointFile;
@@ -222,7 +222,11 @@ config::Config load_resume_config(const std::filesystem::path& run_dir) {
         throw InputError(std::string("iclab run --resume: cannot read the checkpoint: ") + error.what());
     }
     check_checkpoint_config(*checkpoint, cfg);
-    return cfg;
+    ResumePoint point;
+    point.config = cfg;
+    point.step = static_cast<std::size_t>(checkpoint->read_attr_int64("/", "next_step"));
+    point.total_steps = static_cast<std::size_t>(cfg.get_int("train.steps"));
+    return point;
 }
 
 RunFolder::RunFolder(const config::Config& cfg, const RunOptions& options) {

@@ -70,8 +70,14 @@ std::string config_fingerprint(const std::string& config_text);
 
 // For `iclab run --resume RUN_DIR`: checks that RUN_DIR holds an unfinished run with a checkpoint
 // (InputError, saying so, when it has no checkpoint.h5 or is already complete) and that its
-// config.yaml is unchanged since the checkpoint (same fingerprint); returns that config.
-config::Config load_resume_config(const std::filesystem::path& run_dir);
+// config.yaml is unchanged since the checkpoint (same fingerprint); returns that config and the
+// checkpoint's step.
+struct ResumePoint {
+    config::Config config;
+    std::size_t step = 0;         // steps done at the checkpoint
+    std::size_t total_steps = 0;  // train.steps
+};
+ResumePoint load_resume_config(const std::filesystem::path& run_dir);
 
 // A run folder being filled: <output.dir>/<run name>/ with config.yaml, log.txt, checkpoint.h5 (written
 // by the Trainer) and, at commit, results.h5. With RunOptions::resume_dir, the existing folder is

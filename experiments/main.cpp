@@ -56,7 +56,7 @@ int command_run(const std::vector<std::string>& args) {
     options.stop_after = vm["stop-after"].as<std::size_t>();
 
     config::Config cfg;
-    std::string config_path;
+    std::string config_path, resume_text;
     if (vm.count("resume")) {
         // A resumed run continues with exactly the config it started with (RUN_DIR/config.yaml), so that
         // it ends as the uninterrupted run would: no CONFIG, no overrides, no --overwrite.
@@ -65,8 +65,12 @@ int command_run(const std::vector<std::string>& args) {
                                             << rest.front() << "'): the run continues with " << (options.resume_dir / "config.yaml").string()
                                             << " as it started");
         ICLAB_INPUT_CHECK(!options.overwrite, "iclab run --resume: --overwrite does not apply (the run folder is continued)");
-        cfg = experiments::load_resume_config(options.resume_dir);
+        const experiments::ResumePoint point = experiments::load_resume_config(options.resume_dir);
+        ICLAB_INPUT_CHECK(options.stop_after == 0 || options.stop_after > point.step,
+                          "iclab run --resume: --stop-after " << options.stop_after << " is not after the checkpoint's step " << point.step);
+        cfg = point.config;
         config_path = (options.resume_dir / "config.yaml").string();
+        resume_text = " at step " + std::to_string(point.step) + " of " + std::to_string(point.total_steps);
     } else {
         ICLAB_INPUT_CHECK(!rest.empty(), "iclab run: missing CONFIG\n" << kUsage);
         config_path = rest.front();
@@ -85,7 +89,7 @@ int command_run(const std::vector<std::string>& args) {
         return 0;
     }
     if (vm.count("dry-run")) {
-        if (vm.count("resume")) std::cout << options.resume_dir.string() << " can be resumed (experiment " << experiment.name << ")\n";
+        if (vm.count("resume")) std::cout << options.resume_dir.string() << " can be resumed" << resume_text << " (experiment " << experiment.name << ")\n";
         else std::cout << "config " << config_path << " is valid (experiment " << experiment.name << ")\n";
         return 0;
     }

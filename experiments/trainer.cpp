@@ -34,6 +34,15 @@ std::vector<std::string> split_commas(const std::string& text) {
 const std::vector<std::string> kCurvesBefore = {"step", "train_loss"};
 const std::vector<std::string> kCurvesAfter = {"lr", "grad_norm", "tokens_per_s", "elapsed_s"};
 
+// "NaN", "+Inf" or "-Inf" (printf would say "-nan" for some NaNs), else the number.
+std::string describe_value(double value) {
+    if (std::isnan(value)) return "NaN";
+    if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+    std::ostringstream text;
+    text << value;
+    return text.str();
+}
+
 template <class T>
 const char* dtype_name() {
     return sizeof(T) == 4 ? "float32" : "float64";
@@ -74,7 +83,7 @@ bool Trainer<T>::train(Rng data_rng) {
     if (run_.resumed()) load_checkpoint();
     const std::size_t steps = settings_.steps;
     const std::size_t stop = options_.stop_after > 0 ? std::min(options_.stop_after, steps) : steps;
-    ICLAB_INPUT_CHECK(stop >= next_step_ || stop == steps, "--stop-after " << options_.stop_after << " is not after the checkpoint's step "
+    ICLAB_INPUT_CHECK(stop > next_step_ || stop == steps, "--stop-after " << options_.stop_after << " is not after the checkpoint's step "
                                                                            << next_step_);
     progress_ = std::make_unique<train::Progress>(steps, options_.quiet, &run_.log(), settings_.log_every, next_step_);
     if (!options_.quiet) {
@@ -176,7 +185,7 @@ void Trainer<T>::write_tables(io::ResultsWriter& writer) const {
 template <class T>
 void Trainer<T>::diverged(std::size_t step, const std::string& quantity, double value) {
     std::ostringstream message;
-    message << "training diverged at step " << step << ": " << quantity << " is " << value
+    message << "training diverged at step " << step << ": " << quantity << " is " << describe_value(value)
             << " (try a lower train.lr or a gradient clip, train.grad_clip); ";
     if (last_checkpoint_step_ > 0)
         message << "the last good checkpoint, step " << last_checkpoint_step_ << ", is " << run_.checkpoint_path().string();
