@@ -17,6 +17,7 @@
 // an uninterrupted run's. docs/checkpoint_format.md lists the file's contents.
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
