@@ -1,10 +1,13 @@
 #include "experiments/common.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <sstream>
 
 #include "framework/io/provenance.hpp"
 #include "framework/io/run_dir.hpp"
+#include "experiments/registry.hpp"
 
 namespace iclab::experiments {
 
@@ -114,6 +117,9 @@ void add_train_keys(config::Schema& schema) {
                    "weight decay on matrices (decoupled for adamw, L2 for adam and sgd)")
         .add_float("train.momentum", 0.0, 0.0, 1.0, "SGD momentum")
         .add_float("train.grad_clip", 1.0, 0.0, kInf, "clip the global gradient norm to this (0: off)")
+        .add_int("train.checkpoint_every", 500, 0, 100000000,
+                 "write <run folder>/checkpoint.h5 (parameters, optimizer and data-stream state) every N steps and "
+                 "at the end, for iclab run --resume; 0: only at the end")
         .add_int("eval.every", 100, 1, 100000000, "evaluate on held-out sequences every N steps (and at the end)")
         .add_int("eval.sequences", 256, 1, 1 << 24, "held-out sequences per evaluation (the same ones every time)")
         .add_int("log.every", 50, 1, 100000000, "plain log line every N steps when stderr is not a terminal")
@@ -205,27 +211,127 @@ std::string run_name(const config::Config& cfg) {
     return name + "_seed" + std::to_string(cfg.get_int("seed"));
 }
 
-RunFolder::RunFolder(const config::Config& cfg, const RunOptions& options) {
-    path_ = io::make_run_dir(cfg.get_string("output.dir"), run_name(cfg), options.overwrite);
-    {
-        std::ofstream config_file(path_ / "config.yaml");
-        config_file << cfg.to_yaml();
-        ICLAB_CHECK(config_file.good(), "cannot write " << (path_ / "config.yaml"));
+std::string config_fingerprint(const std::string& config_text) {
+    std::uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a 64
+    for (unsigned char c : config_text) {
+        hash ^= c;
+        hash *= 0x100000001b3ULL;
     }
-    log_.open(path_ / "log.txt", std::ios::out | std::ios::trunc);
-    ICLAB_CHECK(log_.good(), "cannot write " << (path_ / "log.txt"));
-    writer_ = std::make_unique<io::ResultsWriter>(path_ / "results.h5", options.overwrite);
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+    return text;
+}
+
+namespace {
+
+// "line N: 'a' (config.yaml) vs 'b' (checkpoint)" for the first line where two texts differ.
+std::string first_difference(const std::string& now, const std::string& then) {
+    std::istringstream a(now), b(then);
+    std::string line_a, line_b;
+    for (int line = 1;; ++line) {
+        const bool more_a = static_cast<bool>(std::getline(a, line_a)), more_b = static_cast<bool>(std::getline(b, line_b));
+        if (!more_a && !more_b) return "no line differs";
+        if (!more_a) line_a = "<end>";
+        if (!more_b) line_b = "<end>";
+        if (line_a != line_b)
+            return "line " + std::to_string(line) + ": '" + line_a + "' now, '" + line_b + "' in the checkpoint";
+    }
+}
+
+// The checkpoint must have been written with exactly this resolved config.
+void check_checkpoint_config(const io::ResultsReader& checkpoint, const config::Config& cfg) {
+    const std::string stored = checkpoint.read_attr_string("/", "config");
+    const std::string stored_fingerprint = checkpoint.read_attr_string("/", "config_fingerprint");
+    ICLAB_INPUT_CHECK(config_fingerprint(stored) == stored_fingerprint,
+                      checkpoint.path().string() << " is damaged: its config does not match its config_fingerprint");
+    const std::string now = cfg.to_yaml();
+    ICLAB_INPUT_CHECK(config_fingerprint(now) == stored_fingerprint,
+                      "cannot resume: the config (" << cfg.source_path() << ", fingerprint " << config_fingerprint(now)
+                          << ") is not the one " << checkpoint.path().string() << " was written with (fingerprint "
+                          << stored_fingerprint << "); " << first_difference(now, stored)
+                          << ". A resumed run continues with the config it started with: restore config.yaml "
+                             "(the checkpoint's root attribute 'config' holds it)");
+}
+
+}  // namespace
+
+ResumePoint load_resume_config(const std::filesystem::path& run_dir) {
+    namespace fs = std::filesystem;
+    ICLAB_INPUT_CHECK(fs::is_directory(run_dir), "iclab run --resume: " << run_dir.string() << " is not a folder");
+    const fs::path config_path = run_dir / kConfigFile, checkpoint_path = run_dir / kCheckpointFile;
+    ICLAB_INPUT_CHECK(fs::exists(config_path), "iclab run --resume: " << run_dir.string() << " is not a run folder (no "
+                                                                      << kConfigFile << ")");
+    ICLAB_INPUT_CHECK(!fs::exists(run_dir / kResultsFile),
+                      "iclab run --resume: the run in " << run_dir.string() << " is already complete ("
+                                                        << kResultsFile << " exists): nothing to resume");
+    const config::Config cfg = load_experiment_config(config_path.string(), {});
+    ICLAB_INPUT_CHECK(fs::exists(checkpoint_path),
+                      "iclab run --resume: " << run_dir.string() << " has no " << kCheckpointFile
+                                             << ": the run stopped before its first checkpoint (train.checkpoint_every = "
+                                             << cfg.get_int("train.checkpoint_every") << "); start it again");
+    std::unique_ptr<io::ResultsReader> checkpoint;
+    try {
+        checkpoint = std::make_unique<io::ResultsReader>(checkpoint_path);
+    } catch (const InputError&) {
+        throw;
+    } catch (const Error& error) {
+        throw InputError(std::string("iclab run --resume: cannot read the checkpoint: ") + error.what());
+    }
+    check_checkpoint_config(*checkpoint, cfg);
+    ResumePoint point;
+    point.config = cfg;
+    point.step = static_cast<std::size_t>(checkpoint->read_attr_int64("/", "next_step"));
+    point.total_steps = static_cast<std::size_t>(cfg.get_int("train.steps"));
+    return point;
+}
+
+RunFolder::RunFolder(const config::Config& cfg, const RunOptions& options) {
+    identity_.experiment = cfg.get_string("experiment");
+    identity_.config_text = cfg.to_yaml();
+    identity_.seed = cfg.get_int("seed");
+    if (!options.resume_dir.empty()) {
+        // Reopen the folder: the identity is the run's original one, kept in its checkpoint.
+        resumed_ = true;
+        path_ = options.resume_dir;
+        io::ResultsReader checkpoint(checkpoint_path());
+        check_checkpoint_config(checkpoint, cfg);
+        identity_.config_source = checkpoint.read_attr_string("/", "config_source");
+        identity_.overrides = checkpoint.read_attr_string("/", "overrides");
+        identity_.start_time = checkpoint.read_attr_string("/", "start_time");
+        const std::string earlier = checkpoint.read_attr_string("/", "resumed_at");
+        identity_.resumed_at = (earlier.empty() ? "" : earlier + "; ") + "step " +
+                               std::to_string(checkpoint.read_attr_int64("/", "next_step")) + " at " + io::now_iso8601();
+        log_.open(path_ / kLogFile, std::ios::out | std::ios::app);
+        ICLAB_CHECK(log_.good(), "cannot write " << (path_ / kLogFile));
+        log_ << "resumed " << io::now_iso8601() << " from " << kCheckpointFile << " at step "
+             << checkpoint.read_attr_int64("/", "next_step") << "\n" << std::flush;
+    } else {
+        path_ = io::make_run_dir(cfg.get_string("output.dir"), run_name(cfg), options.overwrite);
+        identity_.config_source = cfg.source_path();
+        for (const auto& o : cfg.overrides()) identity_.overrides += (identity_.overrides.empty() ? "" : " ") + o;
+        identity_.start_time = io::now_iso8601();
+        // Only an --overwrite run reuses a folder: a checkpoint of the run it replaces must not be resumed.
+        std::filesystem::remove(checkpoint_path());
+        std::filesystem::remove(path_ / (std::string(kCheckpointFile) + ".partial"));
+        {
+            std::ofstream config_file(path_ / kConfigFile);
+            config_file << identity_.config_text;
+            ICLAB_CHECK(config_file.good(), "cannot write " << (path_ / kConfigFile));
+        }
+        log_.open(path_ / kLogFile, std::ios::out | std::ios::trunc);
+        ICLAB_CHECK(log_.good(), "cannot write " << (path_ / kLogFile));
+        log_ << "run " << path_.string() << "\nstarted " << identity_.start_time << "\n" << std::flush;
+    }
+    writer_ = std::make_unique<io::ResultsWriter>(path_ / kResultsFile, options.overwrite);
     io::ResultsWriter& w = *writer_;
-    w.set_attr("experiment", cfg.get_string("experiment"));
-    w.set_attr("config", cfg.to_yaml());
-    w.set_attr("config_source", cfg.source_path());
-    std::string overrides;
-    for (const auto& o : cfg.overrides()) overrides += (overrides.empty() ? "" : " ") + o;
-    w.set_attr("overrides", overrides);
-    w.set_attr("seed", static_cast<std::int64_t>(cfg.get_int("seed")));
-    w.set_attr("start_time", io::now_iso8601());
+    w.set_attr("experiment", identity_.experiment);
+    w.set_attr("config", identity_.config_text);
+    w.set_attr("config_source", identity_.config_source);
+    w.set_attr("overrides", identity_.overrides);
+    w.set_attr("seed", identity_.seed);
+    w.set_attr("start_time", identity_.start_time);
+    if (resumed_) w.set_attr("resumed_at", identity_.resumed_at);
     io::write_provenance(w);
-    log_ << "run " << path_.string() << "\nstarted " << io::now_iso8601() << "\n" << std::flush;
 }
 
 void RunFolder::commit() {
@@ -235,23 +341,47 @@ void RunFolder::commit() {
 }
 
 template <class T>
-void write_checkpoint(io::ResultsWriter& writer, const model::Transformer<T>& model) {
-    for (const auto& entry : model.layout().entries())
-        writer.write_tensor("/checkpoint/" + entry.name, model.params.data() + entry.offset, entry.shape,
+void write_parameter_tensors(io::ResultsWriter& writer, const std::string& group, const model::ParameterLayout& layout,
+                             const std::vector<T>& buffer) {
+    ICLAB_CHECK(buffer.size() == layout.total(), "buffer of " << buffer.size() << " values for a layout of " << layout.total());
+    for (const auto& entry : layout.entries())
+        writer.write_tensor(group + "/" + entry.name, buffer.data() + entry.offset, entry.shape,
                             {{"layout", entry.layout}, {"trainable", entry.trainable ? "true" : "false"}});
 }
 
 template <class T>
-void read_checkpoint(const io::ResultsReader& reader, model::Transformer<T>& model) {
-    for (const auto& entry : model.layout().entries()) {
-        const std::string path = "/checkpoint/" + entry.name;
-        ICLAB_INPUT_CHECK(reader.has(path), reader.path().string() << ": checkpoint has no parameter " << entry.name
+void read_parameter_tensors(const io::ResultsReader& reader, const std::string& group, const model::ParameterLayout& layout,
+                            std::vector<T>& buffer) {
+    buffer.resize(layout.total());
+    for (const auto& entry : layout.entries()) {
+        const std::string path = group + "/" + entry.name;
+        ICLAB_INPUT_CHECK(reader.has(path), reader.path().string() << ": " << group << " has no tensor " << entry.name
                                                                    << " (was it written by another model?)");
+        // Read in the stored precision's own type: float32 values come back exactly either way.
         const auto tensor = reader.read_tensor_double(path);
-        ICLAB_INPUT_CHECK(tensor.shape == entry.shape, reader.path().string() << ": parameter " << entry.name
+        ICLAB_INPUT_CHECK(tensor.shape == entry.shape, reader.path().string() << ": " << path
                                                                               << " has another shape than the model's");
-        for (std::size_t i = 0; i < entry.size; ++i) model.params[entry.offset + i] = static_cast<T>(tensor.values[i]);
+        for (std::size_t i = 0; i < entry.size; ++i) buffer[entry.offset + i] = static_cast<T>(tensor.values[i]);
     }
+}
+
+template void write_parameter_tensors<float>(io::ResultsWriter&, const std::string&, const model::ParameterLayout&,
+                                             const std::vector<float>&);
+template void write_parameter_tensors<double>(io::ResultsWriter&, const std::string&, const model::ParameterLayout&,
+                                              const std::vector<double>&);
+template void read_parameter_tensors<float>(const io::ResultsReader&, const std::string&, const model::ParameterLayout&,
+                                            std::vector<float>&);
+template void read_parameter_tensors<double>(const io::ResultsReader&, const std::string&, const model::ParameterLayout&,
+                                             std::vector<double>&);
+
+template <class T>
+void write_checkpoint(io::ResultsWriter& writer, const model::Transformer<T>& model) {
+    write_parameter_tensors(writer, "/checkpoint", model.layout(), model.params);
+}
+
+template <class T>
+void read_checkpoint(const io::ResultsReader& reader, model::Transformer<T>& model) {
+    read_parameter_tensors(reader, "/checkpoint", model.layout(), model.params);
 }
 
 template void write_checkpoint<float>(io::ResultsWriter&, const model::Transformer<float>&);

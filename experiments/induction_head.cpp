@@ -3,9 +3,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
+#include "experiments/trainer.hpp"
 #include "framework/core/check.hpp"
-#include "framework/train/progress.hpp"
 
 namespace iclab::experiments {
 
@@ -14,12 +15,6 @@ namespace {
 // Sub-streams of the run's seed: each consumer has its own generator, so changing how much one of
 // them draws (e.g. eval.sequences) never changes another's numbers.
 enum Stream : std::uint64_t { kInitStream = 1, kTrainDataStream = 2, kEvalDataStream = 3 };
-
-std::string format_metric(const char* name, double value, int precision = 4) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%s %.*f", name, precision, value);
-    return buffer;
-}
 
 }  // namespace
 
@@ -92,47 +87,29 @@ InductionEvaluation evaluate_induction(model::Transformer<T>& model, const tasks
 namespace {
 
 template <class T>
-std::filesystem::path train_induction_head(const config::Config& cfg, const RunOptions& options) {
+RunOutcome train_induction_head(const config::Config& cfg, const RunOptions& options) {
     const tasks::InductionHeadSpec task = induction_spec_from_config(cfg);
     const model::ModelSpec model_spec = model_spec_from_config(cfg, tasks::kInductionVocab, task.seq_len);
-    const train::OptimizerSpec optimizer_spec = optimizer_spec_from_config(cfg);
-    const train::ScheduleSpec schedule = schedule_spec_from_config(cfg);
-    const std::size_t steps = cfg.get_int("train.steps"), batch_size = cfg.get_int("train.batch_size");
-    const std::size_t eval_every = cfg.get_int("eval.every"), TT = task.seq_len;
+    const TrainerSettings settings = trainer_settings_from_config(cfg);
+    const std::size_t batch_size = cfg.get_int("train.batch_size"), TT = task.seq_len;
     const bool loss_on_icl_only = cfg.get_string("task.loss_positions") == "icl";
-    const double grad_clip = cfg.get_float("train.grad_clip");
 
     RunFolder run(cfg, options);
     const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
     Rng init_rng = root.derive(kInitStream), data_rng = root.derive(kTrainDataStream), eval_rng = root.derive(kEvalDataStream);
 
     model::Transformer<T> model(model_spec);
-    model.init(init_rng);
-    train::Optimizer<T> optimizer(optimizer_spec, model.layout());
+    model.init(init_rng);  // a resumed run replaces the parameters with the checkpoint's
     tasks::TokenBatch eval_data, batch;
     tasks::sample_induction_batch(eval_data, static_cast<int>(cfg.get_int("eval.sequences")), task, eval_rng);
-
     run.log() << "model: " << model.parameter_count() << " parameters, " << model_spec.layers << " layers, width "
               << model_spec.width << ", " << model_spec.heads << " heads\n";
-    train::Progress progress(steps, options.quiet, &run.log(), cfg.get_int("log.every"));
-    if (!options.quiet)
-        std::fprintf(stderr, "iclab: training %zu parameters for %zu steps -> %s\n", model.parameter_count(), steps,
-                     run.path().string().c_str());
 
-    // Curves: one row per evaluation. Steps: one row per optimizer step.
-    std::vector<double> curve_step, curve_train_loss, curve_eval_loss, curve_icl_loss, curve_nontrigger_loss,
-        curve_icl_accuracy, curve_nontrigger_accuracy, curve_first_trigger_accuracy, curve_lr, curve_grad_norm,
-        curve_tokens_per_s, curve_elapsed;
-    std::vector<double> step_loss, step_lr, step_grad_norm;
-    std::vector<std::int64_t> step_index;
     std::vector<T> weights(batch_size * TT);
-    double interval_loss = 0.0, interval_grad = 0.0, interval_train_seconds = 0.0;
-    std::size_t interval_steps = 0;
-    InductionEvaluation last{};
-
-    for (std::size_t step = 0; step < steps; ++step) {
-        const auto step_start = std::chrono::steady_clock::now();
-        tasks::sample_induction_batch(batch, static_cast<int>(batch_size), task, data_rng);
+    std::optional<InductionEvaluation> last;
+    TrainingTask training;
+    training.train_step = [&](Rng& rng) {
+        tasks::sample_induction_batch(batch, static_cast<int>(batch_size), task, rng);
         // Loss weights sum to one: the mean next-token loss over the chosen positions.
         std::size_t chosen = 0;
         for (std::size_t n = 0; n < batch_size * TT; ++n)
@@ -143,74 +120,38 @@ std::filesystem::path train_induction_head(const config::Config& cfg, const RunO
         }
         model.forward(batch.inputs.data(), batch_size, TT);
         const double loss = model.loss(batch.targets.data(), weights.data());
-        ICLAB_CHECK(std::isfinite(loss), "training diverged: the loss is " << loss << " at step " << step + 1
-                                                                           << " (lower train.lr or raise train.grad_clip)");
         model.zero_grad();
         model.backward(batch.targets.data(), weights.data());
-        const double grad_norm = train::clip_gradient_norm(model.grads, model.layout(), grad_clip);
-        ICLAB_CHECK(std::isfinite(grad_norm), "training diverged: the gradient norm is " << grad_norm << " at step " << step + 1);
-        const double lr = train::learning_rate(schedule, step);
-        optimizer.step(model.params, model.grads, lr);
-        interval_train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+        return loss;
+    };
+    training.evaluate = [&]() {
+        last = evaluate_induction(model, eval_data, batch_size);
+        const auto& icl = last->kinds[static_cast<int>(tasks::PositionKind::icl)];
+        const auto& non_trigger = last->kinds[static_cast<int>(tasks::PositionKind::non_trigger)];
+        const auto& first_trigger = last->kinds[static_cast<int>(tasks::PositionKind::first_trigger)];
+        return Metrics{{"eval_loss", last->all.loss()},
+                       {"eval_icl_loss", icl.loss()},
+                       {"eval_nontrigger_loss", non_trigger.loss()},
+                       {"icl_accuracy", icl.accuracy()},
+                       {"nontrigger_accuracy", non_trigger.accuracy()},
+                       {"first_trigger_accuracy", first_trigger.accuracy()}};
+    };
+    training.tokens_per_step = batch_size * TT;
+    training.progress_metric = "icl_accuracy";
 
-        step_index.push_back(static_cast<std::int64_t>(step + 1));
-        step_loss.push_back(loss);
-        step_lr.push_back(lr);
-        step_grad_norm.push_back(grad_norm);
-        interval_loss += loss;
-        interval_grad += grad_norm;
-        ++interval_steps;
-
-        const bool evaluate_now = (step + 1) % eval_every == 0 || step + 1 == steps;
-        if (evaluate_now) {
-            last = evaluate_induction(model, eval_data, batch_size);
-            const auto& icl = last.kinds[static_cast<int>(tasks::PositionKind::icl)];
-            const auto& non_trigger = last.kinds[static_cast<int>(tasks::PositionKind::non_trigger)];
-            const auto& first_trigger = last.kinds[static_cast<int>(tasks::PositionKind::first_trigger)];
-            curve_step.push_back(static_cast<double>(step + 1));
-            curve_train_loss.push_back(interval_loss / interval_steps);
-            curve_eval_loss.push_back(last.all.loss());
-            curve_icl_loss.push_back(icl.loss());
-            curve_nontrigger_loss.push_back(non_trigger.loss());
-            curve_icl_accuracy.push_back(icl.accuracy());
-            curve_nontrigger_accuracy.push_back(non_trigger.accuracy());
-            curve_first_trigger_accuracy.push_back(first_trigger.accuracy());
-            curve_lr.push_back(lr);
-            curve_grad_norm.push_back(interval_grad / interval_steps);
-            curve_tokens_per_s.push_back(interval_steps * batch_size * TT / interval_train_seconds);
-            curve_elapsed.push_back(progress.elapsed_seconds());
-            progress.message("eval step " + std::to_string(step + 1) + ": " + format_metric("train_loss", curve_train_loss.back()) +
-                             "  " + format_metric("eval_loss", last.all.loss()) + "  " + format_metric("icl_acc", icl.accuracy()) +
-                             "  " + format_metric("nontrigger_acc", non_trigger.accuracy()) + "  " +
-                             format_metric("tok/s", curve_tokens_per_s.back(), 0));
-            interval_loss = interval_grad = interval_train_seconds = 0.0;
-            interval_steps = 0;
-        }
-        progress.update(step + 1, format_metric("loss", loss) + "  " +
-                                      format_metric("icl_acc", curve_icl_accuracy.empty() ? 0.0 : curve_icl_accuracy.back(), 3) +
-                                      "  " + format_metric("tok/s", curve_tokens_per_s.empty() ? 0.0 : curve_tokens_per_s.back(), 0));
-    }
+    Trainer<T> trainer(settings, model.layout(), model.params, model.grads, training, run, options);
+    if (!trainer.train(data_rng)) return {run.path(), false, trainer.steps_done(), settings.steps};
+    // A run resumed from its final checkpoint trained no step: evaluate the final parameters here.
+    if (!last) last = evaluate_induction(model, eval_data, batch_size);
 
     io::ResultsWriter& w = run.results();
-    w.write_columns("/curves", {{"step", curve_step},
-                                {"train_loss", curve_train_loss},
-                                {"eval_loss", curve_eval_loss},
-                                {"eval_icl_loss", curve_icl_loss},
-                                {"eval_nontrigger_loss", curve_nontrigger_loss},
-                                {"icl_accuracy", curve_icl_accuracy},
-                                {"nontrigger_accuracy", curve_nontrigger_accuracy},
-                                {"first_trigger_accuracy", curve_first_trigger_accuracy},
-                                {"lr", curve_lr},
-                                {"grad_norm", curve_grad_norm},
-                                {"tokens_per_s", curve_tokens_per_s},
-                                {"elapsed_s", curve_elapsed}});
-    w.write_columns("/steps", {{"step", step_index}, {"loss", step_loss}, {"lr", step_lr}, {"grad_norm", step_grad_norm}});
+    trainer.write_tables(w);
     std::vector<std::string> kind_names;
     std::vector<std::int64_t> kind_positions;
     std::vector<double> kind_loss, kind_accuracy, kind_chance;
     const tasks::PositionKind order[] = {tasks::PositionKind::icl, tasks::PositionKind::non_trigger, tasks::PositionKind::first_trigger};
     for (auto kind : order) {
-        const auto& m = last.kinds[static_cast<int>(kind)];
+        const auto& m = last->kinds[static_cast<int>(kind)];
         kind_names.push_back(tasks::position_kind_name(kind));
         kind_positions.push_back(static_cast<std::int64_t>(m.positions));
         kind_loss.push_back(m.loss());
@@ -226,28 +167,29 @@ std::filesystem::path train_induction_head(const config::Config& cfg, const RunO
                                            {"loss", kind_loss},
                                            {"accuracy", kind_accuracy},
                                            {"best_possible_accuracy", kind_chance}});
-    w.set_attr("final_icl_accuracy", last.kinds[static_cast<int>(tasks::PositionKind::icl)].accuracy());
-    w.set_attr("final_nontrigger_accuracy", last.kinds[static_cast<int>(tasks::PositionKind::non_trigger)].accuracy());
-    w.set_attr("final_eval_loss", last.all.loss());
+    w.set_attr("final_icl_accuracy", last->kinds[static_cast<int>(tasks::PositionKind::icl)].accuracy());
+    w.set_attr("final_nontrigger_accuracy", last->kinds[static_cast<int>(tasks::PositionKind::non_trigger)].accuracy());
+    w.set_attr("final_eval_loss", last->all.loss());
     w.set_attr("parameter_count", static_cast<std::int64_t>(model.parameter_count()));
-    w.set_attr("wall_time_s", progress.elapsed_seconds());
+    w.set_attr("wall_time_s", trainer.elapsed_seconds());
     if (cfg.get_bool("output.checkpoint")) write_checkpoint(w, model);
     run.commit();
 
     if (!options.quiet) {
-        std::printf("\nfinal evaluation on %lld held-out sequences (step %zu):\n", static_cast<long long>(cfg.get_int("eval.sequences")), steps);
+        std::printf("\nfinal evaluation on %lld held-out sequences (step %zu):\n", static_cast<long long>(cfg.get_int("eval.sequences")),
+                    settings.steps);
         std::printf("  %-14s %10s %10s %10s %14s\n", "position kind", "positions", "loss", "accuracy", "best possible");
         for (std::size_t i = 0; i < kind_names.size(); ++i)
             std::printf("  %-14s %10lld %10.4f %10.4f %14.4f\n", kind_names[i].c_str(), static_cast<long long>(kind_positions[i]),
                         kind_loss[i], kind_accuracy[i], kind_chance[i]);
-        std::printf("wall time %.1f s, %zu parameters\n", progress.elapsed_seconds(), model.parameter_count());
+        std::printf("wall time %.1f s, %zu parameters\n", trainer.elapsed_seconds(), model.parameter_count());
     }
-    return run.path();
+    return {run.path(), true, settings.steps, settings.steps};
 }
 
 }  // namespace
 
-std::filesystem::path run_induction_head(const config::Config& cfg, const RunOptions& options) {
+RunOutcome run_induction_head(const config::Config& cfg, const RunOptions& options) {
     if (cfg.get_string("model.dtype") == "float64") return train_induction_head<double>(cfg, options);
     return train_induction_head<float>(cfg, options);
 }

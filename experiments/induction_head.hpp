@@ -10,7 +10,7 @@ namespace iclab::experiments {
 
 config::Schema induction_head_schema();
 tasks::InductionHeadSpec induction_spec_from_config(const config::Config& cfg);
-std::filesystem::path run_induction_head(const config::Config& cfg, const RunOptions& options);
+RunOutcome run_induction_head(const config::Config& cfg, const RunOptions& options);
 
 // Evaluation of a model on a fixed set of sequences, per position kind (non_trigger, first_trigger, icl).
 struct KindMetrics {

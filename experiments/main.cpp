@@ -21,7 +21,8 @@ namespace {
 
 const char* kUsage =
     "usage:\n"
-    "  iclab run CONFIG [key.path=value ...] [--print-config] [--dry-run] [--quiet] [--overwrite] [--threads N] [--help-config]\n"
+    "  iclab run CONFIG [key.path=value ...] [--print-config] [--dry-run] [--quiet] [--overwrite] [--threads N] [--stop-after STEP] [--help-config]\n"
+    "  iclab run --resume RUN_DIR [--quiet] [--threads N] [--stop-after STEP] [--dry-run] [--print-config]\n"
     "  iclab list\n"
     "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--top K] [--out FILE.h5] [--overwrite]\n"
     "  iclab help\n";
@@ -29,8 +30,11 @@ const char* kUsage =
 int command_run(const std::vector<std::string>& args) {
     po::options_description flags("iclab run options");
     flags.add_options()("print-config", "print the resolved config (YAML) and exit")(
-        "dry-run", "validate the config and exit")("quiet", "no progress output; stdout keeps only the run folder")(
-        "overwrite", "replace a completed run of the same name")(
+        "dry-run", "validate the config (with --resume: that the run can be resumed) and exit")(
+        "quiet", "no progress output; stdout keeps only the run folder")("overwrite", "replace a completed run of the same name")(
+        "resume", po::value<std::string>(), "continue the interrupted run in RUN_DIR from its checkpoint.h5, with its config.yaml")(
+        "stop-after", po::value<std::size_t>()->default_value(0),
+        "stop after this step with a checkpoint and without results.h5, as if interrupted (continue with --resume)")(
         "help-config", "list every config key of the config's experiment")(
         "threads", po::value<int>()->default_value(0), "compute threads (0: all cores, or OMP_NUM_THREADS)")("help", "this help");
     po::options_description hidden;
@@ -46,13 +50,35 @@ int command_run(const std::vector<std::string>& args) {
         return 0;
     }
     const auto rest = vm.count("positional") ? vm["positional"].as<std::vector<std::string>>() : std::vector<std::string>{};
-    ICLAB_INPUT_CHECK(!rest.empty(), "iclab run: missing CONFIG\n" << kUsage);
-    const std::string config_path = rest.front();
-    const std::vector<std::string> overrides(rest.begin() + 1, rest.end());
-    for (const auto& o : overrides)
-        ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, "iclab run: '" << o << "' is not an override of the form key.path=value");
+    experiments::RunOptions options;
+    options.quiet = vm.count("quiet") > 0;
+    options.overwrite = vm.count("overwrite") > 0;
+    options.stop_after = vm["stop-after"].as<std::size_t>();
 
-    const config::Config cfg = experiments::load_experiment_config(config_path, overrides);
+    config::Config cfg;
+    std::string config_path, resume_text;
+    if (vm.count("resume")) {
+        // A resumed run continues with exactly the config it started with (RUN_DIR/config.yaml), so that
+        // it ends as the uninterrupted run would: no CONFIG, no overrides, no --overwrite.
+        options.resume_dir = vm["resume"].as<std::string>();
+        ICLAB_INPUT_CHECK(rest.empty(), "iclab run --resume takes no CONFIG or overrides (got '"
+                                            << rest.front() << "'): the run continues with " << (options.resume_dir / "config.yaml").string()
+                                            << " as it started");
+        ICLAB_INPUT_CHECK(!options.overwrite, "iclab run --resume: --overwrite does not apply (the run folder is continued)");
+        const experiments::ResumePoint point = experiments::load_resume_config(options.resume_dir);
+        ICLAB_INPUT_CHECK(options.stop_after == 0 || options.stop_after > point.step,
+                          "iclab run --resume: --stop-after " << options.stop_after << " is not after the checkpoint's step " << point.step);
+        cfg = point.config;
+        config_path = (options.resume_dir / "config.yaml").string();
+        resume_text = " at step " + std::to_string(point.step) + " of " + std::to_string(point.total_steps);
+    } else {
+        ICLAB_INPUT_CHECK(!rest.empty(), "iclab run: missing CONFIG\n" << kUsage);
+        config_path = rest.front();
+        const std::vector<std::string> overrides(rest.begin() + 1, rest.end());
+        for (const auto& o : overrides)
+            ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, "iclab run: '" << o << "' is not an override of the form key.path=value");
+        cfg = experiments::load_experiment_config(config_path, overrides);
+    }
     const auto& experiment = experiments::find_experiment(cfg.get_string("experiment"));
     if (vm.count("help-config")) {
         std::cout << experiment.schema().help_text();
@@ -63,15 +89,16 @@ int command_run(const std::vector<std::string>& args) {
         return 0;
     }
     if (vm.count("dry-run")) {
-        std::cout << "config " << config_path << " is valid (experiment " << experiment.name << ")\n";
+        if (vm.count("resume")) std::cout << options.resume_dir.string() << " can be resumed" << resume_text << " (experiment " << experiment.name << ")\n";
+        else std::cout << "config " << config_path << " is valid (experiment " << experiment.name << ")\n";
         return 0;
     }
     configure_threads(vm["threads"].as<int>());
-    experiments::RunOptions options;
-    options.quiet = vm.count("quiet") > 0;
-    options.overwrite = vm.count("overwrite") > 0;
-    const std::filesystem::path run_dir = experiment.run(cfg, options);
-    std::cout << run_dir.string() << std::endl;  // last line of stdout: the run folder, for scripts
+    const experiments::RunOutcome outcome = experiment.run(cfg, options);
+    if (!outcome.completed)
+        std::cerr << "iclab: stopped after step " << outcome.steps_done << " of " << outcome.steps_total
+                  << " (--stop-after); continue with: iclab run --resume " << outcome.run_dir.string() << "\n";
+    std::cout << outcome.run_dir.string() << std::endl;  // last line of stdout: the run folder, for scripts
     return 0;
 }
 

@@ -13,7 +13,8 @@ struct Experiment {
     std::string name;
     std::string description;
     std::function<config::Schema()> schema;
-    std::function<std::filesystem::path(const config::Config&, const RunOptions&)> run;
+    // Trains (or, with RunOptions::resume_dir, continues) the run of a validated config.
+    std::function<RunOutcome(const config::Config&, const RunOptions&)> run;
 };
 
 const std::vector<Experiment>& all_experiments();

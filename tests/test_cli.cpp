@@ -7,64 +7,19 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "framework/io/results_file.hpp"
+#include "tests/cli_helpers.hpp"
 
 namespace fs = std::filesystem;
+using namespace iclab_test;
 
 namespace {
-
-struct CommandResult {
-    int status = -1;
-    std::string out, err;
-};
-
-std::string read_file(const fs::path& path) {
-    std::ifstream file(path);
-    std::stringstream buffer;
-    buffer << file.rdbuf();
-    return buffer.str();
-}
-
-// Runs `iclab <args>` from the repository root, capturing stdout and stderr.
-CommandResult run_iclab(const std::string& args, const fs::path& scratch) {
-    const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-    const std::string command = "cd '" ICLAB_SOURCE_DIR "' && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} '" ICLAB_BINARY "' " + args + " >'" +
-                                out.string() + "' 2>'" + err.string() + "'";
-    const int raw = std::system(command.c_str());
-    CommandResult result;
-    result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    result.out = read_file(out);
-    result.err = read_file(err);
-    return result;
-}
-
-std::string last_line(const std::string& text) {
-    std::string trimmed = text;
-    while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
-    const auto position = trimmed.rfind('\n');
-    return position == std::string::npos ? trimmed : trimmed.substr(position + 1);
-}
-
-struct Scratch {
-    fs::path path;
-    Scratch() {
-        path = fs::temp_directory_path() / ("iclab_cli_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()));
-        fs::create_directories(path);
-    }
-    ~Scratch() { fs::remove_all(path); }
-};
 
 const std::string kTiny =
     "configs/quick/induction_head.yaml train.steps=12 train.warmup_steps=2 eval.every=6 task.seq_len=16 "
     "eval.sequences=8 train.batch_size=4 --quiet";
-
-std::size_t count_entries(const fs::path& dir) {
-    if (!fs::exists(dir)) return 0;
-    return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
-}
 
 }  // namespace
 

@@ -164,6 +164,7 @@ TEST_CASE("N-d tensors round-trip with shapes and attributes", "[io]") {
     const std::vector<double> matrix = {1.0, 2.0, 3.0, 4.0, 5.0, 1e-300};
     const std::vector<int32_t> tokens = {7, -1, 2147483647, 0, 3, 12};
     const double scalar = 2.5;
+    const std::vector<int64_t> words = {INT64_MIN, -1, 0, INT64_MAX};  // e.g. RNG state words, bit for bit
     {
         ResultsWriter writer(file);
         writer.write_tensor("/checkpoint/blocks.0.attn.w_q", weights.data(), {2, 3, 4},
@@ -171,6 +172,7 @@ TEST_CASE("N-d tensors round-trip with shapes and attributes", "[io]") {
         writer.write_tensor("/analysis/gram", matrix.data(), {3, 2});
         writer.write_tensor("/data/tokens", tokens.data(), {2, 1, 3}, {{"vocabulary", "V=16"}});
         writer.write_tensor("/analysis/scalar", &scalar, {});
+        writer.write_tensor("/state/words", words.data(), {4});
         writer.write_tensor("/analysis/none", static_cast<const float*>(nullptr), {0, 5});
         CHECK_THROWS_AS(writer.write_tensor("/analysis/gram", matrix.data(), {6}), iclab::Error);
         CHECK_THROWS_AS(writer.write_tensor("/analysis//bad", matrix.data(), {6}), iclab::Error);
@@ -198,6 +200,9 @@ TEST_CASE("N-d tensors round-trip with shapes and attributes", "[io]") {
     CHECK(read_tokens.values == tokens);
     CHECK(reader.read_attr_string("/data/tokens", "vocabulary") == "V=16");
     CHECK_THROWS_AS(reader.read_int32("/analysis/gram"), iclab::Error);  // floats are never truncated
+
+    CHECK(reader.read_column_int64("/state/words") == words);
+    CHECK_THROWS_AS(reader.read_int32("/state/words"), iclab::Error);  // wider than int32: never clamped
 
     const TensorData<double> read_scalar = reader.read_tensor_double("/analysis/scalar");
     CHECK(read_scalar.shape.empty());

@@ -243,6 +243,12 @@ void ResultsWriter::write_tensor(const std::string& path, const int32_t* data, c
                 H5::PredType::STD_I32LE, H5::PredType::NATIVE_INT32);
 }
 
+void ResultsWriter::write_tensor(const std::string& path, const int64_t* data, const std::vector<size_t>& shape,
+                                 const Attributes& attributes) {
+    write_array(open_file("write a tensor").file, partial_path_, path, data, shape, attributes,
+                H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
+}
+
 void ResultsWriter::commit() {
     H5::H5File& file = open_file("commit").file;
     hdf5_step(partial_path_, "flushing and closing", [&] {

@@ -8,7 +8,7 @@
 //   /curves, /tables/<t>   one 1-D dataset per column + attribute column_order = "step,train_loss,..."
 //                          pandas.DataFrame({k: f[g][k][()] for k in f[g].attrs['column_order'].split(',')})
 //                          (h5py returns string *datasets* as bytes: f[g][k].asstr()[()] gives str)
-//   /checkpoint/<name>     N-d float/double/int32 datasets with string attributes (e.g. layout)
+//   /checkpoint/<name>     N-d float/double/int32/int64 datasets with string attributes (e.g. layout)
 //
 // The writer knows nothing of models: it takes names, flat buffers and shapes.
 // Every HDF5 failure throws iclab::Error naming the file; HDF5's own error printing is silenced.
@@ -85,6 +85,8 @@ public:
     void write_tensor(const std::string& path, const double* data, const std::vector<size_t>& shape,
                       const Attributes& attributes = {});
     void write_tensor(const std::string& path, const int32_t* data, const std::vector<size_t>& shape,
+                      const Attributes& attributes = {});
+    void write_tensor(const std::string& path, const int64_t* data, const std::vector<size_t>& shape,
                       const Attributes& attributes = {});
 
     // Flushes, fsyncs, closes and renames .partial to the final name (atomic on POSIX).

@@ -14,6 +14,15 @@ OptimizerKind optimizer_from_name(const std::string& name) {
     throw Error("unknown optimizer '" + name + "'");
 }
 
+std::string optimizer_name(OptimizerKind kind) {
+    switch (kind) {
+        case OptimizerKind::sgd: return "sgd";
+        case OptimizerKind::adam: return "adam";
+        case OptimizerKind::adamw: return "adamw";
+    }
+    throw Error("unknown optimizer kind");
+}
+
 ScheduleKind schedule_from_name(const std::string& name) {
     if (name == "constant") return ScheduleKind::constant;
     if (name == "warmup_cosine") return ScheduleKind::warmup_cosine;

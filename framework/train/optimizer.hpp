@@ -14,6 +14,7 @@ enum class ScheduleKind { constant, warmup_cosine };
 
 OptimizerKind optimizer_from_name(const std::string& name);  // "sgd" | "adam" | "adamw"
 ScheduleKind schedule_from_name(const std::string& name);    // "constant" | "warmup_cosine"
+std::string optimizer_name(OptimizerKind kind);              // inverse of optimizer_from_name
 
 struct OptimizerSpec {
     OptimizerKind kind = OptimizerKind::adamw;
@@ -42,9 +43,12 @@ public:
     // params -= update(grads) for trainable tensors, at learning rate lr.
     void step(std::vector<T>& params, const std::vector<T>& grads, double lr);
     std::size_t steps_taken() const { return steps_; }
-    // State for checkpoints: first/second moments (or momentum) and the step count.
+    // State for checkpoints: first/second moments (or momentum) and the step count. The second moment
+    // is empty for sgd. Restoring all three continues the same sequence of updates bit for bit.
     std::vector<T>& first_moment() { return m_; }
     std::vector<T>& second_moment() { return v_; }
+    const std::vector<T>& first_moment() const { return m_; }
+    const std::vector<T>& second_moment() const { return v_; }
     void set_steps_taken(std::size_t steps) { steps_ = steps; }
 
 private:

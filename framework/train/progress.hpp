@@ -11,10 +11,13 @@ namespace iclab::train {
 
 class Progress {
 public:
-    Progress(std::size_t total_steps, bool quiet, std::ostream* log, std::size_t log_every)
-        : total_(total_steps), quiet_(quiet), log_(log), log_every_(log_every == 0 ? 1 : log_every),
+    // first_step: steps already done before this process started (a resumed run), so the ETA is
+    // estimated from the steps this process ran.
+    Progress(std::size_t total_steps, bool quiet, std::ostream* log, std::size_t log_every, std::size_t first_step = 0)
+        : total_(total_steps), first_step_(first_step), quiet_(quiet), log_(log), log_every_(log_every == 0 ? 1 : log_every),
           tty_(isatty(fileno(stderr)) != 0), start_(std::chrono::steady_clock::now()) {}
 
+    // Seconds since this Progress was made (this process's share of the run).
     double elapsed_seconds() const {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     }
@@ -22,7 +25,7 @@ public:
     // After step `step` (1-based count of finished steps); `status` is e.g. "loss 1.234 icl 0.95".
     void update(std::size_t step, const std::string& status) {
         const double elapsed = elapsed_seconds();
-        const double eta = step > 0 ? elapsed / step * (total_ - step) : 0.0;
+        const double eta = step > first_step_ ? elapsed / (step - first_step_) * (total_ - step) : 0.0;
         char head[96];
         std::snprintf(head, sizeof head, "step %zu/%zu", step, total_);
         const std::string line = std::string(head) + "  " + status + "  elapsed " + format_duration(elapsed) +
@@ -35,7 +38,8 @@ public:
             const int filled = total_ > 0 ? static_cast<int>(width * step / total_) : width;
             std::fprintf(stderr, "\r[%s%s] %s\033[K", std::string(filled, '#').c_str(),
                          std::string(width - filled, '-').c_str(), line.c_str());
-            if (step == total_) std::fputc('\n', stderr);
+            bar_open_ = step != total_;
+            if (!bar_open_) std::fputc('\n', stderr);
             std::fflush(stderr);
         } else if (periodic) {
             std::fprintf(stderr, "%s\n", line.c_str());
@@ -48,6 +52,15 @@ public:
         if (quiet_) return;
         if (tty_) std::fprintf(stderr, "\r\033[K%s\n", line.c_str());
         else std::fprintf(stderr, "%s\n", line.c_str());
+        bar_open_ = false;
+    }
+
+    // Ends an unfinished progress bar line, so whatever is printed next (an error) starts on its own line.
+    void end_bar() {
+        if (!bar_open_) return;
+        std::fputc('\n', stderr);
+        std::fflush(stderr);
+        bar_open_ = false;
     }
 
     static std::string format_duration(double seconds) {
@@ -61,10 +74,12 @@ public:
 
 private:
     std::size_t total_;
+    std::size_t first_step_;
     bool quiet_;
     std::ostream* log_;
     std::size_t log_every_;
     bool tty_;
+    bool bar_open_ = false;  // a bar line is on the terminal without its newline
     std::chrono::steady_clock::time_point start_;
 };
 
