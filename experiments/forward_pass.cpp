@@ -33,7 +33,7 @@ double current_rss_gb() {
 }
 
 template <class T>
-std::filesystem::path forward_pass(const config::Config& cfg, const RunOptions& options) {
+RunOutcome forward_pass(const config::Config& cfg, const RunOptions& options) {
     const std::size_t vocab = cfg.get_int("task.vocab"), TT = cfg.get_int("task.seq_len"), B = cfg.get_int("task.batch_size");
     const std::size_t repeats = cfg.get_int("task.repeats");
     const model::ModelSpec spec = model_spec_from_config(cfg, vocab, TT);
@@ -96,7 +96,7 @@ std::filesystem::path forward_pass(const config::Config& cfg, const RunOptions& 
         std::printf("  resident after init  %.2f GiB\n", rss_after_init);
         std::printf("  peak resident        %.2f GiB\n", peak);
     }
-    return run.path();
+    return {run.path(), true, 0, 0};
 }
 
 }  // namespace
@@ -113,7 +113,7 @@ config::Schema forward_pass_schema() {
     return schema;
 }
 
-std::filesystem::path run_forward_pass(const config::Config& cfg, const RunOptions& options) {
+RunOutcome run_forward_pass(const config::Config& cfg, const RunOptions& options) {
     if (cfg.get_string("model.dtype") == "float64") return forward_pass<double>(cfg, options);
     return forward_pass<float>(cfg, options);
 }

@@ -10,6 +10,6 @@
 namespace iclab::experiments {
 
 config::Schema forward_pass_schema();
-std::filesystem::path run_forward_pass(const config::Config& cfg, const RunOptions& options);
+RunOutcome run_forward_pass(const config::Config& cfg, const RunOptions& options);
 
 }  // namespace iclab::experiments

@@ -4,6 +4,7 @@
 
 #include "experiments/forward_pass.hpp"
 #include "experiments/induction_head.hpp"
+#include "experiments/regression.hpp"
 #include "framework/core/check.hpp"
 
 namespace iclab::experiments {
@@ -12,6 +13,8 @@ const std::vector<Experiment>& all_experiments() {
     static const std::vector<Experiment> experiments = {
         {"induction_head", "train a linearized-attention transformer on the bigram induction-head task (paper 000 §6.2)",
          induction_head_schema, run_induction_head},
+        {"regression", "train on in-context linear/sigmoid regression or classification with real-valued tokens "
+                       "(papers 003, 004)", regression_schema, run_regression},
         {"forward_pass", "forward-only passes of a randomly initialized model: throughput and peak memory (inference mode)",
          forward_pass_schema, run_forward_pass},
     };

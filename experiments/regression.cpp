@@ -70,7 +70,7 @@ double least_squares_error(const tasks::RegressionBatch<T>& data, std::size_t b,
 }
 
 // Loss weights per position (B·T): the mean squared error over the query positions (and over the context
-// prediction positions with task.loss_positions: all), plus — as a second target set — λ · mean |ŷ|² over
+// prediction positions with task.loss_positions: all), times the batch size with train.loss_reduction: sum, plus — as a second target set — λ · mean |ŷ|² over
 // the context prediction positions (paper 003 E.2's optional L2 regularizer on in-context outputs).
 template <class T>
 struct LossWeights {
@@ -78,7 +78,8 @@ struct LossWeights {
 };
 
 template <class T>
-void loss_weights(LossWeights<T>& out, const tasks::RegressionBatch<T>& batch, bool context_in_loss, double l2) {
+void loss_weights(LossWeights<T>& out, const tasks::RegressionBatch<T>& batch, bool context_in_loss, double l2,
+                  double scale) {
     const std::size_t n = batch.positions.size();
     out.fit.assign(n, T(0));
     out.l2.assign(n, T(0));
@@ -90,8 +91,8 @@ void loss_weights(LossWeights<T>& out, const tasks::RegressionBatch<T>& batch, b
     }
     for (std::size_t i = 0; i < n; ++i) {
         const auto kind = static_cast<Position>(batch.positions.data()[i]);
-        if (kind == Position::query || (context_in_loss && kind == Position::context)) out.fit[i] = T(1.0 / fitted);
-        if (kind == Position::context && l2 > 0.0 && contexts > 0) out.l2[i] = static_cast<T>(l2 / contexts);
+        if (kind == Position::query || (context_in_loss && kind == Position::context)) out.fit[i] = static_cast<T>(scale / fitted);
+        if (kind == Position::context && l2 > 0.0 && contexts > 0) out.l2[i] = static_cast<T>(scale * l2 / contexts);
     }
 }
 
@@ -110,6 +111,7 @@ RunOutcome train_regression(const config::Config& cfg, const RunOptions& options
     const std::size_t batch_size = cfg.get_int("train.batch_size");
     const bool context_in_loss = cfg.get_string("task.loss_positions") == "all";
     const double l2 = cfg.get_float("train.context_output_l2");
+    const double reduction_scale = cfg.get_string("train.loss_reduction") == "sum" ? static_cast<double>(cfg.get_int("train.batch_size")) : 1.0;
 
     RunFolder run(cfg, options);
     const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
@@ -128,7 +130,7 @@ RunOutcome train_regression(const config::Config& cfg, const RunOptions& options
     TrainingTask training;
     training.train_step = [&](Rng& rng) {
         tasks::sample_regression_batch(batch, batch_size, task, rng);
-        loss_weights(weights, batch, context_in_loss, l2);
+        loss_weights(weights, batch, context_in_loss, l2, reduction_scale);
         model.forward(batch.inputs.data(), batch_size, TT);
         const std::size_t N = batch_size * TT;
         double loss = nn::squared_error_forward(losses.data(), model.outputs(), batch.targets.data(), weights.fit.data(), N, O);
@@ -276,7 +278,10 @@ config::Schema regression_schema() {
                     "papers 003 and 004)");
     add_train_keys(schema);
     schema.add_float("train.context_output_l2", 0.0, 0.0, 1e6,
-                     "weight of an L2 penalty on the outputs at in-context positions (paper 003 E.2; 0: off)");
+                     "weight of an L2 penalty on the outputs at in-context positions (paper 003 E.2; 0: off)")
+        .add_string("train.loss_reduction", "mean", {"mean", "sum"},
+                    "the training loss is the mean over the batch's sequences of each sequence's mean squared error, "
+                    "or their sum (then the SGD step size scales with train.batch_size)");
     schema.add_rule([](const config::Config& cfg) {
         if (cfg.get_string("model.read_in") != "identity") return;
         const auto outputs = cfg.get_string("task.kind") == "classification" ? cfg.get_int("task.classes") : cfg.get_int("task.y_dim");
