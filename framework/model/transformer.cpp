@@ -343,6 +343,15 @@ void Transformer<T>::forward_trunk() {
         else
             nn::linear_attention_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, at(o.random), shape,
                                          options);
+        if (capture_states_) {
+            ICLAB_CHECK(spec_.attention == ModelSpec::Attention::linear, "only linear attention has a recurrent state");
+            final_states_.resize(spec_.layers);
+            final_key_sums_.resize(spec_.layers);
+            final_states_[l].resize(batch_ * spec_.heads * shape.features() * spec_.head_dim());
+            final_key_sums_[l].resize(batch_ * spec_.heads * shape.features());
+            nn::linear_attention_final_state(final_states_[l].data(), final_key_sums_[l].data(), a.attention, a.qkv.data(),
+                                             P + o.b_kv, P + o.b_d, shape);
+        }
         // mid = [input +] att [W_o + b_o]
         if (spec_.output_projection)
             nn::linear_forward(a.mid.data(), a.att.data(), P + o.w_o, P + o.b_o, N, C, C);

@@ -127,6 +127,13 @@ public:
     // After forward: grads += (d outputs / d params)ᵀ d_outputs, for any loss computed outside (d_outputs (B, T, out)).
     void backward_outputs(const T* d_outputs);
 
+    // With capture on, every forward pass also keeps each linear-attention layer's final recurrent state
+    // (nn::linear_attention_final_state): per layer, state (B, H, F, D) and key_sum (B, H, F). ICLCA reads them.
+    void capture_attention_states(bool on) { capture_states_ = on; }
+    const std::vector<T>& final_state(std::size_t layer) const { return final_states_.at(layer); }
+    const std::vector<T>& final_key_sum(std::size_t layer) const { return final_key_sums_.at(layer); }
+    const nn::RopeTable* rope() const { return spec_.rope ? &rope_ : nullptr; }
+
     const T* outputs() const { return outputs_.data(); }        // (B, T, V or d_out)
     const T* logits() const { return outputs_.data(); }         // (B, T, V)
     const T* probs() const { return probs_.data(); }            // (B, T, V)
@@ -167,6 +174,8 @@ private:
     std::size_t input_offset_ = 0, input_bias_offset_ = 0, final_gamma_offset_ = 0, final_beta_offset_ = 0;
     std::size_t output_offset_ = 0, output_bias_offset_ = 0;
     std::size_t prefix_length_ = 0;
+    bool capture_states_ = false;
+    std::vector<std::vector<T>> final_states_, final_key_sums_;  // per layer, when capturing
 
     std::size_t batch_ = 0, time_ = 0;
     std::vector<std::int32_t> tokens_;

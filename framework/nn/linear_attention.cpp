@@ -124,6 +124,30 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
     reduce_bias_gradients(d_b_kv, d_b_d, partial_bkv, partial_bd, B, H, F, D);
 }
 
+template <class T>
+void linear_attention_final_state(T* state, T* key_sum, const LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv,
+                                  const T* b_d, const AttentionShape& shape) {
+    const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
+    const std::size_t C = shape.width();
+    for (std::size_t bh = 0; bh < B * H; ++bh) {
+        const std::size_t b = bh / H, h = bh % H;
+        T* S = state + bh * F * D;
+        T* z = key_sum + bh * F;
+        std::copy(b_kv + h * F * D, b_kv + (h + 1) * F * D, S);  // S_{-1} = b_KV
+        std::copy(b_d + h * F, b_d + (h + 1) * F, z);            // z_{-1} = b_D
+        for (std::size_t j = 0; j < TT; ++j) {                   // S_j = S_{j-1} + R_j φ(k_j) v_jᵀ  (Eq. 19)
+            const T* rk = cache.rot_k.data() + (bh * TT + j) * F;
+            const T* v = qkv + (b * TT + j) * 3 * C + 2 * C + h * D;
+            for (std::size_t f = 0; f < F; ++f) axpy(S + f * D, rk[f], v, D);
+            axpy(z, T(1), cache.phi_k.data() + (bh * TT + j) * F, F);
+        }
+    }
+}
+
+template void linear_attention_final_state<float>(float*, float*, const LinearAttentionCache<float>&, const float*,
+                                                  const float*, const float*, const AttentionShape&);
+template void linear_attention_final_state<double>(double*, double*, const LinearAttentionCache<double>&, const double*,
+                                                   const double*, const double*, const AttentionShape&);
 template void linear_attention_forward<float>(float*, LinearAttentionCache<float>&, const float*, const float*,
                                               const float*, const float*, const AttentionShape&, const LinearAttentionOptions&);
 template void linear_attention_forward<double>(double*, LinearAttentionCache<double>&, const double*, const double*,

@@ -81,4 +81,12 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
                                const T* b_d, const T* random_features, const T* out, const LinearAttentionCache<T>& cache,
                                const AttentionShape& shape, const LinearAttentionOptions& options);
 
+// The recurrent state after the last position (paper 000 Eq. 19 with S_{-1} = b_KV, z_{-1} = b_D), from a
+// forward pass's cache: per (b, h)
+//   state (B, H, F, D) = b_KV + Σ_j R_j φ(k_j) v_jᵀ,   key_sum (B, H, F) = b_D + Σ_j φ(k_j)
+// over all positions j of the sequence (the causal mask's view of the last position). ICLCA builds on it.
+template <class T>
+void linear_attention_final_state(T* state, T* key_sum, const LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv,
+                                  const T* b_d, const AttentionShape& shape);
+
 }  // namespace iclab::nn
