@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "experiments/forward_pass.hpp"
+#include "experiments/iclca_serving.hpp"
 #include "experiments/induction_head.hpp"
 #include "experiments/regression.hpp"
 #include "framework/core/check.hpp"
@@ -15,6 +16,8 @@ const std::vector<Experiment>& all_experiments() {
          induction_head_schema, run_induction_head},
         {"regression", "train on in-context linear/sigmoid regression or classification with real-valued tokens "
                        "(papers 003, 004)", regression_schema, run_regression},
+        {"iclca_serving", "time the logits of an input with the ICL prompt prepended vs with its ICLCA adapter (paper 000 §7)",
+         iclca_serving_schema, run_iclca_serving},
         {"forward_pass", "forward-only passes of a randomly initialized model: throughput and peak memory (inference mode)",
          forward_pass_schema, run_forward_pass},
     };
