@@ -105,7 +105,8 @@ Transformer<T>::Transformer(const ModelSpec& spec, Mode mode) : spec_(spec), mod
     if (mode_ == Mode::training) grads.assign(layout_.total(), T(0));
     if (spec_.rope) {
         const bool linear = spec_.attention == ModelSpec::Attention::linear;
-        rope_.build(spec_.max_seq_len, linear ? spec_.feature_dim() : spec_.head_dim(), spec_.rope_base);
+        // one position more than the longest sequence: ICLCA rotates by R_{-M} with M up to max_seq_len
+        rope_.build(spec_.max_seq_len + 1, linear ? spec_.feature_dim() : spec_.head_dim(), spec_.rope_base);
     }
     const auto find = [&](const std::string& name) { return offset_or_absent(layout_, name); };
     input_offset_ = spec_.input == ModelSpec::Input::tokens ? find("embedding.wte") : find("read_in.w");
