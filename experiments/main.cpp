@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/convert.hpp"
 #include "experiments/predict.hpp"
 #include "experiments/registry.hpp"
 #include "framework/core/threads.hpp"
@@ -24,7 +25,8 @@ const char* kUsage =
     "  iclab run CONFIG [key.path=value ...] [--print-config] [--dry-run] [--quiet] [--overwrite] [--threads N] [--stop-after STEP] [--help-config]\n"
     "  iclab run --resume RUN_DIR [--quiet] [--threads N] [--stop-after STEP] [--dry-run] [--print-config]\n"
     "  iclab list\n"
-    "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--top K] [--out FILE.h5] [--overwrite]\n"
+    "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--adapter A.h5 ...] [--top K] [--out FILE.h5] [--overwrite]\n"
+    "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
     "  iclab help\n";
 
 int command_run(const std::vector<std::string>& args) {
@@ -133,7 +135,10 @@ int command_predict(const std::vector<std::string>& args) {
         "text-file", po::value<std::string>(&text_file), "read the letters from a file (whitespace ignored)")(
         "top", po::value<std::size_t>(&top)->default_value(3), "predictions shown per position")(
         "out", po::value<std::string>(&out), "write logits (T, V), tokens and position kinds to this HDF5 file")(
-        "overwrite", "replace an existing --out file")("help", "this help");
+        "overwrite", "replace an existing --out file")(
+        "adapter", po::value<std::vector<std::string>>()->composing(),
+        "apply this adapter file (iclab convert) first; repeat for a chain, in the order converted. Without "
+        "--adapter the model runs with the biases of its checkpoint: that is how adapters are removed")("help", "this help");
     po::options_description hidden;
     hidden.add_options()("run_dir", po::value<std::string>(), "");
     po::options_description all;
@@ -162,7 +167,57 @@ int command_predict(const std::vector<std::string>& args) {
     options.top = top;
     options.out = out;
     options.overwrite = vm.count("overwrite") > 0;
+    if (vm.count("adapter"))
+        for (const auto& adapter : vm["adapter"].as<std::vector<std::string>>()) options.adapters.emplace_back(adapter);
     experiments::predict(options);
+    return 0;
+}
+
+// Reads letters from a file, skipping whitespace.
+std::string read_letters_file(const std::string& path, const char* flag) {
+    std::ifstream file(path);
+    ICLAB_INPUT_CHECK(file.good(), "cannot read " << flag << " " << path);
+    std::string text;
+    for (char c; file.get(c);)
+        if (!std::isspace(static_cast<unsigned char>(c))) text += c;
+    return text;
+}
+
+int command_convert(const std::vector<std::string>& args) {
+    po::options_description flags("iclab convert options (ICLCA, paper 000 Algorithm 1: a prompt -> adapter file)");
+    std::string prompt, prompt_file, out;
+    flags.add_options()("prompt", po::value<std::string>(&prompt), "the prompt X' as letters (a-z, A-Z)")(
+        "prompt-file", po::value<std::string>(&prompt_file), "read the prompt's letters from a file (whitespace ignored)")(
+        "out", po::value<std::string>(&out), "the adapter file to write (HDF5, docs/adapter_format.md)")(
+        "adapter", po::value<std::vector<std::string>>()->composing(),
+        "convert on top of this adapter file; repeat for a chain, in order (the new adapter records them as its base)")(
+        "overwrite", "replace an existing --out file")("help", "this help");
+    po::options_description hidden;
+    hidden.add_options()("run_dir", po::value<std::string>(), "");
+    po::options_description all;
+    all.add(flags).add(hidden);
+    po::positional_options_description positional;
+    positional.add("run_dir", 1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << kUsage << flags;
+        return 0;
+    }
+    ICLAB_INPUT_CHECK(vm.count("run_dir"), "iclab convert: missing RUN_DIR\n" << kUsage);
+    ICLAB_INPUT_CHECK(prompt.empty() != prompt_file.empty(), "iclab convert: give exactly one of --prompt and --prompt-file");
+    ICLAB_INPUT_CHECK(!out.empty(), "iclab convert: missing --out ADAPTER.h5");
+    if (!prompt_file.empty()) prompt = read_letters_file(prompt_file, "--prompt-file");
+    configure_threads(0);
+    experiments::ConvertOptions options;
+    options.run_dir = vm["run_dir"].as<std::string>();
+    options.prompt = prompt;
+    options.out = out;
+    options.overwrite = vm.count("overwrite") > 0;
+    if (vm.count("adapter"))
+        for (const auto& adapter : vm["adapter"].as<std::vector<std::string>>()) options.adapters.emplace_back(adapter);
+    experiments::convert(options);
     return 0;
 }
 
@@ -179,6 +234,7 @@ int main(int argc, char** argv) {
         if (command == "run") return command_run(args);
         if (command == "list") return command_list();
         if (command == "predict") return command_predict(args);
+        if (command == "convert") return command_convert(args);
         if (command == "help" || command == "--help" || command == "-h") {
             std::cout << kUsage;
             return 0;

@@ -6,36 +6,58 @@
 
 #include "experiments/induction_head.hpp"
 #include "experiments/registry.hpp"
+#include "framework/icl/adapter_file.hpp"
 #include "framework/io/provenance.hpp"
 
 namespace iclab::experiments {
 
-void predict(const PredictOptions& options) {
-    const auto config_path = options.run_dir / "config.yaml";
-    const auto results_path = options.run_dir / "results.h5";
-    ICLAB_INPUT_CHECK(std::filesystem::exists(config_path), options.run_dir.string() << " is not a run folder (no config.yaml)");
+InductionRun load_induction_run(const std::filesystem::path& run_dir, std::size_t min_positions) {
+    const auto config_path = run_dir / "config.yaml";
+    const auto results_path = run_dir / "results.h5";
+    ICLAB_INPUT_CHECK(std::filesystem::exists(config_path), run_dir.string() << " is not a run folder (no config.yaml)");
     ICLAB_INPUT_CHECK(std::filesystem::exists(results_path),
-                      options.run_dir.string() << " has no completed results.h5 (did the run finish?)");
-    const config::Config cfg = load_experiment_config(config_path.string(), {});
-    ICLAB_INPUT_CHECK(cfg.get_string("experiment") == "induction_head",
-                      "predict works on induction_head runs; " << options.run_dir.string() << " is a "
-                                                               << cfg.get_string("experiment") << " run");
-    const tasks::InductionHeadSpec task = induction_spec_from_config(cfg);
-    const std::vector<int> tokens = tasks::encode_letters(options.text);
-    ICLAB_INPUT_CHECK(!tokens.empty(), "--text is empty");
+                      run_dir.string() << " has no completed results.h5 (did the run finish?)");
+    InductionRun run;
+    run.config = load_experiment_config(config_path.string(), {});
+    ICLAB_INPUT_CHECK(run.config.get_string("experiment") == "induction_head",
+                      "this command works on induction_head runs; " << run_dir.string() << " is a "
+                                                                    << run.config.get_string("experiment") << " run");
+    run.task = induction_spec_from_config(run.config);
     // RoPE positions are relative, so the table may be longer than the training length.
-    const std::size_t max_len = std::max<std::size_t>(tokens.size(), static_cast<std::size_t>(task.seq_len));
-    model::Transformer<double> model(model_spec_from_config(cfg, tasks::kInductionVocab, max_len));
+    const std::size_t max_len = std::max<std::size_t>(min_positions, static_cast<std::size_t>(run.task.seq_len));
+    run.model = std::make_unique<model::Transformer<double>>(model_spec_from_config(run.config, tasks::kInductionVocab, max_len));
     io::ResultsReader reader(results_path);
     ICLAB_INPUT_CHECK(reader.has("/checkpoint"), results_path.string() << " holds no checkpoint (output.checkpoint was false)");
-    read_checkpoint(reader, model);
+    read_checkpoint(reader, *run.model);
+    return run;
+}
+
+void predict(const PredictOptions& options) {
+    const std::vector<int> tokens = tasks::encode_letters(options.text);
+    ICLAB_INPUT_CHECK(!tokens.empty(), "--text is empty");
+    InductionRun run = load_induction_run(options.run_dir, tokens.size());
+    model::Transformer<double>& model = *run.model;
+    const tasks::InductionHeadSpec& task = run.task;
+    // Adapters replace b_KV, b_D in order; without them the model keeps the checkpoint's own biases.
+    const icl::AppliedAdapters applied = icl::apply_adapter_files(model, options.adapters);
+    const std::vector<int> context(applied.context.begin(), applied.context.end());
+    for (std::size_t i = 0; i < applied.chain.size(); ++i)
+        std::printf("adapter %zu: %s (fingerprint %s, prompt length %zu)\n", i + 1, applied.chain[i].file.c_str(),
+                    applied.chain[i].fingerprint.c_str(), applied.chain[i].prompt_length);
+    if (!context.empty())
+        std::printf("the model now reads every input as if it followed the %zu-token prompt %s\n", context.size(),
+                    tasks::decode_tokens(context).c_str());
 
     const std::size_t TT = tokens.size(), V = tasks::kInductionVocab;
     std::vector<std::int32_t> input(tokens.begin(), tokens.end());
     model.forward(input.data(), 1, TT);
     std::vector<double> zero(TT, 0.0);
     model.loss(input.data(), zero.data());  // fills probabilities (targets unused with zero weights)
-    const auto kinds = tasks::classify_positions(tokens, task.triggers);
+    // Kinds as in [context; text]: a trigger seen in an adapter's prompt makes its repetition an icl position.
+    std::vector<int> with_context = context;
+    with_context.insert(with_context.end(), tokens.begin(), tokens.end());
+    const auto all_kinds = tasks::classify_positions(with_context, task.triggers);
+    const std::vector<tasks::PositionKind> kinds(all_kinds.begin() + static_cast<std::ptrdiff_t>(context.size()), all_kinds.end());
     const std::size_t top = std::min<std::size_t>(options.top, V);
 
     std::printf("%4s  %-5s %-13s  top-%zu next-token predictions (probability)\n", "pos", "token", "kind", top);
@@ -52,15 +74,23 @@ void predict(const PredictOptions& options) {
 
     if (!options.out.empty()) {
         io::ResultsWriter writer(options.out, options.overwrite);
-        std::vector<float> logits(TT * V);
-        for (std::size_t i = 0; i < TT * V; ++i) logits[i] = static_cast<float>(model.logits()[i]);
-        writer.write_tensor("/logits", logits.data(), {TT, V}, {{"layout", "(T, V): logits of the next token after position t"}});
+        // float64, as computed: ICLCA's identity holds to rounding in double (tests compare at 1e-10)
+        writer.write_tensor("/logits", model.logits(), {TT, V}, {{"layout", "(T, V): logits of the next token after position t"}});
         writer.write_tensor("/tokens", input.data(), {TT}, {{"layout", "(T): token ids, a-z = 0-25, A-Z = 26-51"}});
         std::vector<std::int32_t> kind_ids(TT);
         for (std::size_t t = 0; t < TT; ++t) kind_ids[t] = static_cast<std::int32_t>(kinds[t]);
         writer.write_tensor("/position_kinds", kind_ids.data(), {TT}, {{"layout", "(T): 0 non_trigger, 1 first_trigger, 2 icl"}});
         writer.set_attr("run_dir", std::filesystem::absolute(options.run_dir).string());
         writer.set_attr("text", options.text);
+        std::string adapter_files, adapter_fingerprints;
+        for (const auto& link : applied.chain) {
+            adapter_files += (adapter_files.empty() ? "" : "\n") + link.file;
+            adapter_fingerprints += (adapter_fingerprints.empty() ? "" : ",") + link.fingerprint;
+        }
+        writer.set_attr("adapters", adapter_files);  // one file per line, in the order applied; "" without adapters
+        writer.set_attr("adapter_fingerprints", adapter_fingerprints);
+        writer.set_attr("context_length", context.size());
+        writer.set_attr("context_text", tasks::decode_tokens(context));
         writer.set_attr("created", io::now_iso8601());
         io::write_provenance(writer);
         writer.commit();
