@@ -176,3 +176,15 @@ TEST_CASE("model fingerprints tell models apart but not their b_KV, b_D or float
     randomize_attention_biases(a, rng);
     CHECK(fingerprint == icl::model_fingerprint(a));
 }
+
+TEST_CASE("ICLCA converts a prompt as long as the model's context", "[iclca]") {
+    auto spec = conversion_spec(nn::FeatureMap::elu1, true, true);
+    spec.max_seq_len = 12;
+    model::Transformer<double> net(spec);
+    Rng rng(9);
+    net.init(rng);
+    const auto prompt = random_tokens(12, spec.vocab, rng), input = random_tokens(4, spec.vocab, rng);
+    const auto converted = icl::iclca_convert(net, prompt.data(), prompt.size());  // rotates by R_{-12}
+    CHECK(converted.b_kv.size() == spec.layers);
+    CHECK_THROWS_AS(icl::iclca_convert(net, random_tokens(13, spec.vocab, rng).data(), 13), InputError);
+}
