@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "experiments/convert.hpp"
+#include "experiments/bench.hpp"
 #include "experiments/predict.hpp"
 #include "experiments/registry.hpp"
 #include "framework/core/threads.hpp"
@@ -27,6 +28,7 @@ const char* kUsage =
     "  iclab list\n"
     "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--adapter A.h5 ...] [--top K] [--out FILE.h5] [--overwrite]\n"
     "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
+    "  iclab bench CONFIG [key.path=value ...] [--threads N] [--warmup K] [--iters K] [--out FILE.h5] [--export FILE.h5] [--overwrite]\n"
     "  iclab help\n";
 
 int command_run(const std::vector<std::string>& args) {
@@ -221,6 +223,45 @@ int command_convert(const std::vector<std::string>& args) {
     return 0;
 }
 
+int command_bench(const std::vector<std::string>& args) {
+    po::options_description flags("iclab bench options");
+    experiments::BenchOptions options;
+    flags.add_options()("threads", po::value<int>()->default_value(0), "compute threads (0: all cores, or OMP_NUM_THREADS)")(
+        "warmup", po::value<int>(&options.warmup)->default_value(3), "untimed repetitions before each measurement")(
+        "iters", po::value<int>(&options.iters)->default_value(10),
+        "timed repetitions (the median is reported); 0: no timing, only --export")(
+        "blas-size", po::value<std::size_t>(&options.blas_size)->default_value(2048),
+        "size of the square reference product (plain BLAS gemm rate)")(
+        "out", po::value<std::string>(&options.out), "write the table, GEMM shapes and samples to this HDF5 file")(
+        "export", po::value<std::string>(&options.export_path),
+        "write parameters, tokens, logits, loss and gradients of one step to this HDF5 file "
+        "(for scripts/bench/torch_reference.py --check)")(
+        "overwrite", "replace existing --out / --export files")("help", "this help");
+    po::options_description hidden;
+    hidden.add_options()("positional", po::value<std::vector<std::string>>()->multitoken(), "");
+    po::options_description all;
+    all.add(flags).add(hidden);
+    po::positional_options_description positional;
+    positional.add("positional", -1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << kUsage << flags;
+        return 0;
+    }
+    const auto rest = vm.count("positional") ? vm["positional"].as<std::vector<std::string>>() : std::vector<std::string>{};
+    ICLAB_INPUT_CHECK(!rest.empty(), "iclab bench: missing CONFIG\n" << kUsage);
+    options.config_path = rest.front();
+    options.overrides.assign(rest.begin() + 1, rest.end());
+    for (const auto& o : options.overrides)
+        ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, "iclab bench: '" << o << "' is not an override of the form key.path=value");
+    options.overwrite = vm.count("overwrite") > 0;
+    configure_threads(vm["threads"].as<int>());
+    experiments::bench(options);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -235,6 +276,7 @@ int main(int argc, char** argv) {
         if (command == "list") return command_list();
         if (command == "predict") return command_predict(args);
         if (command == "convert") return command_convert(args);
+        if (command == "bench") return command_bench(args);
         if (command == "help" || command == "--help" || command == "-h") {
             std::cout << kUsage;
             return 0;

@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -172,6 +173,41 @@ TEST_CASE("predict prints next-token predictions and writes logits", "[cli][pred
     const auto bad = run_iclab("predict " + run_dir + " --text ab1", scratch.path);
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Catch::Contains("'1'"));
+}
+
+TEST_CASE("bench measures a config's model and writes its table and an export", "[cli][bench]") {
+    Scratch scratch;
+    const fs::path table = scratch.path / "bench.h5", exported = scratch.path / "export.h5";
+    const std::string config = "configs/quick/induction_head.yaml task.seq_len=16 train.batch_size=4 model.layers=1 model.mlp=true";
+    const auto r = run_iclab("bench " + config + " --threads 2 --warmup 0 --iters 2 --blas-size 64 --out " + table.string() +
+                                 " --export " + exported.string(),
+                             scratch.path);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("training step"));
+    CHECK_THAT(r.out, Catch::Contains("model GEMM rate / BLAS rate"));
+    {
+        iclab::io::ResultsReader reader(table);
+        for (const char* metric : {"forward_tokens_per_s", "train_tokens_per_s", "gemm_gflops", "blas_gflops", "gemm_gflop_per_step"})
+            CHECK(reader.read_attr_double("/", metric) > 0.0);
+        CHECK(reader.read_attr_int64("/", "tokens_per_step") == 64);
+        CHECK(reader.read_attr_int64("/", "threads") == 2);
+        CHECK_FALSE(reader.read_attr_string("/", "git_commit").empty());
+        CHECK(reader.read_column_string("/tables/bench/metric").size() == reader.read_column_double("/tables/bench/value").size());
+        CHECK_FALSE(reader.read_column_int64("/tables/gemm_shapes/m").empty());
+        CHECK(reader.read_column_double("/samples/train_step_s").size() == 2);
+    }
+    {
+        iclab::io::ResultsReader reader(exported);
+        CHECK(reader.read_tensor_float("/check/logits").shape == std::vector<size_t>{4, 16, 52});
+        CHECK(reader.read_int32("/check/tokens").shape == std::vector<size_t>{4, 16});
+        for (const auto& name : reader.list("/checkpoint"))
+            CHECK(reader.read_tensor_float("/check/grads/" + name).shape == reader.read_tensor_float("/checkpoint/" + name).shape);
+        CHECK(std::isfinite(reader.read_attr_double("/", "loss")));
+    }
+    // Existing files are refused before anything is measured.
+    const auto again = run_iclab("bench " + config + " --iters 1 --out " + table.string(), scratch.path);
+    CHECK(again.status == 2);
+    CHECK_THAT(again.err, Catch::Contains("--overwrite"));
 }
 
 TEST_CASE("the quick config learns the induction head", "[cli][learning][slow]") {

@@ -1,4 +1,5 @@
-// The checked GEMM wrapper: against a naive triple loop for every transpose combination, shape errors,
+// The checked GEMM wrapper: against a naive triple loop for every transpose combination and each way of
+// splitting a product (rows, inner dimension), shape errors,
 // and bit-identical results for 1 and 2 threads (row blocks never split an inner product).
 #include <catch2/catch.hpp>
 
@@ -9,9 +10,17 @@
 
 using namespace iclab;
 
+namespace {
+struct GemmShape {
+    std::size_t m, n, k;  // op(a) (m, k), op(b) (k, n)
+};
+}  // namespace
+
 TEST_CASE("gemm matches a naive product for every transpose combination", "[gemm]") {
     Rng rng(5);
-    const std::size_t m = 67, n = 45, k = 93;
+    // one row block; several row blocks; one row block with a long inner dimension (split along k)
+    for (const auto& shape : {GemmShape{67, 45, 93}, GemmShape{300, 45, 93}, GemmShape{67, 45, 2500}}) {
+        const std::size_t m = shape.m, n = shape.n, k = shape.k;
     for (bool ta : {false, true})
         for (bool tb : {false, true}) {
             std::vector<double> a(m * k), b(k * n), c(m * n), expected(m * n);
@@ -28,8 +37,9 @@ TEST_CASE("gemm matches a naive product for every transpose combination", "[gemm
                 }
             nn::gemm<double>(nn::matrix(c.data(), m, n), nn::matrix<const double>(a.data(), ta ? k : m, ta ? m : k),
                              nn::matrix<const double>(b.data(), tb ? n : k, tb ? k : n), ta, tb, 0.5, 2.0);
-            for (std::size_t i = 0; i < m * n; ++i) REQUIRE(c[i] == Approx(expected[i]).epsilon(1e-12));
+            for (std::size_t i = 0; i < m * n; ++i) REQUIRE(c[i] == Approx(expected[i]).epsilon(1e-12).margin(1e-11));  // sums of ~k unit terms
         }
+    }
 }
 
 TEST_CASE("gemm rejects mismatched shapes", "[gemm]") {
@@ -47,7 +57,9 @@ TEST_CASE("gemm rejects mismatched shapes", "[gemm]") {
 
 TEST_CASE("gemm results do not depend on the thread count", "[gemm][determinism]") {
     Rng rng(9);
-    const std::size_t m = 512, n = 96, k = 384;
+    // split by rows (512 x 96 x 384) and along the inner dimension (128 x 96 x 4096)
+    for (const auto& shape : {GemmShape{512, 96, 384}, GemmShape{128, 96, 4096}}) {
+        const std::size_t m = shape.m, n = shape.n, k = shape.k;
     std::vector<float> a(m * k), b(k * n);
     for (auto& x : a) x = static_cast<float>(rng.normal());
     for (auto& x : b) x = static_cast<float>(rng.normal());
@@ -63,4 +75,34 @@ TEST_CASE("gemm results do not depend on the thread count", "[gemm][determinism]
         omp_set_num_threads(saved);
         CHECK(one == two);
     }
+    }
+}
+
+TEST_CASE("the gemm counter records FLOPs and calls per shape only while enabled", "[gemm][bench]") {
+    std::vector<float> a(300 * 40), b(40 * 20), c(300 * 20);
+    const auto product = [&] {
+        nn::gemm<float>(nn::matrix(c.data(), 300, 20), nn::matrix<const float>(a.data(), 300, 40),
+                        nn::matrix<const float>(b.data(), 40, 20), false, false);
+    };
+    nn::gemm_counter.reset();
+    product();
+    CHECK(nn::gemm_counter.shapes.empty());  // off by default
+    nn::gemm_counter.enabled = true;
+    product();
+    product();
+#pragma omp parallel for num_threads(2)
+    for (int i = 0; i < 4; ++i)  // calls from inside a parallel region (as attention makes them), each on its own output
+        nn::gemm<float>(nn::matrix(c.data() + i * 20, 1, 20), nn::matrix<const float>(a.data(), 1, 40),
+                        nn::matrix<const float>(b.data(), 40, 20), false, false, 1.0f, 0.0f);
+    nn::gemm_counter.enabled = false;
+    product();
+    const nn::GemmTally total = nn::gemm_counter.total();
+    CHECK(total.calls == 6);
+    CHECK(total.flops == 2.0 * (2 * 300 * 20 * 40 + 4 * 1 * 20 * 40));
+    CHECK(total.seconds > 0.0);
+    REQUIRE(nn::gemm_counter.shapes.size() == 2);
+    const nn::GemmTally& big = nn::gemm_counter.shapes.at(nn::GemmShapeKey{300, 20, 40, false, false, false});
+    CHECK(big.calls == 2);
+    nn::gemm_counter.reset();
+    CHECK(nn::gemm_counter.shapes.empty());
 }

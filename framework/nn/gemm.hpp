@@ -9,6 +9,8 @@
 // alone, never by the thread count: OpenBLAS's result for a row depends on how many rows one call
 // gets (measured: splitting 512 rows in two halves changed float results), so a split that followed
 // the thread count would make results depend on it. tests/test_gemm.cpp checks 1 vs 2 threads.
+// A product of one row block with a long inner dimension is split along that dimension instead
+// (kGemmInnerBlock), again by the shape alone.
 // We call CBLAS directly rather than xt::blas::gemm because a row block of op(A) = Aᵀ is a column block
 // of A, which needs a leading dimension that xtensor adaptors cannot express without a copy.
 #include <cblas.h>
@@ -16,6 +18,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
+#include <tuple>
+#include <vector>
 
 #include "framework/core/check.hpp"
 
@@ -48,6 +53,98 @@ inline void blas_gemm(bool ta, bool tb, int m, int n, int k, double alpha, const
 // Rows of C per BLAS call when a product is split. Each call re-packs op(B), which costs about
 // k*n copies against rows*k*n multiply-adds: 1% of the work at 128 rows.
 constexpr std::size_t kGemmRowBlock = 128;
+// A product with a single row block but a long inner dimension (weight gradients xᵀ · d_y over the
+// B·T tokens: m = C, k = B·T) would run on one thread: it is split instead into inner blocks of this
+// many terms, whose partial products the threads share and which are then added in a fixed order.
+constexpr std::size_t kGemmInnerBlock = 1024;
+}  // namespace detail
+
+// ---- GEMM counter (`iclab bench`) ----------------------------------------------------------------
+// FLOPs and time of every gemm call, per shape, while `enabled`. Off by default: a training run pays
+// one predictable branch per call. Not for concurrent enabling/reading: set `enabled` outside parallel
+// regions (calls made inside a parallel region are recorded under a critical section).
+// Time is wall-equivalent: a call made by one thread of a parallel region (attention per (batch, head))
+// counts its duration divided by the team size, since the team's threads run such calls side by side;
+// a call from serial code (which shares its row blocks among the threads itself) counts its duration.
+struct GemmShapeKey {
+    std::size_t m, n, k;
+    bool transpose_a, transpose_b, in_parallel;
+    bool operator<(const GemmShapeKey& o) const {
+        return std::tie(m, n, k, transpose_a, transpose_b, in_parallel) <
+               std::tie(o.m, o.n, o.k, o.transpose_a, o.transpose_b, o.in_parallel);
+    }
+};
+struct GemmTally {
+    std::size_t calls = 0;
+    double flops = 0.0;    // 2·m·n·k per call
+    double seconds = 0.0;  // wall-equivalent (see above)
+    void add(const GemmTally& o) { calls += o.calls; flops += o.flops; seconds += o.seconds; }
+};
+struct GemmCounter {
+    bool enabled = false;
+    std::map<GemmShapeKey, GemmTally> shapes;
+
+    void reset() { shapes.clear(); }
+    GemmTally total() const {
+        GemmTally sum;
+        for (const auto& entry : shapes) sum.add(entry.second);
+        return sum;
+    }
+    void record(std::size_t m, std::size_t n, std::size_t k, bool ta, bool tb, double seconds) {
+        const bool in_parallel = omp_in_parallel() != 0;
+        const double wall = in_parallel ? seconds / omp_get_num_threads() : seconds;
+#pragma omp critical(iclab_gemm_counter)
+        {
+            GemmTally& tally = shapes[GemmShapeKey{m, n, k, ta, tb, in_parallel}];
+            ++tally.calls;
+            tally.flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+            tally.seconds += wall;
+        }
+    }
+};
+inline GemmCounter gemm_counter;  // the process's one counter (C++17 inline variable)
+
+namespace detail {
+template <class T>
+void gemm_compute(T* out, const T* a, std::size_t a_cols, const T* b, std::size_t b_cols, std::size_t m, std::size_t n,
+                  std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta) {
+    const int lda = static_cast<int>(std::max<std::size_t>(a_cols, 1)), ldb = static_cast<int>(std::max<std::size_t>(b_cols, 1));
+    const int ldc = static_cast<int>(n);
+    const std::size_t blocks = (m + kGemmRowBlock - 1) / kGemmRowBlock;
+    const std::size_t inner_blocks = (k + kGemmInnerBlock - 1) / kGemmInnerBlock;
+    if (blocks == 1 && inner_blocks >= 2) {
+        // out = beta out + Σ_p alpha op(a)[:, K_p] op(b)[K_p, :] over fixed inner blocks K_p, summed in order p = 0, 1, ...
+        std::vector<T> partial(inner_blocks * m * n);  // (P, m, n)
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+        for (std::size_t p = 0; p < inner_blocks; ++p) {
+            const std::size_t first = p * kGemmInnerBlock, terms = std::min(kGemmInnerBlock, k - first);
+            // columns [first, first + terms) of op(a), rows [first, first + terms) of op(b)
+            const T* a_block = transpose_a ? a + first * a_cols : a + first;
+            const T* b_block = transpose_b ? b + first : b + first * b_cols;
+            blas_gemm(transpose_a, transpose_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(terms), alpha,
+                      a_block, lda, b_block, ldb, T(0), partial.data() + p * m * n, ldc);
+        }
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+        for (std::size_t i = 0; i < m * n; ++i) {
+            T sum = beta == T(0) ? T(0) : beta * out[i];
+            for (std::size_t p = 0; p < inner_blocks; ++p) sum += partial[p * m * n + i];
+            out[i] = sum;
+        }
+        return;
+    }
+    if (blocks == 1) {
+        blas_gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, out, ldc);
+        return;
+    }
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+    for (std::size_t block = 0; block < blocks; ++block) {
+        const std::size_t first = block * kGemmRowBlock, rows = std::min(kGemmRowBlock, m - first);
+        // rows [first, first + rows) of op(a): rows of a, or columns of a when transposed
+        const T* a_block = transpose_a ? a + first : a + first * a_cols;
+        blas_gemm(transpose_a, transpose_b, static_cast<int>(rows), n, k, alpha, a_block, lda, b, ldb, beta,
+                  out + first * n, ldc);
+    }
+}
 }  // namespace detail
 
 // out = alpha * op(a) · op(b) + beta * out. transpose_a / transpose_b apply op = transpose.
@@ -66,21 +163,13 @@ void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool tra
         for (std::size_t i = 0; i < m * n; ++i) out.data[i] = beta == T(0) ? T(0) : beta * out.data[i];
         return;
     }
-    const int lda = static_cast<int>(std::max<std::size_t>(a.cols, 1)), ldb = static_cast<int>(std::max<std::size_t>(b.cols, 1));
-    const int ldc = static_cast<int>(n);
-    const std::size_t blocks = (m + detail::kGemmRowBlock - 1) / detail::kGemmRowBlock;
-    if (blocks == 1) {
-        detail::blas_gemm(transpose_a, transpose_b, m, n, k, alpha, a.data, lda, b.data, ldb, beta, out.data, ldc);
+    if (gemm_counter.enabled) {
+        const double start = omp_get_wtime();
+        detail::gemm_compute(out.data, a.data, a.cols, b.data, b.cols, m, n, k, transpose_a, transpose_b, alpha, beta);
+        gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
         return;
     }
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
-    for (std::size_t block = 0; block < blocks; ++block) {
-        const std::size_t first = block * detail::kGemmRowBlock, rows = std::min(detail::kGemmRowBlock, m - first);
-        // rows [first, first + rows) of op(a): rows of a, or columns of a when transposed
-        const T* a_block = transpose_a ? a.data + first : a.data + first * a.cols;
-        detail::blas_gemm(transpose_a, transpose_b, static_cast<int>(rows), n, k, alpha, a_block, lda, b.data, ldb, beta,
-                          out.data + first * n, ldc);
-    }
+    detail::gemm_compute(out.data, a.data, a.cols, b.data, b.cols, m, n, k, transpose_a, transpose_b, alpha, beta);
 }
 
 template <class T>
