@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "experiments/forward_pass.hpp"
+#include "experiments/iclca_exactness.hpp"
 #include "experiments/induction_head.hpp"
 #include "experiments/regression.hpp"
 #include "framework/core/check.hpp"
@@ -17,6 +18,8 @@ const std::vector<Experiment>& all_experiments() {
                        "(papers 003, 004)", regression_schema, run_regression},
         {"forward_pass", "forward-only passes of a randomly initialized model: throughput and peak memory (inference mode)",
          forward_pass_schema, run_forward_pass},
+        {"iclca_exactness", "ICLCA exactness on random-weight models of several sizes, fp32 and fp64 (paper 000 Table 1, "
+                            "Theorem 4.1)", iclca_exactness_schema, run_iclca_exactness},
     };
     return experiments;
 }
