@@ -4,6 +4,7 @@
 
 #include "experiments/forward_pass.hpp"
 #include "experiments/iclca_serving.hpp"
+#include "experiments/iclca_exactness.hpp"
 #include "experiments/induction_head.hpp"
 #include "experiments/regression.hpp"
 #include "framework/core/check.hpp"
@@ -20,6 +21,8 @@ const std::vector<Experiment>& all_experiments() {
          iclca_serving_schema, run_iclca_serving},
         {"forward_pass", "forward-only passes of a randomly initialized model: throughput and peak memory (inference mode)",
          forward_pass_schema, run_forward_pass},
+        {"iclca_exactness", "ICLCA exactness on random-weight models of several sizes, fp32 and fp64 (paper 000 Table 1, "
+                            "Theorem 4.1)", iclca_exactness_schema, run_iclca_exactness},
     };
     return experiments;
 }
