@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "experiments/bias_training.hpp"
 #include "experiments/forward_pass.hpp"
+#include "experiments/iclca_induction.hpp"
 #include "experiments/induction_head.hpp"
 #include "experiments/regression.hpp"
 #include "framework/core/check.hpp"
@@ -17,6 +19,12 @@ const std::vector<Experiment>& all_experiments() {
                        "(papers 003, 004)", regression_schema, run_regression},
         {"forward_pass", "forward-only passes of a randomly initialized model: throughput and peak memory (inference mode)",
          forward_pass_schema, run_forward_pass},
+        {"iclca_induction", "ICLCA on a trained induction-head model: ICL accuracy of M_old with and without the prompt "
+                            "and of the converted M_new (paper 000 Table 2)",
+         iclca_induction_schema, run_iclca_induction},
+        {"bias_training", "the induction-head model trained with and without trainable b_KV, b_D over several seeds: "
+                          "curves and steps to ICL accuracy (paper 000 Figure 1)",
+         bias_training_schema, run_bias_training},
     };
     return experiments;
 }
