@@ -281,7 +281,9 @@ ResumePoint load_resume_config(const std::filesystem::path& run_dir) {
     ResumePoint point;
     point.config = cfg;
     point.step = static_cast<std::size_t>(checkpoint->read_attr_int64("/", "next_step"));
-    point.total_steps = static_cast<std::size_t>(cfg.get_int("train.steps"));
+    // The checkpoint's own count: train.steps for a training run, the sub-runs of an experiment made of several
+    // (bias_training).
+    point.total_steps = static_cast<std::size_t>(checkpoint->read_attr_int64("/", "total_steps"));
     return point;
 }
 

@@ -18,10 +18,7 @@ enum Stream : std::uint64_t { kInitStream = 1, kTrainDataStream = 2, kEvalDataSt
 
 }  // namespace
 
-config::Schema induction_head_schema() {
-    config::Schema schema;
-    schema.add_string("experiment", "induction_head", {"induction_head"}, "which experiment this config runs");
-    add_output_keys(schema);
+void add_induction_training_keys(config::Schema& schema) {
     schema.add_int("task.seq_len", 64, 2, 1 << 20, "T: model inputs per sequence (T + 1 tokens are drawn)")
         .add_string_list_free("task.triggers", {"a", "b", "c", "d", "e"},
                          "trigger letters (paper 000 §6.2: a, b, c, d, e)")
@@ -39,6 +36,13 @@ config::Schema induction_head_schema() {
             if (!ok) cfg.fail({"task.triggers"}, "every trigger must be a single letter a-z or A-Z, got '" + letter + "'");
         }
     });
+}
+
+config::Schema induction_head_schema() {
+    config::Schema schema;
+    schema.add_string("experiment", "induction_head", {"induction_head"}, "which experiment this config runs");
+    add_output_keys(schema);
+    add_induction_training_keys(schema);
     return schema;
 }
 
@@ -86,15 +90,39 @@ InductionEvaluation evaluate_induction(model::Transformer<T>& model, const tasks
 
 namespace {
 
+// Rows of /tables/final_eval: one per position kind, with the best accuracy the data allows.
+struct FinalEvalTable {
+    std::vector<std::string> kind_names;
+    std::vector<std::int64_t> positions;
+    std::vector<double> loss, accuracy, best_possible;
+};
+
+FinalEvalTable final_eval_table(const InductionEvaluation& eval, const tasks::InductionHeadSpec& task) {
+    FinalEvalTable table;
+    const tasks::PositionKind order[] = {tasks::PositionKind::icl, tasks::PositionKind::non_trigger, tasks::PositionKind::first_trigger};
+    for (auto kind : order) {
+        const auto& m = eval.kinds[static_cast<int>(kind)];
+        table.kind_names.push_back(tasks::position_kind_name(kind));
+        table.positions.push_back(static_cast<std::int64_t>(m.positions));
+        table.loss.push_back(m.loss());
+        table.accuracy.push_back(m.accuracy());
+        // icl targets are determined by the context; the others are uniform over their draw set
+        const double draws = kind == tasks::PositionKind::non_trigger || task.successors == tasks::InductionHeadSpec::Successors::any
+                                 ? tasks::kInductionVocab
+                                 : tasks::kInductionVocab - static_cast<double>(task.triggers.size());
+        table.best_possible.push_back(kind == tasks::PositionKind::icl ? 1.0 : 1.0 / draws);
+    }
+    return table;
+}
+
 template <class T>
-RunOutcome train_induction_head(const config::Config& cfg, const RunOptions& options) {
+InductionTraining train_induction_typed(const config::Config& cfg, const RunOptions& options, RunFolder& run) {
     const tasks::InductionHeadSpec task = induction_spec_from_config(cfg);
     const model::ModelSpec model_spec = model_spec_from_config(cfg, tasks::kInductionVocab, task.seq_len);
     const TrainerSettings settings = trainer_settings_from_config(cfg);
     const std::size_t batch_size = cfg.get_int("train.batch_size"), TT = task.seq_len;
     const bool loss_on_icl_only = cfg.get_string("task.loss_positions") == "icl";
 
-    RunFolder run(cfg, options);
     const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
     Rng init_rng = root.derive(kInitStream), data_rng = root.derive(kTrainDataStream), eval_rng = root.derive(kEvalDataStream);
 
@@ -139,59 +167,65 @@ RunOutcome train_induction_head(const config::Config& cfg, const RunOptions& opt
     training.tokens_per_step = batch_size * TT;
     training.progress_metric = "icl_accuracy";
 
+    InductionTraining result;
+    result.spec = model_spec;
+    result.steps_total = settings.steps;
     Trainer<T> trainer(settings, model.layout(), model.params, model.grads, training, run, options);
-    if (!trainer.train(data_rng)) return {run.path(), false, trainer.steps_done(), settings.steps};
+    if (!trainer.train(data_rng)) {
+        result.steps_done = trainer.steps_done();
+        return result;
+    }
     // A run resumed from its final checkpoint trained no step: evaluate the final parameters here.
     if (!last) last = evaluate_induction(model, eval_data, batch_size);
 
     io::ResultsWriter& w = run.results();
     trainer.write_tables(w);
-    std::vector<std::string> kind_names;
-    std::vector<std::int64_t> kind_positions;
-    std::vector<double> kind_loss, kind_accuracy, kind_chance;
-    const tasks::PositionKind order[] = {tasks::PositionKind::icl, tasks::PositionKind::non_trigger, tasks::PositionKind::first_trigger};
-    for (auto kind : order) {
-        const auto& m = last->kinds[static_cast<int>(kind)];
-        kind_names.push_back(tasks::position_kind_name(kind));
-        kind_positions.push_back(static_cast<std::int64_t>(m.positions));
-        kind_loss.push_back(m.loss());
-        kind_accuracy.push_back(m.accuracy());
-        // icl targets are determined by the context; the others are uniform over their draw set
-        const double draws = kind == tasks::PositionKind::non_trigger || task.successors == tasks::InductionHeadSpec::Successors::any
-                                 ? tasks::kInductionVocab
-                                 : tasks::kInductionVocab - static_cast<double>(task.triggers.size());
-        kind_chance.push_back(kind == tasks::PositionKind::icl ? 1.0 : 1.0 / draws);
-    }
-    w.write_columns("/tables/final_eval", {{"position_kind", kind_names},
-                                           {"positions", kind_positions},
-                                           {"loss", kind_loss},
-                                           {"accuracy", kind_accuracy},
-                                           {"best_possible_accuracy", kind_chance}});
+    const FinalEvalTable table = final_eval_table(*last, task);
+    w.write_columns("/tables/final_eval", {{"position_kind", table.kind_names},
+                                           {"positions", table.positions},
+                                           {"loss", table.loss},
+                                           {"accuracy", table.accuracy},
+                                           {"best_possible_accuracy", table.best_possible}});
     w.set_attr("final_icl_accuracy", last->kinds[static_cast<int>(tasks::PositionKind::icl)].accuracy());
     w.set_attr("final_nontrigger_accuracy", last->kinds[static_cast<int>(tasks::PositionKind::non_trigger)].accuracy());
     w.set_attr("final_eval_loss", last->all.loss());
     w.set_attr("parameter_count", static_cast<std::int64_t>(model.parameter_count()));
     w.set_attr("wall_time_s", trainer.elapsed_seconds());
     if (cfg.get_bool("output.checkpoint")) write_checkpoint(w, model);
-    run.commit();
 
-    if (!options.quiet) {
-        std::printf("\nfinal evaluation on %lld held-out sequences (step %zu):\n", static_cast<long long>(cfg.get_int("eval.sequences")),
-                    settings.steps);
-        std::printf("  %-14s %10s %10s %10s %14s\n", "position kind", "positions", "loss", "accuracy", "best possible");
-        for (std::size_t i = 0; i < kind_names.size(); ++i)
-            std::printf("  %-14s %10lld %10.4f %10.4f %14.4f\n", kind_names[i].c_str(), static_cast<long long>(kind_positions[i]),
-                        kind_loss[i], kind_accuracy[i], kind_chance[i]);
-        std::printf("wall time %.1f s, %zu parameters\n", trainer.elapsed_seconds(), model.parameter_count());
-    }
-    return {run.path(), true, settings.steps, settings.steps};
+    result.completed = true;
+    result.steps_done = settings.steps;
+    result.parameters.assign(model.params.begin(), model.params.end());
+    result.final_eval = *last;
+    result.wall_time_s = trainer.elapsed_seconds();
+    return result;
 }
 
 }  // namespace
 
+InductionTraining train_induction_model(const config::Config& cfg, const RunOptions& options, RunFolder& run) {
+    if (cfg.get_string("model.dtype") == "float64") return train_induction_typed<double>(cfg, options, run);
+    return train_induction_typed<float>(cfg, options, run);
+}
+
+void print_final_evaluation(const InductionTraining& training, const config::Config& cfg) {
+    const FinalEvalTable table = final_eval_table(training.final_eval, induction_spec_from_config(cfg));
+    std::printf("\nfinal evaluation on %lld held-out sequences (step %zu):\n", static_cast<long long>(cfg.get_int("eval.sequences")),
+                training.steps_total);
+    std::printf("  %-14s %10s %10s %10s %14s\n", "position kind", "positions", "loss", "accuracy", "best possible");
+    for (std::size_t i = 0; i < table.kind_names.size(); ++i)
+        std::printf("  %-14s %10lld %10.4f %10.4f %14.4f\n", table.kind_names[i].c_str(), static_cast<long long>(table.positions[i]),
+                    table.loss[i], table.accuracy[i], table.best_possible[i]);
+    std::printf("wall time %.1f s, %zu parameters\n", training.wall_time_s, training.parameters.size());
+}
+
 RunOutcome run_induction_head(const config::Config& cfg, const RunOptions& options) {
-    if (cfg.get_string("model.dtype") == "float64") return train_induction_head<double>(cfg, options);
-    return train_induction_head<float>(cfg, options);
+    RunFolder run(cfg, options);
+    const InductionTraining training = train_induction_model(cfg, options, run);
+    if (!training.completed) return {run.path(), false, training.steps_done, training.steps_total};
+    run.commit();
+    if (!options.quiet) print_final_evaluation(training, cfg);
+    return {run.path(), true, training.steps_total, training.steps_total};
 }
 
 template InductionEvaluation evaluate_induction<float>(model::Transformer<float>&, const tasks::TokenBatch&, std::size_t);

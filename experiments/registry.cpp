@@ -2,9 +2,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "experiments/bias_training.hpp"
 #include "experiments/forward_pass.hpp"
 #include "experiments/iclca_serving.hpp"
 #include "experiments/iclca_exactness.hpp"
+#include "experiments/iclca_induction.hpp"
 #include "experiments/induction_head.hpp"
 #include "experiments/regression.hpp"
 #include "framework/core/check.hpp"
@@ -23,6 +25,12 @@ const std::vector<Experiment>& all_experiments() {
          forward_pass_schema, run_forward_pass},
         {"iclca_exactness", "ICLCA exactness on random-weight models of several sizes, fp32 and fp64 (paper 000 Table 1, "
                             "Theorem 4.1)", iclca_exactness_schema, run_iclca_exactness},
+        {"iclca_induction", "ICLCA on a trained induction-head model: ICL accuracy of M_old with and without the prompt "
+                            "and of the converted M_new (paper 000 Table 2)",
+         iclca_induction_schema, run_iclca_induction},
+        {"bias_training", "the induction-head model trained with and without trainable b_KV, b_D over several seeds: "
+                          "curves and steps to ICL accuracy (paper 000 Figure 1)",
+         bias_training_schema, run_bias_training},
     };
     return experiments;
 }

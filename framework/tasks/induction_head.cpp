@@ -162,4 +162,98 @@ std::vector<PositionKind> classify_positions(const std::vector<int>& tokens, con
     return kinds;
 }
 
+PromptDesign parse_prompt_design(const std::string& name) {
+    if (name == "chain") return PromptDesign::chain;
+    if (name == "pairs") return PromptDesign::pairs;
+    ICLAB_INPUT_CHECK(false, "induction head: prompt design must be 'chain' or 'pairs', got '" << name << "'");
+    return PromptDesign::chain;  // not reached
+}
+
+const char* prompt_design_name(PromptDesign design) { return design == PromptDesign::pairs ? "pairs" : "chain"; }
+
+namespace {
+
+// The chain's transition out of `current` under the commitments: deterministic after a trigger, uniform after
+// any other letter (paper 000 §6.2).
+std::int32_t chain_step(std::int32_t current, const std::vector<int>& committed, Rng& rng) {
+    if (committed[current] >= 0) return committed[current];
+    return static_cast<std::int32_t>(rng.uniform_int(kInductionVocab));
+}
+
+// Fisher-Yates shuffle drawing from rng (std::shuffle's draws differ between standard libraries).
+template <class T>
+void shuffle_with(std::vector<T>& items, Rng& rng) {
+    for (std::size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[rng.uniform_int(i)]);
+}
+
+}  // namespace
+
+// Prompts and inputs for ICLCA's Table 2: see PromptDesign.
+PromptPair sample_prompt_pair(const InductionHeadSpec& spec, PromptDesign design, std::size_t prompt_length,
+                              std::size_t input_length, Rng& rng) {
+    validate_induction_spec(spec);
+    const TriggerMask is_trigger = make_trigger_mask(spec.triggers);
+    const std::size_t K = spec.triggers.size(), M = prompt_length, N = input_length;
+    ICLAB_INPUT_CHECK(M >= 2 * K, "induction head: a prompt that shows " << K << " triggers with their successors needs at least "
+                                                                         << 2 * K << " tokens, got " << M);
+    ICLAB_INPUT_CHECK(N >= 1, "induction head: the input needs at least one token");
+    std::vector<std::int32_t> non_triggers, pool;
+    for (int token = 0; token < kInductionVocab; ++token) {
+        if (!is_trigger[token]) non_triggers.push_back(token);
+        if (!is_trigger[token] || spec.successors == InductionHeadSpec::Successors::any) pool.push_back(token);
+    }
+    PromptPair pair;
+    pair.committed.assign(kInductionVocab, -1);
+    pair.prompt.assign(M, 0);
+    if (design == PromptDesign::chain) {
+        constexpr std::size_t kMaxAttempts = 1000000;
+        bool accepted = false;
+        for (std::size_t attempt = 0; attempt < kMaxAttempts && !accepted; ++attempt) {
+            for (int trigger : spec.triggers) pair.committed[trigger] = pool[rng.uniform_int(pool.size())];
+            pair.prompt[0] = static_cast<std::int32_t>(rng.uniform_int(kInductionVocab));
+            for (std::size_t t = 1; t < M; ++t) pair.prompt[t] = chain_step(pair.prompt[t - 1], pair.committed, rng);
+            // accepted when every trigger occurs at a position whose successor is inside X' (t <= M-2)
+            TriggerMask shown{};
+            std::size_t distinct = 0;
+            for (std::size_t t = 0; t + 1 < M; ++t)
+                if (is_trigger[pair.prompt[t]] && !shown[pair.prompt[t]]) {
+                    shown[pair.prompt[t]] = true;
+                    ++distinct;
+                }
+            accepted = distinct == K;
+        }
+        ICLAB_INPUT_CHECK(accepted, "induction head: no chain prompt of " << M << " tokens out of " << kMaxAttempts
+                                                                           << " showed all " << K
+                                                                           << " triggers; use a longer prompt or the pairs design");
+    } else {
+        // K bigram blocks and M - 2K filler tokens: M - K items, K of them (a uniform subset) are blocks.
+        std::vector<std::size_t> items(M - K);
+        for (std::size_t i = 0; i < items.size(); ++i) items[i] = i;
+        shuffle_with(items, rng);
+        std::vector<bool> is_block(M - K, false);
+        for (std::size_t i = 0; i < K; ++i) is_block[items[i]] = true;
+        std::vector<int> order = spec.triggers;
+        shuffle_with(order, rng);
+        for (int trigger : spec.triggers) pair.committed[trigger] = non_triggers[rng.uniform_int(non_triggers.size())];
+        std::size_t t = 0, block = 0;
+        for (std::size_t item = 0; item < M - K; ++item) {
+            if (is_block[item]) {
+                pair.prompt[t++] = order[block];
+                pair.prompt[t++] = pair.committed[order[block]];
+                ++block;
+            } else {
+                pair.prompt[t++] = non_triggers[rng.uniform_int(non_triggers.size())];
+            }
+        }
+    }
+    // X continues the chain from X'[M-1]: N inputs and their N next tokens.
+    std::vector<std::int32_t> x(N + 1);
+    x[0] = chain_step(pair.prompt[M - 1], pair.committed, rng);
+    for (std::size_t t = 1; t <= N; ++t) x[t] = chain_step(x[t - 1], pair.committed, rng);
+    pair.input.assign(x.begin(), x.begin() + N);
+    pair.targets.assign(x.begin() + 1, x.end());
+    pair.kinds = classify_positions(std::vector<int>(pair.input.begin(), pair.input.end()), spec.triggers);
+    return pair;
+}
+
 }  // namespace iclab::tasks

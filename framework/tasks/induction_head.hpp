@@ -67,4 +67,39 @@ void sample_induction_batch(TokenBatch& out, int batch_size, const InductionHead
 // Throws InputError on a token outside [0, 52) or an invalid trigger list.
 std::vector<PositionKind> classify_positions(const std::vector<int>& tokens, const std::vector<int>& triggers);
 
+// ---- ICL prompts and inputs for ICLCA (paper 000 §6.2, Table 2) ------------------------------------
+// A prompt X' of M tokens that shows every trigger with its committed successor, and an input X of N tokens
+// that continues the same chain (same commitments), so that at X's first occurrence of a trigger the answer
+// is known only from X'. [X'; X] is always a path the task's chain can produce.
+enum class PromptDesign {
+    // X' is a sample path of the task's own chain (x[0] uniform, successors from the task's pool),
+    // conditioned on every trigger occurring at some position <= M-2, i.e. followed by its successor
+    // inside X'. Drawn by rejection (whole paths are redrawn, commitments included), so the conditional
+    // law is exact. Throws InputError when no path of 1e6 is accepted (M too short for the triggers).
+    chain,
+    // X' holds the K = |triggers| bigrams "trigger successor" once each, in a uniformly random order at
+    // uniformly random non-overlapping places; its other M - 2K tokens are uniform over the non-trigger
+    // letters (so no trigger occurs elsewhere). With M = 2K it is "a x b y c z d w e v" shuffled.
+    // Successors are uniform over the non-trigger letters (whatever spec.successors says: a trigger
+    // successor would have to be followed by its own successor, breaking the layout). Needs M >= 2K.
+    pairs,
+};
+PromptDesign parse_prompt_design(const std::string& name);  // "chain" | "pairs"; InputError otherwise
+const char* prompt_design_name(PromptDesign design);
+
+struct PromptPair {
+    std::vector<int> committed;          // (52): committed successor of each trigger token, -1 for the others
+    std::vector<std::int32_t> prompt;    // (M) X'
+    std::vector<std::int32_t> input;     // (N) X[0..N-1], the model inputs; X[0] follows X'[M-1] in the chain
+    std::vector<std::int32_t> targets;   // (N) X[1..N], the next token after each input position
+    // (N) classify_positions over X alone: first_trigger marks the positions whose answer only the prompt
+    // determines (a trigger's first occurrence within X; Table 2 scores these), icl a trigger repeated
+    // within X (X itself shows the answer), non_trigger the rest.
+    std::vector<PositionKind> kinds;
+};
+
+// One (X', X) pair; all randomness from rng. InputError when M < 2K or M, N < 1.
+PromptPair sample_prompt_pair(const InductionHeadSpec& spec, PromptDesign design, std::size_t prompt_length,
+                              std::size_t input_length, Rng& rng);
+
 }  // namespace iclab::tasks

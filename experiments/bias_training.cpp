@@ -1,0 +1,353 @@
+#include "experiments/bias_training.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "experiments/induction_head.hpp"
+#include "framework/core/check.hpp"
+#include "framework/io/provenance.hpp"
+
+namespace iclab::experiments {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+const char* const kRunsFolder = "runs";  // <run folder>/runs/<variant>_seed<k>/: the sub-runs
+
+struct SubRun {
+    std::string variant;  // no_bias | trainable_bias
+    std::int64_t seed = 0;
+    std::string name() const { return variant + "_seed" + std::to_string(seed); }
+};
+
+std::vector<SubRun> sub_runs_of(const config::Config& cfg) {
+    std::vector<SubRun> runs;
+    for (const auto& variant : cfg.get_string_list("bias_training.variants"))
+        for (auto seed : cfg.get_int_list("bias_training.seeds")) runs.push_back({variant, seed});
+    return runs;
+}
+
+// "90" for 0.9, "99.9" for 0.999: threshold names in column names.
+std::string percent_text(double threshold) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", 100.0 * threshold);
+    return text;
+}
+
+std::string yaml_quoted(const std::string& text) {
+    YAML::Emitter emitter;
+    emitter << YAML::DoubleQuoted << text;
+    return emitter.c_str();
+}
+
+// The resolved config text without one top-level section (Config::to_yaml writes block maps, two-space indents).
+std::string without_section(const std::string& yaml, const std::string& section) {
+    std::istringstream in(yaml);
+    std::string out, line;
+    bool skipping = false;
+    while (std::getline(in, line)) {
+        const bool top_level = !line.empty() && line[0] != ' ';
+        if (top_level) skipping = line == section + ":";
+        if (!skipping) out += line + "\n";
+    }
+    return out;
+}
+
+// The induction_head config of one sub-run: the parent's resolved config without bias_training.*, plus the
+// sub-run's experiment, seed, bias switch and folder as overrides (recorded in the sub-run's results.h5). The
+// base text is written to <runs>/<name>.yaml, where the sub-run's config_source points.
+config::Config sub_run_config(const config::Config& cfg, const SubRun& sub, const std::filesystem::path& runs_dir) {
+    const auto base = runs_dir / (sub.name() + ".yaml");
+    {
+        std::ofstream file(base);
+        file << "# induction_head config of a bias_training sub-run: the parent's resolved config without bias_training.*;\n"
+                "# experiment, seed, model.attention_bias_trainable and output.* are set by overrides.\n"
+             << without_section(cfg.to_yaml(), "bias_training");
+        ICLAB_CHECK(file.good(), "cannot write " << base);
+    }
+    const std::vector<std::string> overrides = {
+        "experiment=induction_head", "seed=" + std::to_string(sub.seed),
+        std::string("model.attention_bias_trainable=") + (sub.variant == "trainable_bias" ? "true" : "false"),
+        "output.dir=" + yaml_quoted(runs_dir.string()), "output.name=" + yaml_quoted(sub.name())};
+    return config::load_config(base.string(), overrides, induction_head_schema());
+}
+
+// The parent's checkpoint.h5: what `iclab run --resume` needs to reopen the folder (the run's identity and
+// config), and next_step = the number of finished sub-runs. The sub-runs' training state is in their own
+// checkpoint.h5 files.
+void write_parent_checkpoint(RunFolder& run, std::size_t finished, std::size_t total) {
+    const RunIdentity& identity = run.identity();
+    io::ResultsWriter writer(run.checkpoint_path(), /*overwrite=*/true);
+    writer.set_attr("kind", "bias_training: finished sub-runs; each sub-run's training state is in runs/<name>/checkpoint.h5");
+    writer.set_attr("experiment", identity.experiment);
+    writer.set_attr("config", identity.config_text);
+    writer.set_attr("config_fingerprint", config_fingerprint(identity.config_text));
+    writer.set_attr("config_source", identity.config_source);
+    writer.set_attr("overrides", identity.overrides);
+    writer.set_attr("seed", identity.seed);
+    writer.set_attr("start_time", identity.start_time);
+    writer.set_attr("resumed_at", identity.resumed_at);
+    writer.set_attr("written_time", io::now_iso8601());
+    writer.set_attr("next_step", finished);
+    writer.set_attr("total_steps", total);
+    writer.commit();
+}
+
+// Runs (or, when the parent resumes, finishes or reads back) one sub-run. Returns its outcome.
+RunOutcome run_sub(const config::Config& sub_cfg, const std::filesystem::path& sub_dir, const RunOptions& options) {
+    namespace fs = std::filesystem;
+    if (fs::exists(sub_dir / kResultsFile)) return {sub_dir, true, 0, 0};  // finished before the parent was interrupted
+    RunOptions sub_options = options;
+    sub_options.resume_dir.clear();
+    sub_options.overwrite = false;
+    if (fs::exists(sub_dir / kCheckpointFile)) {
+        const ResumePoint point = load_resume_config(sub_dir);
+        ICLAB_INPUT_CHECK(point.config.to_yaml() == sub_cfg.to_yaml(),
+                          sub_dir.string() << "/" << kConfigFile << " is not the config this bias_training run gives the sub-run");
+        sub_options.resume_dir = sub_dir;
+        return run_induction_head(point.config, sub_options);
+    }
+    // Started but stopped before its first checkpoint (or never started): start it (again) in its folder.
+    sub_options.overwrite = fs::exists(sub_dir);
+    return run_induction_head(sub_cfg, sub_options);
+}
+
+// Mean, sample standard deviation (n - 1), min and max; NaN when any value is NaN (std: also when n = 1).
+struct Spread {
+    double mean = kNaN, std = kNaN, min = kNaN, max = kNaN;
+};
+Spread spread_of(const std::vector<double>& values) {
+    Spread s;
+    if (values.empty() || std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) return s;
+    double sum = 0.0;
+    for (double v : values) sum += v;
+    s.mean = sum / values.size();
+    if (values.size() > 1) {
+        double squares = 0.0;
+        for (double v : values) squares += (v - s.mean) * (v - s.mean);
+        s.std = std::sqrt(squares / (values.size() - 1));
+    }
+    s.min = *std::min_element(values.begin(), values.end());
+    s.max = *std::max_element(values.begin(), values.end());
+    return s;
+}
+
+// What the summary needs of one finished sub-run, read from its /curves.
+struct SubRunNumbers {
+    std::vector<double> steps_to;  // per threshold: the first evaluation step with icl_accuracy >= it, NaN if none
+    double final_train_loss = kNaN, final_icl_accuracy = kNaN, wall_time_s = kNaN;
+};
+
+}  // namespace
+
+config::Schema bias_training_schema() {
+    config::Schema schema;
+    schema.add_string("experiment", "bias_training", {"bias_training"}, "which experiment this config runs");
+    add_output_keys(schema);
+    add_induction_training_keys(schema);
+    schema.add_int_list("bias_training.seeds", {0, 1, 2}, 0, std::numeric_limits<std::int64_t>::max(),
+                        "seeds of the sub-runs; every variant trains with each (the top-level seed is not used)")
+        .add_string_list("bias_training.variants", {"no_bias", "trainable_bias"}, {"no_bias", "trainable_bias"},
+                         "no_bias: b_KV = b_D = 0, not trained; trainable_bias: b_KV, b_D trained from 0 "
+                         "(model.attention_bias_trainable)")
+        .add_float_list("bias_training.thresholds", {0.9, 0.99}, 0.0, 1.0,
+                        "ICL accuracies whose first crossing (first evaluation at or above) the summary reports");
+    schema.add_rule([](const config::Config& cfg) {
+        const auto seeds = cfg.get_int_list("bias_training.seeds");
+        if (seeds.empty()) cfg.fail({"bias_training.seeds"}, "give at least one seed");
+        if (std::set<std::int64_t>(seeds.begin(), seeds.end()).size() != seeds.size())
+            cfg.fail({"bias_training.seeds"}, "a seed is listed twice");
+        const auto variants = cfg.get_string_list("bias_training.variants");
+        if (variants.empty()) cfg.fail({"bias_training.variants"}, "give at least one variant");
+        if (std::set<std::string>(variants.begin(), variants.end()).size() != variants.size())
+            cfg.fail({"bias_training.variants"}, "a variant is listed twice");
+        if (cfg.get_float_list("bias_training.thresholds").empty())
+            cfg.fail({"bias_training.thresholds"}, "give at least one ICL-accuracy threshold");
+    });
+    schema.add_rule([](const config::Config& cfg) {
+        if (cfg.get_int("seed") != 0)
+            cfg.fail({"seed"}, "bias_training trains one model per seed in bias_training.seeds; the top-level seed is not used "
+                               "(leave it 0)");
+        if (cfg.get_bool("model.attention_bias_trainable"))
+            cfg.fail({"model.attention_bias_trainable"},
+                     "bias_training sets model.attention_bias_trainable per variant (bias_training.variants); leave it false");
+        if (cfg.get_string("model.attention") != "linear")
+            cfg.fail({"model.attention"}, "b_KV and b_D belong to linearized attention (paper 000 Eq. 13)");
+    });
+    return schema;
+}
+
+RunOutcome run_bias_training(const config::Config& cfg, const RunOptions& options) {
+    namespace fs = std::filesystem;
+    const std::vector<SubRun> subs = sub_runs_of(cfg);
+    const std::vector<double> thresholds = cfg.get_float_list("bias_training.thresholds");
+    RunFolder run(cfg, options);
+    const fs::path runs_dir = run.path() / kRunsFolder;
+    if (!run.resumed()) {
+        fs::remove_all(runs_dir);  // only an --overwrite run reuses a folder: its old sub-runs are replaced too
+        write_parent_checkpoint(run, 0, subs.size());
+    }
+    fs::create_directories(runs_dir);
+
+    std::vector<SubRunNumbers> numbers;
+    std::vector<std::string> sub_dirs;
+    for (std::size_t i = 0; i < subs.size(); ++i) {
+        const SubRun& sub = subs[i];
+        const config::Config sub_cfg = sub_run_config(cfg, sub, runs_dir);
+        const fs::path sub_dir = runs_dir / sub.name();
+        run.log() << "sub-run " << i + 1 << " of " << subs.size() << ": " << sub.name() << "\n" << std::flush;
+        if (!options.quiet) std::fprintf(stderr, "iclab: bias_training sub-run %zu of %zu: %s\n", i + 1, subs.size(), sub.name().c_str());
+        const RunOutcome outcome = run_sub(sub_cfg, sub_dir, options);
+        ICLAB_CHECK(outcome.run_dir == sub_dir, "sub-run " << sub.name() << " went to " << outcome.run_dir << ", not " << sub_dir);
+        if (!outcome.completed) {
+            run.log() << "stopped in sub-run " << sub.name() << " after step " << outcome.steps_done << " (--stop-after)\n" << std::flush;
+            return {run.path(), false, outcome.steps_done, outcome.steps_total};
+        }
+        write_parent_checkpoint(run, i + 1, subs.size());
+
+        // Copy the sub-run's curves and per-step losses; read what the summary needs.
+        const io::ResultsReader reader(sub_dir / kResultsFile);
+        std::vector<io::Column> curves;
+        std::vector<double> steps, accuracy, train_loss;
+        std::stringstream order(reader.read_attr_string("/curves", "column_order"));
+        for (std::string name; std::getline(order, name, ',');) {
+            std::vector<double> column = reader.read_column_double("/curves/" + name);
+            if (name == "step") steps = column;
+            if (name == "icl_accuracy") accuracy = column;
+            if (name == "train_loss") train_loss = column;
+            curves.push_back({name, std::move(column)});
+        }
+        ICLAB_CHECK(!steps.empty() && accuracy.size() == steps.size() && train_loss.size() == steps.size(),
+                    sub_dir.string() << ": /curves lacks step, train_loss or icl_accuracy rows");
+        io::ResultsWriter& w = run.results();
+        w.write_columns("/curves/" + sub.name(), curves);
+        w.write_columns("/steps/" + sub.name(), {{"step", reader.read_column_int64("/steps/step")},
+                                                 {"loss", reader.read_column_double("/steps/loss")},
+                                                 {"lr", reader.read_column_double("/steps/lr")},
+                                                 {"grad_norm", reader.read_column_double("/steps/grad_norm")}});
+        SubRunNumbers n;
+        for (double threshold : thresholds) {
+            double first = kNaN;
+            for (std::size_t r = 0; r < steps.size() && std::isnan(first); ++r)
+                if (accuracy[r] >= threshold) first = steps[r];
+            n.steps_to.push_back(first);
+        }
+        n.final_train_loss = train_loss.back();
+        n.final_icl_accuracy = accuracy.back();
+        n.wall_time_s = reader.read_attr_double("/", "wall_time_s");
+        numbers.push_back(n);
+        sub_dirs.push_back((fs::path(kRunsFolder) / sub.name()).string());
+    }
+
+    // /tables/runs: one row per sub-run.
+    io::ResultsWriter& w = run.results();
+    {
+        std::vector<std::string> variant, run_dir;
+        std::vector<std::int64_t> seed;
+        std::vector<double> loss, accuracy, wall;
+        std::vector<std::vector<double>> steps_to(thresholds.size());
+        for (std::size_t i = 0; i < subs.size(); ++i) {
+            variant.push_back(subs[i].variant);
+            seed.push_back(subs[i].seed);
+            for (std::size_t k = 0; k < thresholds.size(); ++k) steps_to[k].push_back(numbers[i].steps_to[k]);
+            loss.push_back(numbers[i].final_train_loss);
+            accuracy.push_back(numbers[i].final_icl_accuracy);
+            wall.push_back(numbers[i].wall_time_s);
+            run_dir.push_back(sub_dirs[i]);
+        }
+        std::vector<io::Column> columns = {{"variant", variant}, {"seed", seed}};
+        for (std::size_t k = 0; k < thresholds.size(); ++k)
+            columns.push_back({"steps_to_" + percent_text(thresholds[k]) + "pct", steps_to[k]});
+        columns.push_back({"final_train_loss", loss});
+        columns.push_back({"final_icl_accuracy", accuracy});
+        columns.push_back({"wall_time_s", wall});
+        columns.push_back({"run_dir", run_dir});
+        w.write_columns("/tables/runs", columns);
+    }
+
+    // /tables/summary: per variant, over its seeds.
+    const auto variants = cfg.get_string_list("bias_training.variants");
+    std::vector<std::string> names;
+    std::vector<std::int64_t> seed_count;
+    std::vector<std::vector<std::int64_t>> reached(thresholds.size());
+    std::vector<std::vector<Spread>> steps_spread(thresholds.size());
+    std::vector<Spread> loss_spread, accuracy_spread;
+    for (const auto& variant : variants) {
+        std::vector<std::vector<double>> steps_to(thresholds.size());
+        std::vector<double> loss, accuracy;
+        for (std::size_t i = 0; i < subs.size(); ++i) {
+            if (subs[i].variant != variant) continue;
+            for (std::size_t k = 0; k < thresholds.size(); ++k) steps_to[k].push_back(numbers[i].steps_to[k]);
+            loss.push_back(numbers[i].final_train_loss);
+            accuracy.push_back(numbers[i].final_icl_accuracy);
+        }
+        names.push_back(variant);
+        seed_count.push_back(static_cast<std::int64_t>(loss.size()));
+        for (std::size_t k = 0; k < thresholds.size(); ++k) {
+            steps_spread[k].push_back(spread_of(steps_to[k]));
+            reached[k].push_back(std::count_if(steps_to[k].begin(), steps_to[k].end(), [](double v) { return !std::isnan(v); }));
+        }
+        loss_spread.push_back(spread_of(loss));
+        accuracy_spread.push_back(spread_of(accuracy));
+    }
+    std::vector<io::Column> summary = {{"variant", names}, {"seeds", seed_count}};
+    const auto add_spread = [&](const std::string& prefix, const std::vector<Spread>& spreads) {
+        std::vector<double> mean, std, min, max;
+        for (const auto& s : spreads) {
+            mean.push_back(s.mean);
+            std.push_back(s.std);
+            min.push_back(s.min);
+            max.push_back(s.max);
+        }
+        summary.push_back({prefix + "_mean", mean});
+        summary.push_back({prefix + "_std", std});
+        summary.push_back({prefix + "_min", min});
+        summary.push_back({prefix + "_max", max});
+    };
+    for (std::size_t k = 0; k < thresholds.size(); ++k) {
+        const std::string prefix = "steps_to_" + percent_text(thresholds[k]) + "pct";
+        add_spread(prefix, steps_spread[k]);
+        summary.push_back({"reached_" + percent_text(thresholds[k]) + "pct", reached[k]});
+    }
+    add_spread("final_train_loss", loss_spread);
+    add_spread("final_icl_accuracy", accuracy_spread);
+    w.write_columns("/tables/summary", summary);
+    w.set_attr("sub_runs", static_cast<std::int64_t>(subs.size()));
+    w.set_attr("spread", "over seeds: mean, sample std (n - 1), min, max; NaN when a seed never reached the threshold");
+    run.commit();
+    fs::remove(run.checkpoint_path());  // the parent's marker has done its job; the sub-runs keep theirs
+
+    if (!options.quiet) {
+        std::printf("\nbias training (paper 000 Figure 1): %zu seeds per variant, %lld steps each; mean ± sample std [min, max] "
+                    "over seeds\n",
+                    cfg.get_int_list("bias_training.seeds").size(), static_cast<long long>(cfg.get_int("train.steps")));
+        std::printf("  %-15s", "variant");
+        for (double threshold : thresholds) std::printf("  %-30s", ("steps to ICL acc. " + percent_text(threshold) + "%").c_str());
+        std::printf("  %-32s  %s\n", "final train loss", "final ICL accuracy");
+        for (std::size_t v = 0; v < names.size(); ++v) {
+            std::printf("  %-15s", names[v].c_str());
+            for (std::size_t k = 0; k < thresholds.size(); ++k) {
+                const Spread& s = steps_spread[k][v];
+                char cell[96];
+                std::snprintf(cell, sizeof cell, "%.0f ± %.0f [%.0f, %.0f] (%lld/%lld)", s.mean, s.std, s.min, s.max,
+                              static_cast<long long>(reached[k][v]), static_cast<long long>(seed_count[v]));
+                std::printf("  %-30s", cell);
+            }
+            char loss_cell[96];
+            std::snprintf(loss_cell, sizeof loss_cell, "%.4f ± %.4f [%.4f, %.4f]", loss_spread[v].mean, loss_spread[v].std,
+                          loss_spread[v].min, loss_spread[v].max);
+            std::printf("  %-32s  %.4f [%.4f, %.4f]\n", loss_cell, accuracy_spread[v].mean, accuracy_spread[v].min,
+                        accuracy_spread[v].max);
+        }
+    }
+    return {run.path(), true, subs.size(), subs.size()};
+}
+
+}  // namespace iclab::experiments
