@@ -7,6 +7,7 @@
 #include <string>
 
 #include "framework/core/check.hpp"
+#include "framework/nn/vector_math.hpp"
 
 namespace iclab::nn {
 
@@ -26,7 +27,7 @@ inline void feature_map_forward(T* out, const T* in, std::size_t n, FeatureMap m
     if (map == FeatureMap::identity) {
         for (std::size_t i = 0; i < n; ++i) out[i] = in[i];
     } else {
-        for (std::size_t i = 0; i < n; ++i) out[i] = in[i] > T(0) ? in[i] + T(1) : std::exp(in[i]);
+        for (std::size_t i = 0; i < n; ++i) out[i] = in[i] > T(0) ? in[i] + T(1) : exp_elementwise(in[i]);
     }
 }
 
@@ -36,7 +37,7 @@ inline void feature_map_backward(T* d_in, const T* d_out, const T* in, std::size
     if (map == FeatureMap::identity) {
         for (std::size_t i = 0; i < n; ++i) d_in[i] += d_out[i];
     } else {
-        for (std::size_t i = 0; i < n; ++i) d_in[i] += d_out[i] * (in[i] > T(0) ? T(1) : std::exp(in[i]));
+        for (std::size_t i = 0; i < n; ++i) d_in[i] += d_out[i] * (in[i] > T(0) ? T(1) : exp_elementwise(in[i]));
     }
 }
 
