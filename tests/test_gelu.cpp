@@ -1,4 +1,4 @@
-// The GELU's float path (a vectorizable exp instead of libm's tanh) against the tanh formula in
+// The GELU's float path (framework/nn/vector_math.hpp's exp instead of libm's tanh) against the tanh formula in
 // double precision, forward and backward, over the whole range the model meets and beyond; and the
 // double path against the same formula.
 #include <catch2/catch.hpp>

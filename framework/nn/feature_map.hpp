@@ -15,6 +15,7 @@
 
 #include "framework/core/check.hpp"
 #include "framework/nn/gemm.hpp"
+#include "framework/nn/vector_math.hpp"
 
 namespace iclab::nn {
 
@@ -59,7 +60,7 @@ inline void feature_map_forward(T* phi, const T* x, std::size_t rows, std::size_
             for (std::size_t i = 0; i < n; ++i) phi[i] = x[i];
             return;
         case FeatureMap::elu1:
-            for (std::size_t i = 0; i < n; ++i) phi[i] = x[i] > T(0) ? x[i] + T(1) : std::exp(x[i]);
+            for (std::size_t i = 0; i < n; ++i) phi[i] = x[i] > T(0) ? x[i] + T(1) : exp_elementwise(x[i]);
             return;
         case FeatureMap::relu:
             for (std::size_t i = 0; i < n; ++i) phi[i] = x[i] > T(0) ? x[i] : T(0);

@@ -2,14 +2,31 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "framework/core/check.hpp"
 #include "framework/nn/gemm.hpp"
+#include "framework/nn/vector_math.hpp"
 
 namespace iclab::nn {
+
+namespace {
+// Σ_{c<n} term(c) in double, in kLanes interleaved partial sums added in a fixed order at the end (as
+// kernels::dot_lanes): a plain sequential sum cannot be vectorized without reordering it, which the
+// compiler may not do; this order is fixed by n alone, never by threads.
+template <class Term>
+inline double sum_lanes(std::size_t n, Term term) {
+    constexpr std::size_t kLanes = 8;
+    double lane[kLanes] = {};
+    std::size_t c = 0;
+    for (; c + kLanes <= n; c += kLanes)
+        for (std::size_t k = 0; k < kLanes; ++k) lane[k] += term(c + k);
+    double sum = 0.0;
+    for (; c < n; ++c) sum += term(c);
+    for (std::size_t k = 0; k < kLanes; ++k) sum += lane[k];
+    return sum;
+}
+}  // namespace
 
 template <class T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* gamma, const T* beta, std::size_t rows,
@@ -18,11 +35,11 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* gamma, co
     for (std::size_t n = 0; n < rows; ++n) {
         const T* x = in + n * channels;
         // Two passes in double: the mean first, then the variance about it (no E[x^2]-E[x]^2 cancellation).
-        double sum = 0.0;
-        for (std::size_t c = 0; c < channels; ++c) sum += x[c];
-        const double m = sum / channels;
-        double var = 0.0;
-        for (std::size_t c = 0; c < channels; ++c) var += (x[c] - m) * (x[c] - m);
+        const double m = sum_lanes(channels, [x](std::size_t c) { return static_cast<double>(x[c]); }) / channels;
+        const double var = sum_lanes(channels, [x, m](std::size_t c) {
+            const double centered = x[c] - m;
+            return centered * centered;
+        });
         const double s = 1.0 / std::sqrt(var / channels + eps);
         T* y = out + n * channels;
         for (std::size_t c = 0; c < channels; ++c) y[c] = static_cast<T>((x[c] - m) * s) * gamma[c] + beta[c];
@@ -40,20 +57,18 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
     for (std::size_t n = 0; n < rows; ++n) {
         const T* x = in + n * channels;
         const T* dy = d_out + n * channels;
-        double mean_g = 0.0, mean_g_xhat = 0.0;
-        for (std::size_t c = 0; c < channels; ++c) {
-            const double xhat = (x[c] - mean[n]) * rstd[n];
-            const double g = static_cast<double>(dy[c]) * gamma[c];
-            mean_g += g;
-            mean_g_xhat += g * xhat;
-        }
-        mean_g /= channels;
-        mean_g_xhat /= channels;
+        const double row_mean = mean[n], row_rstd = rstd[n];
+        const double mean_g =
+            sum_lanes(channels, [dy, gamma](std::size_t c) { return static_cast<double>(dy[c]) * gamma[c]; }) / channels;
+        const double mean_g_xhat = sum_lanes(channels, [=](std::size_t c) {
+                                       return static_cast<double>(dy[c]) * gamma[c] * ((x[c] - row_mean) * row_rstd);
+                                   }) /
+                                   channels;
         T* dx = d_in + n * channels;
         for (std::size_t c = 0; c < channels; ++c) {
-            const double xhat = (x[c] - mean[n]) * rstd[n];
+            const double xhat = (x[c] - row_mean) * row_rstd;
             const double g = static_cast<double>(dy[c]) * gamma[c];
-            dx[c] += static_cast<T>(rstd[n] * (g - mean_g - xhat * mean_g_xhat));
+            dx[c] += static_cast<T>(row_rstd * (g - mean_g - xhat * mean_g_xhat));
         }
     }
     // Parameter gradients sum over rows: sequential so the result does not depend on the thread count.
@@ -97,38 +112,13 @@ void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* i
 namespace {
 constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
 
-// e^x for float as straight-line arithmetic that the compiler vectorizes: std::exp / std::tanh are
-// opaque libm calls per element (perf: tanhf + expm1f were 27% of the paper model's training time).
-// Cephes expf: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for an exact n·ln2), e^r by its
-// degree-7 polynomial (relative error 4.2e-9 on that range), 2^n through the exponent bits. x is
-// clamped to [-87, 88], where 2^n is a normal float. tests/test_gelu.cpp bounds the error against
-// double-precision exp (a few float ulps).
-inline float exp_vectorizable(float x) {
-    x = std::min(std::max(x, -87.0f), 88.0f);
-    const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round(x / ln2): 1.5·2^23 shifts
-    const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;            // out the fraction bits
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    const float exp_r = (p * (r * r) + r) + 1.0f;
-    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;  // 2^n
-    float two_n;
-    std::memcpy(&two_n, &bits, sizeof two_n);
-    return exp_r * two_n;
-}
-inline float exp_gelu(float x) { return exp_vectorizable(x); }
-inline double exp_gelu(double x) { return std::exp(x); }  // fp64 is for exactness checks: libm
-
 // GELU's gate 0.5·(1 + tanh u) = σ(2u) = 1 / (1 + e^{-2u}), u = sqrt(2/π)(x + 0.044715 x³): the same
 // function with one exponential and no cancellation in 1 + tanh for negative u. e^{-2u} is capped at
 // e^80 so that the gate stays a normal float (denormals are slow); there GELU(x) < 1e-34·|x|.
 template <class T>
 inline T gelu_exp_minus_2u(T x) {
     const T u = T(kGeluScale) * (x + T(0.044715) * x * x * x);
-    return exp_gelu(std::min(T(-2) * u, T(80)));
+    return exp_elementwise(std::min(T(-2) * u, T(80)));
 }
 }  // namespace
 
@@ -183,11 +173,9 @@ void cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int3
         T* p = probs + n * vocab;
         T max_logit = z[0];
         for (std::size_t v = 1; v < vocab; ++v) max_logit = std::max(max_logit, z[v]);
+        for (std::size_t v = 0; v < vocab; ++v) p[v] = exp_elementwise(z[v] - max_logit);  // vectorized
         double total = 0.0;
-        for (std::size_t v = 0; v < vocab; ++v) {
-            p[v] = std::exp(z[v] - max_logit);
-            total += p[v];
-        }
+        for (std::size_t v = 0; v < vocab; ++v) total += p[v];
         const T inv = static_cast<T>(1.0 / total);
         for (std::size_t v = 0; v < vocab; ++v) p[v] *= inv;
         // -log softmax computed from the log-sum-exp, not from log(p): exact for tiny probabilities.

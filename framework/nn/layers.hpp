@@ -28,7 +28,7 @@ void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* i
                      std::size_t in_dim, std::size_t out_dim);
 
 // ---- GELU, tanh approximation (Hendrycks & Gimpel; GPT-2): 0.5 x (1 + tanh u), u = sqrt(2/π)(x + 0.044715 x³),
-// computed as x σ(2u) (the same function); float uses a vectorizable exp (layers.cpp, tests/test_gelu.cpp)
+// computed as x σ(2u) (the same function); float uses a vectorizable exp (vector_math.hpp, tests/test_gelu.cpp)
 template <class T>
 void gelu_forward(T* out, const T* in, std::size_t count);
 template <class T>

@@ -1,0 +1,31 @@
+// The vectorizable exp (framework/nn/vector_math.hpp) against double-precision exp over its whole
+// range, and its clamping outside it.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "framework/nn/vector_math.hpp"
+
+using namespace iclab;
+
+TEST_CASE("exp_vectorizable is within 2 float ulps of exp on [-87, 88]", "[vector_math]") {
+    const double ulp = std::numeric_limits<float>::epsilon();
+    double worst = 0.0;
+    for (int i = -87 * 4096; i <= 88 * 4096; ++i) {  // steps of 1/4096: every value exact in float
+        const float x = static_cast<float>(i / 4096.0);
+        const double exact = std::exp(static_cast<double>(x));
+        worst = std::max(worst, std::abs(nn::exp_vectorizable(x) - exact) / exact);
+    }
+    INFO("worst relative error " << worst / ulp << " ulp");
+    CHECK(worst < 2 * ulp);
+    CHECK(nn::exp_vectorizable(0.0f) == 1.0f);
+}
+
+TEST_CASE("exp_vectorizable clamps outside [-87, 88] and stays finite", "[vector_math]") {
+    CHECK(nn::exp_vectorizable(-1000.0f) == nn::exp_vectorizable(-87.0f));
+    CHECK(nn::exp_vectorizable(1000.0f) == nn::exp_vectorizable(88.0f));
+    CHECK(std::isfinite(nn::exp_vectorizable(88.0f)));
+    CHECK(nn::exp_vectorizable(-87.0f) >= std::numeric_limits<float>::min());  // a normal float
+    CHECK(nn::exp_elementwise(1.0) == std::exp(1.0));                          // double: libm
+}
