@@ -22,7 +22,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 const char* const kRunsFolder = "runs";  // <run folder>/runs/<variant>_seed<k>/: the sub-runs
 
 struct SubRun {
-    std::string variant;  // no_bias | trainable_bias
+    std::string variant;  // no_bias | trainable_bias | trainable_bias_nonnegative
     std::int64_t seed = 0;
     std::string name() const { return variant + "_seed" + std::to_string(seed); }
 };
@@ -68,13 +68,14 @@ config::Config sub_run_config(const config::Config& cfg, const SubRun& sub, cons
     {
         std::ofstream file(base);
         file << "# induction_head config of a bias_training sub-run: the parent's resolved config without bias_training.*;\n"
-                "# experiment, seed, model.attention_bias_trainable and output.* are set by overrides.\n"
+                "# experiment, seed, model.attention_bias_trainable, model.attention_bias_d and output.* are set by overrides.\n"
              << without_section(cfg.to_yaml(), "bias_training");
         ICLAB_CHECK(file.good(), "cannot write " << base);
     }
     const std::vector<std::string> overrides = {
         "experiment=induction_head", "seed=" + std::to_string(sub.seed),
-        std::string("model.attention_bias_trainable=") + (sub.variant == "trainable_bias" ? "true" : "false"),
+        std::string("model.attention_bias_trainable=") + (sub.variant == "no_bias" ? "false" : "true"),
+        std::string("model.attention_bias_d=") + (sub.variant == "trainable_bias_nonnegative" ? "nonnegative" : "free"),
         "output.dir=" + yaml_quoted(runs_dir.string()), "output.name=" + yaml_quoted(sub.name())};
     return config::load_config(base.string(), overrides, induction_head_schema());
 }
@@ -143,6 +144,8 @@ Spread spread_of(const std::vector<double>& values) {
 struct SubRunNumbers {
     std::vector<double> steps_to;  // per threshold: the first evaluation step with icl_accuracy >= it, NaN if none
     double final_train_loss = kNaN, final_icl_accuracy = kNaN, wall_time_s = kNaN;
+    double best_icl_accuracy = kNaN;          // highest evaluation: with final_icl_accuracy, shows a collapse
+    double min_attention_denominator = kNaN;  // lowest over all evaluations (<= 0: the normalizer crossed zero)
 };
 
 }  // namespace
@@ -154,9 +157,11 @@ config::Schema bias_training_schema() {
     add_induction_training_keys(schema);
     schema.add_int_list("bias_training.seeds", {0, 1, 2}, 0, std::numeric_limits<std::int64_t>::max(),
                         "seeds of the sub-runs; every variant trains with each (the top-level seed is not used)")
-        .add_string_list("bias_training.variants", {"no_bias", "trainable_bias"}, {"no_bias", "trainable_bias"},
+        .add_string_list("bias_training.variants", {"no_bias", "trainable_bias"},
+                         {"no_bias", "trainable_bias", "trainable_bias_nonnegative"},
                          "no_bias: b_KV = b_D = 0, not trained; trainable_bias: b_KV, b_D trained from 0 "
-                         "(model.attention_bias_trainable)")
+                         "(model.attention_bias_trainable), b_D free as in Eq. 13; trainable_bias_nonnegative: the same "
+                         "with b_D kept >= 0 (model.attention_bias_d: nonnegative)")
         .add_float_list("bias_training.thresholds", {0.9, 0.99}, 0.0, 1.0,
                         "ICL accuracies whose first crossing (first evaluation at or above) the summary reports");
     schema.add_rule([](const config::Config& cfg) {
@@ -178,6 +183,9 @@ config::Schema bias_training_schema() {
         if (cfg.get_bool("model.attention_bias_trainable"))
             cfg.fail({"model.attention_bias_trainable"},
                      "bias_training sets model.attention_bias_trainable per variant (bias_training.variants); leave it false");
+        if (cfg.get_string("model.attention_bias_d") != "free")
+            cfg.fail({"model.attention_bias_d"},
+                     "bias_training sets model.attention_bias_d per variant (bias_training.variants); leave it free");
         if (cfg.get_string("model.attention") != "linear")
             cfg.fail({"model.attention"}, "b_KV and b_D belong to linearized attention (paper 000 Eq. 13)");
     });
@@ -215,13 +223,14 @@ RunOutcome run_bias_training(const config::Config& cfg, const RunOptions& option
         // Copy the sub-run's curves and per-step losses; read what the summary needs.
         const io::ResultsReader reader(sub_dir / kResultsFile);
         std::vector<io::Column> curves;
-        std::vector<double> steps, accuracy, train_loss;
+        std::vector<double> steps, accuracy, train_loss, denominator;
         std::stringstream order(reader.read_attr_string("/curves", "column_order"));
         for (std::string name; std::getline(order, name, ',');) {
             std::vector<double> column = reader.read_column_double("/curves/" + name);
             if (name == "step") steps = column;
             if (name == "icl_accuracy") accuracy = column;
             if (name == "train_loss") train_loss = column;
+            if (name == "min_attention_denominator") denominator = column;
             curves.push_back({name, std::move(column)});
         }
         ICLAB_CHECK(!steps.empty() && accuracy.size() == steps.size() && train_loss.size() == steps.size(),
@@ -241,6 +250,9 @@ RunOutcome run_bias_training(const config::Config& cfg, const RunOptions& option
         }
         n.final_train_loss = train_loss.back();
         n.final_icl_accuracy = accuracy.back();
+        n.best_icl_accuracy = *std::max_element(accuracy.begin(), accuracy.end());
+        for (double den : denominator)
+            if (!std::isnan(den) && !(den >= n.min_attention_denominator)) n.min_attention_denominator = den;
         n.wall_time_s = reader.read_attr_double("/", "wall_time_s");
         numbers.push_back(n);
         sub_dirs.push_back((fs::path(kRunsFolder) / sub.name()).string());
@@ -251,7 +263,7 @@ RunOutcome run_bias_training(const config::Config& cfg, const RunOptions& option
     {
         std::vector<std::string> variant, run_dir;
         std::vector<std::int64_t> seed;
-        std::vector<double> loss, accuracy, wall;
+        std::vector<double> loss, accuracy, best, denominator, wall;
         std::vector<std::vector<double>> steps_to(thresholds.size());
         for (std::size_t i = 0; i < subs.size(); ++i) {
             variant.push_back(subs[i].variant);
@@ -259,6 +271,8 @@ RunOutcome run_bias_training(const config::Config& cfg, const RunOptions& option
             for (std::size_t k = 0; k < thresholds.size(); ++k) steps_to[k].push_back(numbers[i].steps_to[k]);
             loss.push_back(numbers[i].final_train_loss);
             accuracy.push_back(numbers[i].final_icl_accuracy);
+            best.push_back(numbers[i].best_icl_accuracy);
+            denominator.push_back(numbers[i].min_attention_denominator);
             wall.push_back(numbers[i].wall_time_s);
             run_dir.push_back(sub_dirs[i]);
         }
@@ -267,6 +281,8 @@ RunOutcome run_bias_training(const config::Config& cfg, const RunOptions& option
             columns.push_back({"steps_to_" + percent_text(thresholds[k]) + "pct", steps_to[k]});
         columns.push_back({"final_train_loss", loss});
         columns.push_back({"final_icl_accuracy", accuracy});
+        columns.push_back({"best_icl_accuracy", best});
+        columns.push_back({"min_attention_denominator", denominator});
         columns.push_back({"wall_time_s", wall});
         columns.push_back({"run_dir", run_dir});
         w.write_columns("/tables/runs", columns);
@@ -328,11 +344,11 @@ RunOutcome run_bias_training(const config::Config& cfg, const RunOptions& option
         std::printf("\nbias training (paper 000 Figure 1): %zu seeds per variant, %lld steps each; mean ± sample std [min, max] "
                     "over seeds\n",
                     cfg.get_int_list("bias_training.seeds").size(), static_cast<long long>(cfg.get_int("train.steps")));
-        std::printf("  %-15s", "variant");
+        std::printf("  %-26s", "variant");
         for (double threshold : thresholds) std::printf("  %-30s", ("steps to ICL acc. " + percent_text(threshold) + "%").c_str());
         std::printf("  %-32s  %s\n", "final train loss", "final ICL accuracy");
         for (std::size_t v = 0; v < names.size(); ++v) {
-            std::printf("  %-15s", names[v].c_str());
+            std::printf("  %-26s", names[v].c_str());
             for (std::size_t k = 0; k < thresholds.size(); ++k) {
                 const Spread& s = steps_spread[k][v];
                 char cell[96];
@@ -346,6 +362,12 @@ RunOutcome run_bias_training(const config::Config& cfg, const RunOptions& option
             std::printf("  %-32s  %.4f [%.4f, %.4f]\n", loss_cell, accuracy_spread[v].mean, accuracy_spread[v].min,
                         accuracy_spread[v].max);
         }
+        std::printf("\n  per run: %-26s %5s  %14s  %14s  %s\n", "variant", "seed", "final ICL acc.", "best ICL acc.",
+                    "min attention normalizer over evaluations");
+        for (std::size_t i = 0; i < subs.size(); ++i)
+            std::printf("           %-26s %5lld  %14.4f  %14.4f  %.4g\n", subs[i].variant.c_str(),
+                        static_cast<long long>(subs[i].seed), numbers[i].final_icl_accuracy, numbers[i].best_icl_accuracy,
+                        numbers[i].min_attention_denominator);
     }
     return {run.path(), true, subs.size(), subs.size()};
 }

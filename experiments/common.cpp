@@ -58,6 +58,9 @@ void add_model_keys(config::Schema& schema) {
         .add_float("model.rope_base", 10000.0, 1.0, kInf, "RoPE base: theta_p = base^(-2p/D)")
         .add_bool("model.attention_bias_trainable", false,
                   "train b_KV and b_D of Eq. 13 (they always exist, initialized to zero)")
+        .add_string("model.attention_bias_d", "free", {"free", "nonnegative"},
+                    "trained b_D: free (Eq. 13 as written; the normalizer can cross zero) or nonnegative (projected onto "
+                    ">= 0 after every optimizer step, the values real prompts give it; keeps the normalizer positive)")
         .add_float("model.init_std", 0.02, 0.0, 10.0, "std of the normal initialization of weight matrices")
         .add_string("model.attention_form", "auto", {"auto", "quadratic", "recurrent"},
                     "causal attention as the masked quadratic form (Eq. 13) or the recurrent-state form (Eq. 19); "
@@ -166,6 +169,7 @@ model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t v
     spec.rope = cfg.get_bool("model.rope");
     spec.rope_base = cfg.get_float("model.rope_base");
     spec.attention_bias_trainable = cfg.get_bool("model.attention_bias_trainable");
+    spec.attention_bias_d_nonnegative = cfg.get_string("model.attention_bias_d") == "nonnegative";
     spec.init_std = cfg.get_float("model.init_std");
     const std::string form = cfg.get_string("model.attention_form");
     spec.attention_form = form == "quadratic"   ? model::ModelSpec::AttentionForm::quadratic

@@ -70,6 +70,8 @@ InductionEvaluation evaluate_induction(model::Transformer<T>& model, const tasks
         model.forward(inputs, rows, TT);
         no_weights.assign(rows * TT, T(0));
         model.loss(targets, no_weights.data());  // fills probabilities and per-position losses
+        for (double den : model.min_attention_denominator())
+            if (!std::isnan(den) && !(den >= result.min_attention_denominator)) result.min_attention_denominator = den;
         const T* losses = model.position_losses();
         const T* logits = model.logits();
         for (std::size_t n = 0; n < rows * TT; ++n) {
@@ -162,7 +164,8 @@ InductionTraining train_induction_typed(const config::Config& cfg, const RunOpti
                        {"eval_nontrigger_loss", non_trigger.loss()},
                        {"icl_accuracy", icl.accuracy()},
                        {"nontrigger_accuracy", non_trigger.accuracy()},
-                       {"first_trigger_accuracy", first_trigger.accuracy()}};
+                       {"first_trigger_accuracy", first_trigger.accuracy()},
+                       {"min_attention_denominator", last->min_attention_denominator}};
     };
     training.tokens_per_step = batch_size * TT;
     training.progress_metric = "icl_accuracy";

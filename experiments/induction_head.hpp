@@ -2,6 +2,7 @@
 // Experiment `induction_head`: train a linearized-attention transformer on the bigram induction-head
 // task of paper 000 §6.2 and log curves, a final evaluation table and the trained parameters.
 #include <filesystem>
+#include <limits>
 
 #include "experiments/common.hpp"
 #include "framework/tasks/induction_head.hpp"
@@ -26,6 +27,9 @@ struct KindMetrics {
 struct InductionEvaluation {
     KindMetrics kinds[3];  // indexed by tasks::PositionKind
     KindMetrics all;
+    // Smallest kernel normalizer over layers, heads, positions and sequences (NaN: none; see
+    // Transformer::min_attention_denominator). Values near 0 or below mean unstable attention outputs.
+    double min_attention_denominator = std::numeric_limits<double>::quiet_NaN();
 };
 
 template <class T>

@@ -4,6 +4,7 @@
 // sub-run and resumed ending with the same tables as an uninterrupted one.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -18,7 +19,8 @@ namespace {
 // Thresholds 0 (reached at the first evaluation) and 0.999 (never reached by this tiny model): both branches.
 const std::string kTinyBias =
     "configs/quick/bias_training.yaml train.steps=12 train.warmup_steps=2 eval.every=4 task.seq_len=24 eval.sequences=8 "
-    "train.batch_size=8 model.width=16 'bias_training.seeds=[0, 1]' 'bias_training.thresholds=[0.0, 0.999]' --quiet";
+    "train.batch_size=8 model.width=16 'bias_training.seeds=[0, 1]' 'bias_training.thresholds=[0.0, 0.999]' "
+    "'bias_training.variants=[no_bias, trainable_bias, trainable_bias_nonnegative]' --quiet";
 
 std::vector<std::string> column_order(const iclab::io::ResultsReader& reader, const std::string& group) {
     std::vector<std::string> names;
@@ -60,10 +62,10 @@ TEST_CASE("bias_training: curves of every (variant, seed) and a summary consiste
                                    "final_icl_accuracy_max"});
     CHECK(column_order(reader, "/tables/runs") ==
           std::vector<std::string>{"variant", "seed", "steps_to_0pct", "steps_to_99.9pct", "final_train_loss", "final_icl_accuracy",
-                                   "wall_time_s", "run_dir"});
+                                   "best_icl_accuracy", "min_attention_denominator", "wall_time_s", "run_dir"});
     const auto variants = reader.read_column_string("/tables/summary/variant");
-    REQUIRE(variants == std::vector<std::string>{"no_bias", "trainable_bias"});
-    CHECK(reader.read_column_int64("/tables/summary/seeds") == std::vector<std::int64_t>{2, 2});
+    REQUIRE(variants == std::vector<std::string>{"no_bias", "trainable_bias", "trainable_bias_nonnegative"});
+    CHECK(reader.read_column_int64("/tables/summary/seeds") == std::vector<std::int64_t>{2, 2, 2});
 
     std::map<std::string, std::vector<double>> first_step, final_loss, final_accuracy;
     for (const auto& variant : variants)
@@ -104,15 +106,29 @@ TEST_CASE("bias_training: curves of every (variant, seed) and a summary consiste
     CHECK(loss_of("no_bias_seed0")[0] == loss_of("trainable_bias_seed0")[0]);
     CHECK(loss_of("no_bias_seed0") != loss_of("trainable_bias_seed0"));
     CHECK(loss_of("no_bias_seed0") != loss_of("no_bias_seed1"));
-    const auto bias_of = [&](const std::string& sub) {
+    const auto bias_of = [&](const std::string& sub, const std::string& name = "b_kv") {
         iclab::io::ResultsReader sub_reader((run_dir / "runs" / sub / "results.h5").string());
-        return sub_reader.read_tensor_double("/checkpoint/blocks.0.attn.b_kv").values;
+        return sub_reader.read_tensor_double("/checkpoint/blocks.0.attn." + name).values;
     };
     double trained = 0.0, fixed = 0.0;
     for (double b : bias_of("trainable_bias_seed0")) trained += std::abs(b);
     for (double b : bias_of("no_bias_seed0")) fixed += std::abs(b);
     CHECK(trained > 0.0);
     CHECK(fixed == 0.0);
+    // b_D: free in trainable_bias (here some entries went negative), projected onto >= 0 in the nonnegative variant,
+    // which still trains it (some entries moved up).
+    const auto free_bd = bias_of("trainable_bias_seed0", "b_d"), kept_bd = bias_of("trainable_bias_nonnegative_seed0", "b_d");
+    CHECK(*std::min_element(free_bd.begin(), free_bd.end()) < 0.0);
+    CHECK(*std::min_element(kept_bd.begin(), kept_bd.end()) >= 0.0);
+    CHECK(*std::max_element(kept_bd.begin(), kept_bd.end()) > 0.0);
+    // the per-run table's diagnostics come from the sub-runs' curves
+    const auto best = reader.read_column_double("/tables/runs/best_icl_accuracy");
+    const auto final_accuracy_column = reader.read_column_double("/tables/runs/final_icl_accuracy");
+    const auto denominators = reader.read_column_double("/tables/runs/min_attention_denominator");
+    for (std::size_t i = 0; i < best.size(); ++i) {
+        CHECK(best[i] >= final_accuracy_column[i]);
+        CHECK(std::isfinite(denominators[i]));
+    }
 }
 
 TEST_CASE("bias_training: stopped inside a sub-run and resumed, it ends as an uninterrupted run", "[bias_training][cli][resume]") {
@@ -152,6 +168,9 @@ TEST_CASE("bias_training: configs that would blur the comparison are refused", "
     const auto trainable = run_iclab("run configs/quick/bias_training.yaml model.attention_bias_trainable=true" + dry, scratch.path);
     CHECK(trainable.status == 2);
     CHECK_THAT(trainable.err, Catch::Contains("per variant"));
+    const auto constrained = run_iclab("run configs/quick/bias_training.yaml model.attention_bias_d=nonnegative" + dry, scratch.path);
+    CHECK(constrained.status == 2);
+    CHECK_THAT(constrained.err, Catch::Contains("model.attention_bias_d"));
     const auto twice = run_iclab("run configs/quick/bias_training.yaml 'bias_training.seeds=[1, 1]'" + dry, scratch.path);
     CHECK(twice.status == 2);
     CHECK_THAT(twice.err, Catch::Contains("listed twice"));

@@ -287,3 +287,30 @@ TEST_CASE("prefix mask through the whole model: the prefix depends on itself, ne
         for (std::size_t v = 0; v < spec.vocab; ++v) CHECK(causal.logits()[v] == causal_before[v]);
     }
 }
+
+TEST_CASE("min_attention_denominator reports each layer's smallest kernel normalizer", "[model]") {
+    auto spec = small_spec(nn::FeatureMap::elu1, true, true, true);
+    spec.layers = 3;
+    model::Transformer<double> net(spec), infer(spec, model::Transformer<double>::Mode::inference);
+    Rng rng(21);
+    net.init(rng);
+    std::vector<std::int32_t> tokens{1, 2, 3, 4, 5, 6, 0, 1, 3, 3, 2, 6, 5, 4, 0, 1};
+    net.forward(tokens.data(), 2, 8);
+    const std::vector<double> before = net.min_attention_denominator();
+    REQUIRE(before.size() == 3);
+    for (double den : before) CHECK(den > 0.0);  // b_D = 0 and elu+1 features: den = φ(q)ᵀΣφ(k) + eps > 0
+    // A strongly negative b_D in layer 1 drives its normalizer below zero; layer 0 comes before it and is unchanged.
+    for (std::size_t i = 0; i < net.layout().find("blocks.1.attn.b_d").size; ++i) net.param("blocks.1.attn.b_d")[i] = -100.0;
+    net.forward(tokens.data(), 2, 8);
+    const std::vector<double> after = net.min_attention_denominator();
+    CHECK(after[0] == before[0]);
+    CHECK(after[1] < 0.0);
+    infer.params = net.params;  // inference mode reuses one block of activations but reports every layer
+    infer.forward(tokens.data(), 2, 8);
+    CHECK(infer.min_attention_denominator() == after);
+    spec.attention = model::ModelSpec::Attention::softmax;
+    model::Transformer<double> soft(spec);
+    soft.init(rng);
+    soft.forward(tokens.data(), 2, 8);
+    for (double den : soft.min_attention_denominator()) CHECK(std::isnan(den));
+}

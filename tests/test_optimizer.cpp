@@ -85,3 +85,21 @@ TEST_CASE("gradient clipping scales trainable gradients to the maximum norm", "[
     CHECK(train::clip_gradient_norm(small, layout, 1.0) == Approx(0.5));
     CHECK(small[0] == 0.3);
 }
+
+TEST_CASE("a nonnegative tensor is projected onto >= 0 after the step; others are not", "[optimizer]") {
+    model::ParameterLayout layout;
+    layout.add("free", {2}, true, false, "unconstrained");
+    layout.add("b_d", {2}, true, false, "kept >= 0", /*nonnegative=*/true);
+    for (auto kind : {train::OptimizerKind::sgd, train::OptimizerKind::adamw}) {
+        train::OptimizerSpec spec;
+        spec.kind = kind;
+        train::Optimizer<double> optimizer(spec, layout);
+        // both tensors get the same gradient; a step of lr 1 pushes the first entry of each below zero
+        std::vector<double> params{0.2, 0.5, 0.2, 0.5}, grads{1.0, -1.0, 1.0, -1.0};
+        optimizer.step(params, grads, 1.0);
+        CHECK(params[0] < 0.0);         // free: goes negative
+        CHECK(params[2] == 0.0);        // nonnegative: clipped to the boundary
+        CHECK(params[3] == params[1]);  // inside the constraint: the same update as the free tensor
+        CHECK(params[3] > 0.5);
+    }
+}

@@ -16,13 +16,14 @@ struct ParameterInfo {
     std::size_t size = 0;            // product of shape
     bool trainable = true;           // false: the optimizer leaves it alone (its gradient is still computed)
     bool weight_decay = false;       // AdamW decays matrices only, not biases or norm gains
+    bool nonnegative = false;        // the optimizer projects it onto >= 0 after every step (projected gradient)
     std::string layout;              // the math convention, written into checkpoints (docs/checkpoint_format.md)
 };
 
 class ParameterLayout {
 public:
     std::size_t add(const std::string& name, std::vector<std::size_t> shape, bool trainable, bool weight_decay,
-                    const std::string& layout) {
+                    const std::string& layout, bool nonnegative = false) {
         ParameterInfo info;
         info.name = name;
         info.shape = std::move(shape);
@@ -31,6 +32,7 @@ public:
         info.offset = total_;
         info.trainable = trainable;
         info.weight_decay = weight_decay;
+        info.nonnegative = nonnegative;
         info.layout = layout;
         total_ += info.size;
         entries_.push_back(std::move(info));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "framework/nn/layers.hpp"
 #include "framework/nn/linear_attention_recurrent.hpp"
@@ -61,7 +62,8 @@ ParameterLayout build_parameter_layout(const ModelSpec& spec) {
             layout.add(p + "attn.b_kv", {H, F, D}, spec.attention_bias_trainable, false,
                        "(H, F, D): b_KV of paper 000 Eq. 13 per head, added to sum_j R_j phi(k_j) v_j^T (F x D)");
             layout.add(p + "attn.b_d", {H, F}, spec.attention_bias_trainable, false,
-                       "(H, F): b_D of paper 000 Eq. 13 per head, added to sum_j phi(k_j) in the normalizer");
+                       "(H, F): b_D of paper 000 Eq. 13 per head, added to sum_j phi(k_j) in the normalizer",
+                       spec.attention_bias_d_nonnegative);
             if (spec.feature_map == nn::FeatureMap::performer)
                 layout.add(p + "attn.random_features", {D, F}, false, false,
                            "(D, R): performer directions, column r is W_r; phi(x) = exp(W^T (s x) - |s x|^2/2)/sqrt(R); fixed, never trained");
@@ -344,6 +346,10 @@ void Transformer<T>::forward_trunk() {
         else
             nn::linear_attention_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, at(o.random), shape,
                                          options);
+        min_denominator_.resize(spec_.layers);
+        min_denominator_[l] = std::numeric_limits<double>::quiet_NaN();
+        if (spec_.attention == ModelSpec::Attention::linear && spec_.normalize && !a.attention.den.empty())
+            min_denominator_[l] = static_cast<double>(*std::min_element(a.attention.den.begin(), a.attention.den.end()));
         if (capture_states_) {
             ICLAB_CHECK(spec_.attention == ModelSpec::Attention::linear, "only linear attention has a recurrent state");
             final_states_.resize(spec_.layers);

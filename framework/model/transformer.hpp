@@ -64,6 +64,10 @@ struct ModelSpec {
     bool isolate_queries = false;       // positions >= prefix see only the prefix (paper 003 E.1)
     bool query_self = true;             // ... and their own key
     bool attention_bias_trainable = false;  // b_KV, b_D of Eq. 13: always present (linear), trained only if set
+    // Trained b_D kept >= 0 (projected after each optimizer step): the values a real prompt gives b'_D = b_D + Σφ(K')
+    // with non-negative features, and what keeps den > 0. Off (paper Eq. 13 as written): b_D is free, and the
+    // normalizer can cross zero during training (README "Figure 1").
+    bool attention_bias_d_nonnegative = false;
     // Which form of causal linear attention computes Eq. 13: the masked quadratic form (O(T²·D) per head, GEMMs)
     // or the recurrent-state form of Eq. 19 (O(T·D²)). They agree to rounding (tests); automatic picks the
     // faster for the sequence length: recurrent from T >= recurrent_min_time (crossover measured at
@@ -134,6 +138,11 @@ public:
     const std::vector<T>& final_key_sum(std::size_t layer) const { return final_key_sums_.at(layer); }
     const nn::RopeTable* rope() const { return spec_.rope ? &rope_ : nullptr; }
 
+    // Per layer, the smallest kernel-normalizer value den_i = φ(q_i)ᵀ[Σφ(k_j) + b_D] + eps (Eq. 13) over batch,
+    // heads and positions of the last forward; NaN for softmax or unnormalized attention. With trainable b_D
+    // this can approach 0 or go negative (outputs num/den blow up): a diagnostic the experiments log.
+    const std::vector<double>& min_attention_denominator() const { return min_denominator_; }
+
     const T* outputs() const { return outputs_.data(); }        // (B, T, V or d_out)
     const T* logits() const { return outputs_.data(); }         // (B, T, V)
     const T* probs() const { return probs_.data(); }            // (B, T, V)
@@ -176,6 +185,7 @@ private:
     std::size_t prefix_length_ = 0;
     bool capture_states_ = false;
     std::vector<std::vector<T>> final_states_, final_key_sums_;  // per layer, when capturing
+    std::vector<double> min_denominator_;                          // per layer, last forward
 
     std::size_t batch_ = 0, time_ = 0;
     std::vector<std::int32_t> tokens_;

@@ -82,6 +82,8 @@ void Optimizer<T>::step(std::vector<T>& params, const std::vector<T>& grads, dou
                 break;
             }
         }
+        if (entry.nonnegative)
+            for (std::size_t i = 0; i < entry.size; ++i) p[i] = std::max(p[i], T(0));
     }
 }
 
