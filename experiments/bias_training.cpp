@@ -27,10 +27,12 @@ struct SubRun {
     std::string name() const { return variant + "_seed" + std::to_string(seed); }
 };
 
+// Seed-major order: a run stopped part-way (paper-size runs span sessions) already holds every variant of its
+// first seeds, i.e. complete same-seed comparisons.
 std::vector<SubRun> sub_runs_of(const config::Config& cfg) {
     std::vector<SubRun> runs;
-    for (const auto& variant : cfg.get_string_list("bias_training.variants"))
-        for (auto seed : cfg.get_int_list("bias_training.seeds")) runs.push_back({variant, seed});
+    for (auto seed : cfg.get_int_list("bias_training.seeds"))
+        for (const auto& variant : cfg.get_string_list("bias_training.variants")) runs.push_back({variant, seed});
     return runs;
 }
 
