@@ -19,9 +19,14 @@ InductionRun load_induction_run(const std::filesystem::path& run_dir, std::size_
                       run_dir.string() << " has no completed results.h5 (did the run finish?)");
     InductionRun run;
     run.config = load_experiment_config(config_path.string(), {});
-    ICLAB_INPUT_CHECK(run.config.get_string("experiment") == "induction_head",
-                      "this command works on induction_head runs; " << run_dir.string() << " is a "
-                                                                    << run.config.get_string("experiment") << " run");
+    // induction_head runs, and iclca_induction runs that trained their model (same task.* and model.* keys).
+    const std::string experiment = run.config.get_string("experiment");
+    ICLAB_INPUT_CHECK(experiment == "induction_head" || experiment == "iclca_induction",
+                      "this command works on induction_head runs (and iclca_induction runs that trained); "
+                          << run_dir.string() << " is a " << experiment << " run");
+    if (experiment == "iclca_induction" && !run.config.get_string("source.run_dir").empty())
+        throw InputError(run_dir.string() + " converted the model of source.run_dir " +
+                         run.config.get_string("source.run_dir") + " and holds no parameters; use that run");
     run.task = induction_spec_from_config(run.config);
     // RoPE positions are relative, so the table may be longer than the training length.
     const std::size_t max_len = std::max<std::size_t>(min_positions, static_cast<std::size_t>(run.task.seq_len));

@@ -200,6 +200,20 @@ TEST_CASE("iclca_induction: a finished run as source gives the numbers of the sa
     CHECK(!reader.has("/curves"));  // nothing trained
     CHECK(reader.read_attr_string("/", "source_run_dir") == fs::absolute(source).string());
 
+    // convert and predict take an iclca_induction run that trained (same parameters as the source run here),
+    // and refuse one that read its model from a source run, pointing at it.
+    const auto predict_inline = run_iclab("predict " + last_line(inline_run.out) + " --text abcab --out " +
+                                              (scratch.path / "p_inline.h5").string(), scratch.path);
+    REQUIRE(predict_inline.status == 0);
+    REQUIRE(run_iclab("predict " + source + " --text abcab --out " + (scratch.path / "p_source.h5").string(), scratch.path).status == 0);
+    iclab::io::ResultsReader p_inline((scratch.path / "p_inline.h5").string()), p_source((scratch.path / "p_source.h5").string());
+    CHECK(p_inline.read_tensor_double("/logits").values == p_source.read_tensor_double("/logits").values);
+    const auto no_parameters = run_iclab("convert " + last_line(from_source.out) + " --prompt abcdexyz --out " +
+                                             (scratch.path / "none.h5").string(), scratch.path);
+    CHECK(no_parameters.status == 2);
+    CHECK_THAT(no_parameters.err, Catch::Contains("holds no parameters") && Catch::Contains("use that run"));
+    CHECK_FALSE(fs::exists(scratch.path / "none.h5"));
+
     // A key set here that contradicts the source run is refused before anything is written.
     const std::size_t before = count_entries(scratch.path);
     const auto contradicting = run_iclab("run configs/quick/iclca_induction.yaml " + kTinyTraining + " " + kTinyIclca +
