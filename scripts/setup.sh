@@ -6,20 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake make pkg-config git
-          libxtensor-dev libxtensor-blas-dev libxsimd-dev xtl-dev libopenblas-dev
-          libhdf5-dev libyaml-cpp-dev libboost-program-options-dev catch2)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}" >&2
-  sudo_cmd=""
-  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
+. scripts/lib/apt_ensure.sh
+apt_ensure setup g++ cmake make pkg-config git \
+  libxtensor-dev libxtensor-blas-dev libxsimd-dev xtl-dev libopenblas-dev \
+  libhdf5-dev libyaml-cpp-dev libboost-program-options-dev catch2
 
 build_dir="${BUILD_DIR:-build}"
 jobs="${JOBS:-$(nproc)}"
