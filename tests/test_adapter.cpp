@@ -1,7 +1,7 @@
 // Adapters as files (issue 4): the adapter file round trip (values, attributes, provenance, float models), no
 // silent overwrite, edited files refused; applying adapters checks the model and the base chain; and the
 // commands end to end on tiny trained induction-head runs: `convert` then `predict --adapter` on X gives the
-// logits of `predict` on [X'; X], adapters compose, and wrong models, wrong orders and unsupported models
+// logits of `predict` on [X' X], adapters compose, and wrong models, wrong orders and unsupported models
 // are refused with exit status 2.
 #include <catch2/catch.hpp>
 
@@ -257,7 +257,7 @@ std::vector<double> rows_from(const std::vector<double>& logits, std::size_t fro
 
 }  // namespace
 
-TEST_CASE("convert, then predict --adapter on X gives the logits of predict on [X'; X]", "[adapter][cli]") {
+TEST_CASE("convert, then predict --adapter on X gives the logits of predict on [X' X]", "[adapter][cli]") {
     Scratch scratch;
     const std::string run = train_tiny(scratch, "");
     const std::string prompt = "QaXmbYcZ", input = "abcXab";
@@ -282,7 +282,7 @@ TEST_CASE("convert, then predict --adapter on X gives the logits of predict on [
     const auto reference = rows_from(logits_of(scratch.path / "px.h5"), prompt.size());
     CHECK(relative_error(with_adapter, reference) <= 1e-10);
     CHECK(relative_error(logits_of(scratch.path / "plain.h5"), reference) > 1e-3);  // the prompt matters
-    // position kinds are those of [X'; X]: 'a', 'b' at positions 0 and 1 repeat triggers of the prompt
+    // position kinds are those of [X' X]: 'a', 'b' at positions 0 and 1 repeat triggers of the prompt
     io::ResultsReader x(scratch.path / "x.h5"), px(scratch.path / "px.h5");
     const auto kinds = px.read_int32("/position_kinds").values;
     CHECK(x.read_int32("/position_kinds").values == std::vector<int32_t>(kinds.begin() + 8, kinds.end()));

@@ -135,7 +135,7 @@ TEST_CASE("a killed run leaves no results.h5 under the final name", "[cli][resul
     CHECK_FALSE(fs::exists(run_dir / "results.h5"));
 }
 
-TEST_CASE("the same config and seed give identical curves; another seed does not", "[cli][determinism]") {
+TEST_CASE("the same config and seed give identical curves, another seed does not", "[cli][determinism]") {
     Scratch scratch;
     const std::string out = " output.dir=" + (scratch.path / "results").string();
     const auto a = run_iclab("run " + kTiny + out + " output.name=a", scratch.path);

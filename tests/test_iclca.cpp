@@ -69,7 +69,7 @@ std::vector<double> logits_on_input(model::Transformer<double>& net, const std::
 
 }  // namespace
 
-TEST_CASE("ICLCA is exact: converted model on X equals the original on [X'; X]", "[iclca]") {
+TEST_CASE("ICLCA is exact: converted model on X equals the original on [X' X]", "[iclca]") {
     for (auto map : testing::all_feature_maps())
         for (bool normalize : {true, false})
             for (bool rope : {true, false}) {
@@ -97,7 +97,7 @@ TEST_CASE("ICLCA is exact: converted model on X equals the original on [X'; X]",
             }
 }
 
-TEST_CASE("ICLCA composes: X'_2 on top of X'_1's adapter equals converting [X'_1; X'_2]", "[iclca]") {
+TEST_CASE("ICLCA composes: X'_2 on top of X'_1's adapter equals converting [X'_1 X'_2]", "[iclca]") {
     const auto spec = conversion_spec(nn::FeatureMap::elu1, true, true);
     model::Transformer<double> net(spec);
     Rng rng(6);

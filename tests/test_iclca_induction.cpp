@@ -57,7 +57,7 @@ void check_pair(const tasks::PromptPair& pair, const tasks::InductionHeadSpec& s
 
 }  // namespace
 
-TEST_CASE("ICL prompt pairs: chain prompts show every trigger and [X'; X] is a path of the task's chain", "[iclca_induction]") {
+TEST_CASE("ICL prompt pairs: chain prompts show every trigger and [X' X] is a path of the task's chain", "[iclca_induction]") {
     tasks::InductionHeadSpec spec;
     Rng rng(3);
     std::size_t scored = 0, repeats = 0;

@@ -86,7 +86,7 @@ TEST_CASE("gradient clipping scales trainable gradients to the maximum norm", "[
     CHECK(small[0] == 0.3);
 }
 
-TEST_CASE("a nonnegative tensor is projected onto >= 0 after the step; others are not", "[optimizer]") {
+TEST_CASE("a nonnegative tensor is projected onto >= 0 after the step, others are not", "[optimizer]") {
     model::ParameterLayout layout;
     layout.add("free", {2}, true, false, "unconstrained");
     layout.add("b_d", {2}, true, false, "kept >= 0", /*nonnegative=*/true);
