@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib/apt_ensure.sh
 apt_ensure setup g++ cmake make pkg-config git \
   libxtensor-dev libxtensor-blas-dev libxsimd-dev xtl-dev libopenblas-dev \
-  libhdf5-dev libyaml-cpp-dev libboost-program-options-dev catch2
+  libhdf5-dev libyaml-cpp-dev libboost-program-options-dev catch2 python3
 
 build_dir="${BUILD_DIR:-build}"
 jobs="${JOBS:-$(nproc)}"

@@ -70,6 +70,38 @@ TEST_CASE("bad configs exit 2 naming key, file and line, and write nothing", "[c
         CHECK(r.status == 2);
         CHECK_THAT(r.err, Catch::Contains("RoPE needs an even head width"));
     }
+    SECTION("induction-head models that cannot learn in context, or whose task is not what it seems") {
+        for (const std::string bad_setting : {"model.mask=prefix", "model.mask=full", "model.isolate_queries=true"}) {
+            const auto r = run_iclab("run configs/quick/induction_head.yaml " + bad_setting + out, scratch.path);
+            CHECK(r.status == 2);
+            CHECK_THAT(r.err, Catch::Contains(bad_setting.substr(0, bad_setting.find('='))) && Catch::Contains("induction-head"));
+        }
+    }
+    SECTION("task rules run at validation: a repeated trigger, no trigger, no letter left for successors") {
+        const auto twice = run_iclab("run configs/quick/induction_head.yaml 'task.triggers=[a, a, b]'" + out, scratch.path);
+        CHECK(twice.status == 2);
+        CHECK_THAT(twice.err, Catch::Contains("task.triggers") && Catch::Contains("listed twice"));
+        const auto none = run_iclab("run configs/quick/induction_head.yaml 'task.triggers=[]'" + out, scratch.path);
+        CHECK(none.status == 2);
+        CHECK_THAT(none.err, Catch::Contains("task.triggers") && Catch::Contains("at least one trigger"));
+        std::string all_letters = "[";
+        for (char c = 'a'; c <= 'z'; ++c) all_letters += std::string(all_letters.size() > 1 ? ", " : "") + c;
+        for (char c = 'A'; c <= 'Z'; ++c) all_letters += std::string(", ") + c;
+        const auto full = run_iclab("run configs/quick/induction_head.yaml 'task.triggers=" + all_letters + "]' --dry-run" + out,
+                                    scratch.path);
+        CHECK(full.status == 2);
+        CHECK_THAT(full.err, Catch::Contains("non_trigger"));
+    }
+    SECTION("performer features that underflow at initialization") {
+        // quick config: init_std 0.3, C 64, D 32: with s = 1 the features are ~1e-23 and attention outputs nothing
+        const auto r = run_iclab("run configs/quick/induction_head.yaml model.feature_map=performer model.performer_input_scale=1" + out,
+                                 scratch.path);
+        CHECK(r.status == 2);
+        CHECK_THAT(r.err, Catch::Contains("underflow") && Catch::Contains("model.performer_input_scale"));
+        // the default scale D^(-1/4) works with the same model
+        const auto ok = run_iclab("run configs/quick/induction_head.yaml model.feature_map=performer --dry-run" + out, scratch.path);
+        CHECK(ok.status == 0);
+    }
     SECTION("missing config file") {
         const auto r = run_iclab("run " + (scratch.path / "nope.yaml").string() + out, scratch.path);
         CHECK(r.status == 2);

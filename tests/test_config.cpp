@@ -308,3 +308,20 @@ TEST_CASE("config: help_text lists every key with type, default, range or set, a
     CHECK_THAT(help, Catch::Matches("(.|\n)*train\\.lr +float +0\\.0003 +\\[0\\.0, 1\\.0\\] +learning rate\n(.|\n)*"));
     CHECK_THAT(help, Catch::Matches("(.|\n)*task\\.tags +list of strings +\\[\\] +- +free-form tags\n(.|\n)*"));
 }
+
+TEST_CASE("config: derive_config takes a parent's values for the keys the other schema declares", "[config]") {
+    const Config parent = load_config(fixture("base.yaml"), {"model.layers=6", "train.lr=0.002"}, test_schema());
+    Schema child;
+    child.add_int("model.layers", 2, 1, 1024, "number of transformer blocks")
+        .add_float("train.lr", 3e-4, 0.0, 1.0, "learning rate")
+        .add_int("sub.index", 0, 0, 10, "a key the parent does not have");
+    const Config derived = iclab::config::derive_config(parent, child, {"sub.index=3"});
+    CHECK(derived.get_int("model.layers") == 6);
+    CHECK(derived.get_float("train.lr") == 0.002);
+    CHECK(derived.origin("model.layers") == parent.origin("model.layers"));
+    CHECK(derived.get_int("sub.index") == 3);
+    CHECK_FALSE(derived.has("model.width"));  // the parent's keys that the child does not declare are left out
+    // overrides are validated as load_config validates them
+    CHECK_THROWS_WITH(iclab::config::derive_config(parent, child, {"sub.index=11"}), Catch::Contains("sub.index"));
+    CHECK_THROWS_WITH(iclab::config::derive_config(parent, child, {"sub.indx=1"}), Catch::Contains("did you mean 'sub.index'"));
+}

@@ -355,6 +355,8 @@ void emit_tree(YAML::Emitter& emitter, const YamlTreeNode& node) {
 }
 }  // namespace
 
+std::string Config::value_text(const std::string& path) const { return detail::format_value(entry(path).value); }
+
 std::string Config::to_yaml() const {
     YamlTreeNode root;
     for (const Entry& e : entries_) {

@@ -111,6 +111,11 @@ public:
     std::vector<double> get_float_list(const std::string& path) const;
     std::vector<std::string> get_string_list(const std::string& path) const;
 
+    // Whether the config's schema declares this key.
+    bool has(const std::string& path) const { return index_.count(path) > 0; }
+    // The value as one line of YAML flow text: 2, 0.0003, true, "elu1", [1, 2], ["a", "b"].
+    std::string value_text(const std::string& path) const;
+
     // Where the value came from: "configs/quick/x.yaml:12", "default", or
     // "command-line override 'model.layers=4'".
     std::string origin(const std::string& path) const;
@@ -127,7 +132,7 @@ public:
     const std::string& source_path() const { return source_path_; }
 
 private:
-    friend Config load_config(const std::string&, const std::vector<std::string>&, const Schema&);
+    friend struct ConfigBuilder;
 
     struct Entry {
         KeySpec spec;
@@ -146,5 +151,11 @@ private:
 // Reads `path` (following its `inherit:` chain), applies the `key.path=value` overrides last, fills
 // defaults, validates types, ranges, sets and rules. Throws iclab::InputError listing every problem.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides, const Schema& schema);
+
+// A config of another schema made from a resolved one, e.g. a sub-run's config from its parent's: every key
+// `schema` declares takes `parent`'s value (and origin) where the parent declares it too, else its default;
+// then the overrides apply, and the result is validated as load_config validates. Keys of the parent that
+// `schema` does not declare are left out.
+Config derive_config(const Config& parent, const Schema& schema, const std::vector<std::string>& overrides);
 
 }  // namespace iclab::config

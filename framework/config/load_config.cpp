@@ -304,11 +304,30 @@ std::string parse_for_key(const KeySpec& spec, const YAML::Node& node, Value& ou
 
 }  // namespace
 
+// Resolves the loader's leaves into a Config of `schema` (types, ranges, sets, then rules); InputError listing
+// every problem.
+struct ConfigBuilder {
+    static Config build(Loader& loader, const std::string& path, const std::vector<std::string>& overrides);
+};
+
 Config load_config(const std::string& path, const std::vector<std::string>& overrides, const Schema& schema) {
     Loader loader{schema, {}, {}};
     loader.read_file(path, "", {});
     for (const std::string& text : overrides) loader.apply_override(text);
+    return ConfigBuilder::build(loader, path, overrides);
+}
 
+Config derive_config(const Config& parent, const Schema& schema, const std::vector<std::string>& overrides) {
+    Loader loader{schema, {}, {}};
+    for (const KeySpec& spec : schema.keys())
+        if (parent.has(spec.path))
+            loader.leaves.set(Leaf{spec.path, YAML::Load(parent.value_text(spec.path)), parent.origin(spec.path)});
+    for (const std::string& text : overrides) loader.apply_override(text);
+    return ConfigBuilder::build(loader, parent.source_path(), overrides);
+}
+
+Config ConfigBuilder::build(Loader& loader, const std::string& path, const std::vector<std::string>& overrides) {
+    const Schema& schema = loader.schema;
     struct Resolved {
         Value value;
         std::string origin;

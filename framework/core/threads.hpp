@@ -16,4 +16,19 @@ inline int configure_threads(int threads) {
     return omp_get_max_threads();
 }
 
+// Runs a scope with one OpenMP thread. For work made of many tiny forward passes (B = 1): too small to share,
+// and each of their many parallel regions ends in a barrier that waits for the other thread to be scheduled.
+// Measured for iclca_induction's quick config (1000 pairs, M_new one pair at a time) on the shared 2-core
+// machine: 64 s with 2 threads, 0.9 s with 1. Results do not depend on the thread count (tests/test_gemm.cpp).
+class SingleThreaded {
+public:
+    SingleThreaded() : threads_(omp_get_max_threads()) { omp_set_num_threads(1); }
+    ~SingleThreaded() { omp_set_num_threads(threads_); }
+    SingleThreaded(const SingleThreaded&) = delete;
+    SingleThreaded& operator=(const SingleThreaded&) = delete;
+
+private:
+    int threads_;
+};
+
 }  // namespace iclab

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "framework/core/check.hpp"
+#include "framework/core/hash.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
 
@@ -47,20 +48,10 @@ double Adapter::size_percent() const {
 }
 
 std::string Adapter::fingerprint() const {
-    std::uint64_t hash = 1469598103934665603ull;  // FNV-1a 64
-    const auto mix = [&](const void* data, std::size_t bytes) {
-        const auto* p = static_cast<const unsigned char*>(data);
-        for (std::size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
-    };
-    const auto mix_string = [&](const std::string& text) {
-        const std::uint64_t size = text.size();
-        mix(&size, sizeof size);
-        mix(text.data(), text.size());
-    };
-    const auto mix_count = [&](std::size_t count) {
-        const std::uint64_t value = count;
-        mix(&value, sizeof value);
-    };
+    Fnv1a64 hash;
+    const auto mix = [&](const void* data, std::size_t bytes) { hash.mix(data, bytes); };
+    const auto mix_string = [&](const std::string& text) { hash.mix_string(text); };
+    const auto mix_count = [&](std::size_t count) { hash.mix_count(count); };
     mix_string(kFormat);
     mix(&kFormatVersion, sizeof kFormatVersion);
     mix_string(model_fingerprint);
@@ -75,9 +66,7 @@ std::string Adapter::fingerprint() const {
         mix_count(biases.b_d[l].size());
         mix(biases.b_d[l].data(), biases.b_d[l].size() * sizeof(double));
     }
-    char text[17];
-    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-    return text;
+    return hash.hex();
 }
 
 AdapterLink Adapter::link(const std::string& file) const {

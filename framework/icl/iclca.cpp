@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "framework/core/check.hpp"
+#include "framework/core/hash.hpp"
 
 namespace iclab::icl {
 
@@ -91,13 +92,31 @@ AttentionBiases<T> iclca_convert(model::Transformer<T>& model, const std::int32_
 }
 
 template <class T>
+std::vector<double> logits_with_prompt(model::Transformer<T>& model, const std::int32_t* prompt, std::size_t prompt_length,
+                                       const std::int32_t* input, std::size_t input_length) {
+    const std::size_t M = prompt_length, N = input_length, V = model.spec().output_size();
+    std::vector<std::int32_t> joint(prompt, prompt + M);
+    joint.insert(joint.end(), input, input + N);
+    model.forward(joint.data(), 1, M + N);
+    return std::vector<double>(model.logits() + M * V, model.logits() + (M + N) * V);
+}
+
+template <class T>
+std::vector<double> converted_logits(model::Transformer<T>& model, const std::int32_t* prompt, std::size_t prompt_length,
+                                     const std::int32_t* input, std::size_t input_length, const AttentionBiases<T>& original) {
+    const std::size_t V = model.spec().output_size();
+    write_biases(model, iclca_convert(model, prompt, prompt_length));  // M_new
+    model.forward(input, 1, input_length);
+    std::vector<double> logits(model.logits(), model.logits() + input_length * V);
+    write_biases(model, original);  // back to M_old
+    return logits;
+}
+
+template <class T>
 std::string model_fingerprint(const model::Transformer<T>& model) {
     // FNV-1a over the spec's shape-defining values and every parameter value (as double) except b_KV and b_D.
-    std::uint64_t hash = 1469598103934665603ull;
-    const auto mix = [&](const void* data, std::size_t bytes) {
-        const auto* p = static_cast<const unsigned char*>(data);
-        for (std::size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 1099511628211ull;
-    };
+    Fnv1a64 hash;
+    const auto mix = [&](const void* data, std::size_t bytes) { hash.mix(data, bytes); };
     for (const auto& entry : model.layout().entries()) {
         if (entry.name.find("attn.b_kv") != std::string::npos || entry.name.find("attn.b_d") != std::string::npos) continue;
         mix(entry.name.data(), entry.name.size());
@@ -111,9 +130,7 @@ std::string model_fingerprint(const model::Transformer<T>& model) {
                               double(s.normalize), s.normalizer_eps, s.unnormalized_scale, double(s.rope), s.rope_base,
                               double(static_cast<int>(s.feature_map)), s.performer_input_scale};
     mix(numbers, sizeof numbers);
-    char text[17];
-    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
-    return text;
+    return hash.hex();
 }
 
 template struct AttentionBiases<float>;
@@ -124,6 +141,14 @@ template void write_biases(model::Transformer<float>&, const AttentionBiases<flo
 template void write_biases(model::Transformer<double>&, const AttentionBiases<double>&);
 template AttentionBiases<float> iclca_convert(model::Transformer<float>&, const std::int32_t*, std::size_t);
 template AttentionBiases<double> iclca_convert(model::Transformer<double>&, const std::int32_t*, std::size_t);
+template std::vector<double> logits_with_prompt(model::Transformer<float>&, const std::int32_t*, std::size_t, const std::int32_t*,
+                                                std::size_t);
+template std::vector<double> logits_with_prompt(model::Transformer<double>&, const std::int32_t*, std::size_t, const std::int32_t*,
+                                                std::size_t);
+template std::vector<double> converted_logits(model::Transformer<float>&, const std::int32_t*, std::size_t, const std::int32_t*,
+                                              std::size_t, const AttentionBiases<float>&);
+template std::vector<double> converted_logits(model::Transformer<double>&, const std::int32_t*, std::size_t, const std::int32_t*,
+                                              std::size_t, const AttentionBiases<double>&);
 template std::string model_fingerprint(const model::Transformer<float>&);
 template std::string model_fingerprint(const model::Transformer<double>&);
 

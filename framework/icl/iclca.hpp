@@ -10,8 +10,8 @@
 // Position convention: the converted model runs the input X at positions 0..N-1, as any input. Then the
 // score of query i of X and prompt key p is φ(q_i)ᵀ R_{p-M-i} φ(k'_p), the same relative offset as in
 // [X'; X], where X's token i sits at M + i; and the b_KV term (R_i φ(q))ᵀ R_{-M} b_KV = (R_{M+i} φ(q))ᵀ b_KV.
-// This is the paper's Eq. 14 with its 1-based positions j = p + 1 (its converted model also starts X at
-// its first position), so paper and derivation agree. Every layer sees the same hidden states at X's
+// With the 0-based prompt positions p = 0..M-1 used throughout, prompt key p is rotated by R_{p-M}: the
+// prompt's last token (p = M-1) by R_{-1}, its first (p = 0) by R_{-M}. Every layer sees the same hidden states at X's
 // positions as in [X'; X] (causal mask: the prompt's states do not depend on X), so the identity holds
 // layer by layer (Eq. 16): logits(M_new, X) = logits(M_old, [X'; X]) at every position of X.
 //
@@ -48,6 +48,16 @@ void write_biases(model::Transformer<T>& model, const AttentionBiases<T>& biases
 // current biases are the b_KV, b_D converted from (so adapters compose). The model's parameters are unchanged.
 template <class T>
 AttentionBiases<T> iclca_convert(model::Transformer<T>& model, const std::int32_t* prompt, std::size_t prompt_length);
+
+// The two sides of ICLCA's identity (Eq. 16) for one (X', X) pair, as double (N, V) logits at X's positions:
+// M_old on [X'; X], and M_new = M_old with the biases Algorithm 1 converts X' into, on X alone (the model's
+// biases are `original` again afterwards). relative_error(converted, with_prompt) is Table 1's measure.
+template <class T>
+std::vector<double> logits_with_prompt(model::Transformer<T>& model, const std::int32_t* prompt, std::size_t prompt_length,
+                                       const std::int32_t* input, std::size_t input_length);
+template <class T>
+std::vector<double> converted_logits(model::Transformer<T>& model, const std::int32_t* prompt, std::size_t prompt_length,
+                                     const std::int32_t* input, std::size_t input_length, const AttentionBiases<T>& original);
 
 // A fingerprint of everything in the model except b_KV and b_D (spec and parameter values): an adapter
 // made for one model is refused by another.

@@ -73,9 +73,9 @@ ParameterLayout build_parameter_layout(const ModelSpec& spec) {
                 layout.add(p + "ln2.gamma", {C}, true, false, "(C): LayerNorm gain");
                 layout.add(p + "ln2.beta", {C}, true, false, "(C): LayerNorm shift");
             }
-            layout.add(p + "mlp.w_fc", {C, hidden}, true, true, "(C, 4C): h = gelu_tanh(x W_fc + b_fc)");
-            layout.add(p + "mlp.b_fc", {hidden}, true, false, "(4C)");
-            layout.add(p + "mlp.w_proj", {hidden, C}, true, true, "(4C, C): y = h W_proj + b_proj");
+            layout.add(p + "mlp.w_fc", {C, hidden}, true, true, "(C, F_mlp), F_mlp = mlp_ratio C: h = gelu_tanh(x W_fc + b_fc)");
+            layout.add(p + "mlp.b_fc", {hidden}, true, false, "(F_mlp)");
+            layout.add(p + "mlp.w_proj", {hidden, C}, true, true, "(F_mlp, C): y = h W_proj + b_proj");
             layout.add(p + "mlp.b_proj", {C}, true, false, "(C)");
         }
     }

@@ -66,7 +66,7 @@ struct ModelSpec {
     bool attention_bias_trainable = false;  // b_KV, b_D of Eq. 13: always present (linear), trained only if set
     // Trained b_D kept >= 0 (projected after each optimizer step): the values a real prompt gives b'_D = b_D + Σφ(K')
     // with non-negative features, and what keeps den > 0. Off (paper Eq. 13 as written): b_D is free, and the
-    // normalizer can cross zero during training (README "Figure 1").
+    // normalizer can cross zero during training (experiments/bias_training/README.md).
     bool attention_bias_d_nonnegative = false;
     // Which form of causal linear attention computes Eq. 13: the masked quadratic form (O(T²·D) per head, GEMMs)
     // or the recurrent-state form of Eq. 19 (O(T·D²)). They agree to rounding (tests); automatic picks the

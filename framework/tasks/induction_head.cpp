@@ -32,6 +32,8 @@ TriggerMask make_trigger_mask(const std::vector<int>& triggers) {
 
 void validate_induction_spec(const InductionHeadSpec& spec) {
     ICLAB_INPUT_CHECK(spec.seq_len >= 1, "induction head: seq_len must be >= 1, got " << spec.seq_len);
+    ICLAB_INPUT_CHECK(!spec.triggers.empty(), "induction head: give at least one trigger (with none no position is an "
+                                              "in-context one, and the ICL loss and accuracy have nothing to measure)");
     make_trigger_mask(spec.triggers);
     ICLAB_INPUT_CHECK(spec.successors != InductionHeadSpec::Successors::non_trigger ||
                           static_cast<int>(spec.triggers.size()) < kInductionVocab,

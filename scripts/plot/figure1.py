@@ -1,4 +1,4 @@
-"""Paper 000 Figure 1 from a bias_training run's results.h5 (README "Trainable b_KV, b_D").
+"""Paper 000 Figure 1 from a bias_training run's results.h5 (experiments/bias_training/README.md).
 
 Reads /curves/<variant>_seed<k>/{step, train_loss, icl_accuracy, min_attention_denominator} and
 /tables/runs; draws, per variant, the mean over seeds and the min-max band. Nothing is recomputed: the numbers

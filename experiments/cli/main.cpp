@@ -1,0 +1,286 @@
+// The `iclab` command. Exit status: 0 success, 1 a failure while working, 2 bad input (nothing was done).
+#include <boost/program_options.hpp>
+
+#include <cstdio>
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "experiments/cli/bench.hpp"
+#include "experiments/cli/convert.hpp"
+#include "experiments/cli/predict.hpp"
+#include "experiments/registry.hpp"
+#include "framework/run/run_folder.hpp"
+#include "framework/core/threads.hpp"
+
+namespace po = boost::program_options;
+using namespace iclab;
+
+namespace {
+
+const char* kUsage =
+    "usage:\n"
+    "  iclab run CONFIG [key.path=value ...] [--print-config] [--dry-run] [--quiet] [--overwrite] [--threads N] [--stop-after STEP] [--help-config]\n"
+    "  iclab run --resume RUN_DIR [--quiet] [--threads N] [--stop-after STEP] [--dry-run] [--print-config]\n"
+    "  iclab list\n"
+    "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--adapter A.h5 ...] [--top K] [--out FILE.h5] [--overwrite]\n"
+    "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
+    "  iclab bench CONFIG [key.path=value ...] [--threads N] [--warmup K] [--iters K] [--out FILE.h5] [--export FILE.h5] [--overwrite]\n"
+    "  iclab help\n";
+
+// Parses a subcommand's flags; its positional arguments go to `positional_name`: "positional" (any number,
+// positional_arguments) or "run_dir" (one).
+po::variables_map parse_command(const std::vector<std::string>& args, const po::options_description& flags,
+                                const std::string& positional_name) {
+    po::options_description hidden;
+    if (positional_name == "run_dir") hidden.add_options()("run_dir", po::value<std::string>(), "");
+    else hidden.add_options()("positional", po::value<std::vector<std::string>>()->multitoken(), "");
+    po::options_description all;
+    all.add(flags).add(hidden);
+    po::positional_options_description positional;
+    positional.add(positional_name.c_str(), positional_name == "run_dir" ? 1 : -1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+    return vm;
+}
+
+std::vector<std::string> positional_arguments(const po::variables_map& vm) {
+    return vm.count("positional") ? vm["positional"].as<std::vector<std::string>>() : std::vector<std::string>{};
+}
+
+// Reads letters from a file, skipping whitespace.
+std::string read_letters_file(const std::string& path, const char* flag) {
+    std::ifstream file(path);
+    ICLAB_INPUT_CHECK(file.good(), "cannot read " << flag << " " << path);
+    std::string text;
+    for (char c; file.get(c);)
+        if (!std::isspace(static_cast<unsigned char>(c))) text += c;
+    return text;
+}
+
+int command_run(const std::vector<std::string>& args) {
+    po::options_description flags(
+        "usage: iclab run CONFIG [key.path=value ...] [options]\n       iclab run --resume RUN_DIR [options]\noptions");
+    flags.add_options()("print-config", "print the resolved config (YAML) and exit")(
+        "dry-run", "validate the config (with --resume: that the run can be resumed) and exit")(
+        "quiet", "no progress output; stdout keeps only the run folder")("overwrite", "replace a completed run of the same name")(
+        "resume", po::value<std::string>(), "continue the interrupted run in RUN_DIR from its checkpoint.h5, with its config.yaml")(
+        "stop-after", po::value<std::size_t>()->default_value(0),
+        "stop after this step with a checkpoint and without results.h5, as if interrupted (continue with --resume)")(
+        "help-config", "list every config key of the config's experiment")(
+        "threads", po::value<int>()->default_value(0), "compute threads (0: all cores, or OMP_NUM_THREADS)")("help,h", "this help");
+    const po::variables_map vm = parse_command(args, flags, "positional");
+    if (vm.count("help")) {
+        std::cout << flags;
+        return 0;
+    }
+    const std::vector<std::string> rest = positional_arguments(vm);
+    run::RunOptions options;
+    options.quiet = vm.count("quiet") > 0;
+    options.overwrite = vm.count("overwrite") > 0;
+    options.stop_after = vm["stop-after"].as<std::size_t>();
+
+    config::Config cfg;
+    std::string config_path, resume_text;
+    if (vm.count("resume")) {
+        // A resumed run continues with exactly the config it started with (RUN_DIR/config.yaml), so that
+        // it ends as the uninterrupted run would: no CONFIG, no overrides, no --overwrite.
+        options.resume_dir = vm["resume"].as<std::string>();
+        ICLAB_INPUT_CHECK(rest.empty(), "iclab run --resume takes no CONFIG or overrides (got '"
+                                            << rest.front() << "'): the run continues with " << (options.resume_dir / "config.yaml").string()
+                                            << " as it started");
+        ICLAB_INPUT_CHECK(!options.overwrite, "iclab run --resume: --overwrite does not apply (the run folder is continued)");
+        const run::ResumePoint point = run::load_resume_config(options.resume_dir, experiments::catalog());
+        ICLAB_INPUT_CHECK(options.stop_after == 0 || options.stop_after > point.step,
+                          "iclab run --resume: --stop-after " << options.stop_after << " is not after the checkpoint's step " << point.step);
+        cfg = point.config;
+        config_path = (options.resume_dir / "config.yaml").string();
+        resume_text = " at step " + std::to_string(point.step) + " of " + std::to_string(point.total_steps);
+    } else {
+        ICLAB_INPUT_CHECK(!rest.empty(), "iclab run: missing CONFIG\n" << kUsage);
+        config_path = rest.front();
+        const std::vector<std::string> overrides(rest.begin() + 1, rest.end());
+        for (const auto& o : overrides)
+            ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, "iclab run: '" << o << "' is not an override of the form key.path=value");
+        cfg = experiments::catalog().load_config(config_path, overrides);
+    }
+    const auto& experiment = experiments::catalog().find(cfg.get_string("experiment"));
+    if (vm.count("help-config")) {
+        std::cout << experiment.schema().help_text();
+        return 0;
+    }
+    if (vm.count("print-config")) {
+        std::cout << cfg.to_yaml();
+        return 0;
+    }
+    if (vm.count("dry-run")) {
+        if (vm.count("resume")) std::cout << options.resume_dir.string() << " can be resumed" << resume_text << " (experiment " << experiment.name << ")\n";
+        else std::cout << "config " << config_path << " is valid (experiment " << experiment.name << ")\n";
+        return 0;
+    }
+    configure_threads(vm["threads"].as<int>());
+    const run::RunOutcome outcome = experiments::catalog().run(cfg, options);
+    if (!outcome.completed)
+        std::cerr << "iclab: stopped after step " << outcome.steps_done << " of " << outcome.steps_total
+                  << " (--stop-after); continue with: iclab run --resume " << outcome.run_dir.string() << "\n";
+    std::cout << outcome.run_dir.string() << std::endl;  // last line of stdout: the run folder, for scripts
+    return 0;
+}
+
+int command_list() {
+    std::cout << "experiments:\n";
+    for (const auto& e : experiments::catalog().all()) std::printf("  %-20s %s\n", e.name.c_str(), e.description.c_str());
+    std::filesystem::path configs = "configs";
+    if (!std::filesystem::is_directory(configs)) configs = std::filesystem::path(ICLAB_SOURCE_DIR) / "configs";
+    std::cout << "configs (" << configs.string() << "):\n";
+    std::vector<std::string> found;
+    if (std::filesystem::is_directory(configs))
+        for (const auto& entry : std::filesystem::recursive_directory_iterator(configs))
+            if (entry.is_regular_file() && entry.path().extension() == ".yaml") found.push_back(entry.path().string());
+    std::sort(found.begin(), found.end());
+    for (const auto& f : found) {
+        std::string name;
+        try {
+            name = experiments::catalog().peek_experiment_name(f, {});
+        } catch (const std::exception&) {
+            name = "?";
+        }
+        std::printf("  %-45s %s\n", f.c_str(), name.c_str());
+    }
+    return 0;
+}
+
+int command_predict(const std::vector<std::string>& args) {
+    po::options_description flags(
+        "usage: iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [options]\noptions");
+    std::string text, text_file, out;
+    std::size_t top = 3;
+    flags.add_options()("text", po::value<std::string>(&text), "the input letters (a-z, A-Z)")(
+        "text-file", po::value<std::string>(&text_file), "read the letters from a file (whitespace ignored)")(
+        "top", po::value<std::size_t>(&top)->default_value(3), "predictions shown per position")(
+        "out", po::value<std::string>(&out), "write logits (T, V), tokens and position kinds to this HDF5 file")(
+        "overwrite", "replace an existing --out file")(
+        "adapter", po::value<std::vector<std::string>>()->composing(),
+        "apply this adapter file (iclab convert) first; repeat for a chain, in the order converted. Without "
+        "--adapter the model runs with the biases of its checkpoint: that is how adapters are removed")("help,h", "this help");
+    const po::variables_map vm = parse_command(args, flags, "run_dir");
+    if (vm.count("help")) {
+        std::cout << flags;
+        return 0;
+    }
+    ICLAB_INPUT_CHECK(vm.count("run_dir"), "iclab predict: missing RUN_DIR\n" << kUsage);
+    ICLAB_INPUT_CHECK(text.empty() != text_file.empty(), "iclab predict: give exactly one of --text and --text-file");
+    if (!text_file.empty()) text = read_letters_file(text_file, "--text-file");
+    configure_threads(0);
+    cli::PredictOptions options;
+    options.run_dir = vm["run_dir"].as<std::string>();
+    options.text = text;
+    options.top = top;
+    options.out = out;
+    options.overwrite = vm.count("overwrite") > 0;
+    if (vm.count("adapter"))
+        for (const auto& adapter : vm["adapter"].as<std::vector<std::string>>()) options.adapters.emplace_back(adapter);
+    cli::predict(options);
+    return 0;
+}
+
+int command_convert(const std::vector<std::string>& args) {
+    po::options_description flags(
+        "usage: iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [options]\n"
+        "ICLCA (paper 000 Algorithm 1): a prompt -> adapter file\noptions");
+    std::string prompt, prompt_file, out;
+    flags.add_options()("prompt", po::value<std::string>(&prompt), "the prompt X' as letters (a-z, A-Z)")(
+        "prompt-file", po::value<std::string>(&prompt_file), "read the prompt's letters from a file (whitespace ignored)")(
+        "out", po::value<std::string>(&out), "the adapter file to write (HDF5, docs/adapter_format.md)")(
+        "adapter", po::value<std::vector<std::string>>()->composing(),
+        "convert on top of this adapter file; repeat for a chain, in order (the new adapter records them as its base)")(
+        "overwrite", "replace an existing --out file")("help,h", "this help");
+    const po::variables_map vm = parse_command(args, flags, "run_dir");
+    if (vm.count("help")) {
+        std::cout << flags;
+        return 0;
+    }
+    ICLAB_INPUT_CHECK(vm.count("run_dir"), "iclab convert: missing RUN_DIR\n" << kUsage);
+    ICLAB_INPUT_CHECK(prompt.empty() != prompt_file.empty(), "iclab convert: give exactly one of --prompt and --prompt-file");
+    ICLAB_INPUT_CHECK(!out.empty(), "iclab convert: missing --out ADAPTER.h5");
+    if (!prompt_file.empty()) prompt = read_letters_file(prompt_file, "--prompt-file");
+    configure_threads(0);
+    cli::ConvertOptions options;
+    options.run_dir = vm["run_dir"].as<std::string>();
+    options.prompt = prompt;
+    options.out = out;
+    options.overwrite = vm.count("overwrite") > 0;
+    if (vm.count("adapter"))
+        for (const auto& adapter : vm["adapter"].as<std::vector<std::string>>()) options.adapters.emplace_back(adapter);
+    cli::convert(options);
+    return 0;
+}
+
+int command_bench(const std::vector<std::string>& args) {
+    po::options_description flags("usage: iclab bench CONFIG [key.path=value ...] [options]\noptions");
+    cli::BenchOptions options;
+    flags.add_options()("threads", po::value<int>()->default_value(0), "compute threads (0: all cores, or OMP_NUM_THREADS)")(
+        "warmup", po::value<int>(&options.warmup)->default_value(3), "untimed repetitions before each measurement")(
+        "iters", po::value<int>(&options.iters)->default_value(10),
+        "timed repetitions (the median is reported); 0: no timing, only --export")(
+        "blas-size", po::value<std::size_t>(&options.blas_size)->default_value(2048),
+        "size of the square reference product (plain BLAS gemm rate)")(
+        "out", po::value<std::string>(&options.out), "write the table, GEMM shapes and samples to this HDF5 file")(
+        "export", po::value<std::string>(&options.export_path),
+        "write parameters, tokens, logits, loss and gradients of one step to this HDF5 file "
+        "(for scripts/bench/torch_reference.py --check)")(
+        "overwrite", "replace existing --out / --export files")("help,h", "this help");
+    const po::variables_map vm = parse_command(args, flags, "positional");
+    if (vm.count("help")) {
+        std::cout << flags;
+        return 0;
+    }
+    const std::vector<std::string> rest = positional_arguments(vm);
+    ICLAB_INPUT_CHECK(!rest.empty(), "iclab bench: missing CONFIG\n" << kUsage);
+    options.config_path = rest.front();
+    options.overrides.assign(rest.begin() + 1, rest.end());
+    for (const auto& o : options.overrides)
+        ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, "iclab bench: '" << o << "' is not an override of the form key.path=value");
+    options.overwrite = vm.count("overwrite") > 0;
+    configure_threads(vm["threads"].as<int>());
+    cli::bench(options);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        if (argc < 2) {
+            std::cerr << kUsage;
+            return 2;
+        }
+        const std::string command = argv[1];
+        const std::vector<std::string> args(argv + 2, argv + argc);
+        if (command == "run") return command_run(args);
+        if (command == "list") return command_list();
+        if (command == "predict") return command_predict(args);
+        if (command == "convert") return command_convert(args);
+        if (command == "bench") return command_bench(args);
+        if (command == "help" || command == "--help" || command == "-h") {
+            std::cout << kUsage;
+            return 0;
+        }
+        std::cerr << "iclab: unknown command '" << command << "'\n" << kUsage;
+        return 2;
+    } catch (const iclab::InputError& error) {
+        std::cerr << error.what() << "\n";
+        return 2;
+    } catch (const po::error& error) {
+        std::cerr << "iclab: " << error.what() << "\n" << kUsage;
+        return 2;
+    } catch (const std::exception& error) {
+        std::cerr << "iclab: error: " << error.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,25 @@
+#pragma once
+// `iclab predict RUN_DIR --text ...`: load a trained induction-head run and show its next-token predictions,
+// optionally with ICLCA adapters applied (`--adapter`, framework/icl/adapter_file.hpp). The model runs in float64
+// whatever model.dtype it trained in (float32 parameters convert exactly), and an adapter's float64 biases are
+// used as stored, not rounded to float.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+
+namespace iclab::cli {
+
+struct PredictOptions {
+    std::filesystem::path run_dir;
+    std::string text;
+    std::size_t top = 3;
+    std::filesystem::path out;  // empty: no file; else logits (T, V) and tokens (T) as HDF5
+    bool overwrite = false;
+    // Adapter files applied in this order before predicting (icl::apply_adapter_files); none: the model as trained.
+    std::vector<std::filesystem::path> adapters;
+};
+
+void predict(const PredictOptions& options);
+
+}  // namespace iclab::cli

@@ -1,0 +1,133 @@
+// Experiment `iclca_serving` (paper 000 §7, issue 4 item 7): with an ICLCA adapter the model answers an
+// N-token input at the cost of N tokens instead of M + N. For each prompt length M and input length N it
+// times, in one run and on the same model, the logits of X with the prompt prepended ([X'; X] through the
+// original model) against X alone through the converted model, and reports the measured speedup beside the
+// token ratio (M + N) / N. The one-time conversion cost (a forward pass over X') is reported separately.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "framework/core/check.hpp"
+#include "framework/core/measure.hpp"
+#include "framework/run/config_keys.hpp"
+#include "framework/run/experiment.hpp"
+#include "framework/run/run_folder.hpp"
+#include "framework/icl/iclca.hpp"
+
+namespace iclab::experiments {
+
+using namespace iclab::run;
+
+namespace {
+
+enum Stream : std::uint64_t { kInitStream = 1, kTokenStream = 2 };
+
+template <class T>
+RunOutcome serving(const config::Config& cfg, const RunOptions& options) {
+    const std::size_t vocab = cfg.get_int("task.vocab"), repeats = cfg.get_int("task.repeats");
+    std::vector<std::size_t> prompt_lengths, input_lengths;
+    for (auto m : cfg.get_int_list("task.prompt_lengths")) prompt_lengths.push_back(static_cast<std::size_t>(m));
+    for (auto n : cfg.get_int_list("task.input_lengths")) input_lengths.push_back(static_cast<std::size_t>(n));
+    const std::size_t longest = *std::max_element(prompt_lengths.begin(), prompt_lengths.end()) +
+                                *std::max_element(input_lengths.begin(), input_lengths.end());
+    const model::ModelSpec spec = model_spec_from_config(cfg, vocab, longest);
+    icl::check_iclca_assumptions(spec);
+    RunFolder run(cfg, options);
+    const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
+    Rng init_rng = root.derive(kInitStream), token_rng = root.derive(kTokenStream);
+    model::Transformer<T> model(spec, model::Transformer<T>::Mode::inference);
+    model.init(init_rng);
+    const icl::AttentionBiases<T> original = icl::read_biases(model);
+    run.log() << "model: " << model.parameter_count() << " parameters\n";
+
+    std::vector<std::int64_t> col_m, col_n;
+    std::vector<double> col_with_prompt, col_adapter, col_convert, col_speedup, col_ratio, col_error;
+    for (std::size_t M : prompt_lengths)
+        for (std::size_t N : input_lengths) {
+            std::vector<std::int32_t> prompt(M), input(N);
+            std::vector<double> with_prompt_s, adapter_s, convert_s;
+            double max_error = 0.0;
+            for (std::size_t r = 0; r < repeats + 1; ++r) {  // the first repeat warms up and is not timed
+                for (auto& t : prompt) t = static_cast<std::int32_t>(token_rng.uniform_int(vocab));
+                for (auto& t : input) t = static_cast<std::int32_t>(token_rng.uniform_int(vocab));
+                std::vector<std::int32_t> joined = prompt;
+                joined.insert(joined.end(), input.begin(), input.end());
+                icl::write_biases(model, original);
+                auto start = std::chrono::steady_clock::now();
+                model.forward(joined.data(), 1, M + N);  // the logits of X with the prompt prepended
+                const double t_prompt = seconds_since(start);
+                const std::vector<double> reference(model.logits() + M * vocab, model.logits() + (M + N) * vocab);
+                start = std::chrono::steady_clock::now();
+                const auto adapter = icl::iclca_convert(model, prompt.data(), M);  // once per prompt
+                const double t_convert = seconds_since(start);
+                icl::write_biases(model, adapter);
+                start = std::chrono::steady_clock::now();
+                model.forward(input.data(), 1, N);  // the same logits from the converted model, N tokens
+                const double t_adapter = seconds_since(start);
+                max_error = std::max(max_error, relative_error(model.logits(), reference));
+                if (r == 0) continue;
+                with_prompt_s.push_back(t_prompt);
+                adapter_s.push_back(t_adapter);
+                convert_s.push_back(t_convert);
+            }
+            col_m.push_back(static_cast<std::int64_t>(M));
+            col_n.push_back(static_cast<std::int64_t>(N));
+            col_with_prompt.push_back(median_of(with_prompt_s));
+            col_adapter.push_back(median_of(adapter_s));
+            col_convert.push_back(median_of(convert_s));
+            col_speedup.push_back(col_with_prompt.back() / col_adapter.back());
+            col_ratio.push_back(static_cast<double>(M + N) / N);
+            col_error.push_back(max_error);
+            if (!options.quiet)
+                std::fprintf(stderr, "  M %5zu  N %3zu: with prompt %.4f s, with adapter %.4f s, speedup %.2f (tokens %.2f)\n", M, N,
+                             col_with_prompt.back(), col_adapter.back(), col_speedup.back(), col_ratio.back());
+        }
+    icl::write_biases(model, original);
+
+    io::ResultsWriter& w = run.results();
+    w.write_columns("/tables/serving", {{"prompt_tokens", col_m},
+                                        {"input_tokens", col_n},
+                                        {"with_prompt_s", col_with_prompt},
+                                        {"with_adapter_s", col_adapter},
+                                        {"speedup", col_speedup},
+                                        {"token_ratio", col_ratio},
+                                        {"conversion_s", col_convert},
+                                        {"relative_logit_error", col_error}});
+    w.set_attr("parameter_count", static_cast<std::int64_t>(model.parameter_count()));
+    w.set_attr("adapter_parameter_count", static_cast<std::int64_t>(original.parameter_count()));
+    run.commit();
+    if (!options.quiet) {
+        std::printf("\nserving with an ICLCA adapter (paper 000 §7): %zu parameters, %s, median of %zu\n", model.parameter_count(),
+                    cfg.get_string("model.dtype").c_str(), repeats);
+        std::printf("  %6s %6s %14s %14s %9s %13s %13s %11s\n", "M", "N", "prompt+X (s)", "adapter X (s)", "speedup",
+                    "(M+N)/N", "convert (s)", "rel. error");
+        for (std::size_t i = 0; i < col_m.size(); ++i)
+            std::printf("  %6lld %6lld %14.5f %14.5f %9.2f %13.2f %13.5f %11.2e\n", static_cast<long long>(col_m[i]),
+                        static_cast<long long>(col_n[i]), col_with_prompt[i], col_adapter[i], col_speedup[i], col_ratio[i],
+                        col_convert[i], col_error[i]);
+    }
+    return {run.path(), true, 0, 0};
+}
+
+void declare_keys(config::Schema& schema) {
+    schema.add_int("task.vocab", 52, 2, 1 << 20, "vocabulary V of the random tokens")
+        .add_int_list("task.prompt_lengths", {64, 256, 1024}, 1, 1 << 20, "ICL prompt lengths M")
+        .add_int_list("task.input_lengths", {16, 64}, 1, 1 << 20, "input lengths N")
+        .add_int("task.repeats", 5, 1, 1000, "timed repeats per (M, N) (median reported; one extra untimed warm-up)");
+}
+
+RunOutcome run_iclca_serving(const RunContext& context) {
+    return with_model_dtype(context.config, [&](auto zero) { return serving<decltype(zero)>(context.config, context.options); });
+}
+
+}  // namespace
+
+Experiment iclca_serving() {
+    return {"iclca_serving",
+            "time the logits of an input with the ICL prompt prepended vs with its ICLCA adapter (paper 000 §7)",
+            {KeyGroup::output, KeyGroup::model},
+            declare_keys,
+            run_iclca_serving};
+}
+
+}  // namespace iclab::experiments

@@ -1,0 +1,73 @@
+#include "framework/core/measure.hpp"
+
+#include <sys/resource.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace iclab {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+}  // namespace
+
+double mean_of(const std::vector<double>& values) {
+    if (values.empty()) return kNaN;
+    double sum = 0.0;
+    for (double v : values) sum += v;
+    return sum / static_cast<double>(values.size());
+}
+
+double max_of(const std::vector<double>& values) {
+    return values.empty() ? kNaN : *std::max_element(values.begin(), values.end());
+}
+
+double median_of(std::vector<double> values) {
+    if (values.empty()) return kNaN;
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+Spread spread_of(const std::vector<double>& values) {
+    Spread s;
+    if (values.empty() || std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) return s;
+    s.mean = mean_of(values);
+    if (values.size() > 1) {
+        double squares = 0.0;
+        for (double v : values) squares += (v - s.mean) * (v - s.mean);
+        s.std = std::sqrt(squares / static_cast<double>(values.size() - 1));
+    }
+    s.min = *std::min_element(values.begin(), values.end());
+    s.max = *std::max_element(values.begin(), values.end());
+    return s;
+}
+
+double peak_rss_gib() {  // getrusage: kilobytes on Linux
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_maxrss) * 1024.0 / kGiB;
+}
+
+bool reset_peak_rss() {
+    std::ofstream clear_refs("/proc/self/clear_refs");
+    if (!clear_refs) return false;
+    clear_refs << "5";
+    clear_refs.flush();
+    return clear_refs.good();
+}
+
+double available_memory_gib() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string line, key;
+    double value = 0;
+    while (std::getline(meminfo, line)) {
+        std::istringstream fields(line);
+        if (fields >> key >> value && key == "MemAvailable:") return value * 1024.0 / kGiB;
+    }
+    return kNaN;
+}
+
+}  // namespace iclab

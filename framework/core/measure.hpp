@@ -1,0 +1,58 @@
+#pragma once
+// Measurement helpers every experiment shares: relative errors, summary statistics, wall time and memory.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <vector>
+
+#include "framework/core/check.hpp"
+
+namespace iclab {
+
+// ‖a − reference‖_F / ‖reference‖_F over n entries, accumulated in double. Error (iclab::Error) when the
+// result is not finite (non-finite outputs or a zero reference): a silent NaN would pass any "<" check.
+template <class T>
+double relative_error(const T* a, const double* reference, std::size_t n) {
+    double diff = 0.0, norm = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double d = static_cast<double>(a[i]) - reference[i];
+        diff += d * d;
+        norm += reference[i] * reference[i];
+    }
+    const double error = std::sqrt(diff / norm);
+    ICLAB_CHECK(std::isfinite(error), "non-finite outputs or a zero reference (relative error " << error << ")");
+    return error;
+}
+template <class T>
+double relative_error(const T* a, const std::vector<double>& reference) {
+    return relative_error(a, reference.data(), reference.size());
+}
+
+// NaN for an empty list.
+double mean_of(const std::vector<double>& values);
+double max_of(const std::vector<double>& values);
+// The middle value (the mean of the two middle values for an even count); NaN for an empty list.
+double median_of(std::vector<double> values);
+
+// Mean, sample standard deviation (n − 1), min and max; all NaN when any value is NaN (std also when n = 1).
+struct Spread {
+    double mean = std::numeric_limits<double>::quiet_NaN(), std = std::numeric_limits<double>::quiet_NaN();
+    double min = std::numeric_limits<double>::quiet_NaN(), max = std::numeric_limits<double>::quiet_NaN();
+};
+Spread spread_of(const std::vector<double>& values);
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Peak resident set size of this process in GiB (getrusage's ru_maxrss, i.e. VmHWM).
+double peak_rss_gib();
+// Resets the peak (VmHWM) to the current size (Linux >= 4.0: "5" to /proc/self/clear_refs), so each
+// measurement gets its own peak. False where unsupported: peaks are then running maxima of the process.
+bool reset_peak_rss();
+// MemAvailable of /proc/meminfo in GiB; NaN when unknown.
+double available_memory_gib();
+
+}  // namespace iclab

@@ -1,0 +1,63 @@
+#include "framework/run/finished_run.hpp"
+
+#include <algorithm>
+
+#include "framework/core/check.hpp"
+#include "framework/io/results_file.hpp"
+#include "framework/run/checkpoint_io.hpp"
+#include "framework/run/config_keys.hpp"
+#include "framework/run/experiment.hpp"
+#include "framework/run/induction_training.hpp"
+#include "framework/run/run_folder.hpp"
+
+namespace iclab::run {
+
+InductionRun load_induction_run(const std::filesystem::path& run_dir, const Catalog& catalog, std::size_t min_positions,
+                                const std::string& who, model::Transformer<double>::Mode mode) {
+    const auto config_path = run_dir / kConfigFile, results_path = run_dir / kResultsFile;
+    ICLAB_INPUT_CHECK(std::filesystem::is_directory(run_dir), who << ": " << run_dir.string() << " is not a run folder");
+    ICLAB_INPUT_CHECK(std::filesystem::exists(config_path), who << ": " << run_dir.string() << " is not a run folder (no "
+                                                                << kConfigFile << ")");
+    ICLAB_INPUT_CHECK(std::filesystem::exists(results_path),
+                      who << ": " << run_dir.string() << " has no completed " << kResultsFile << " (did the run finish?)");
+    InductionRun run;
+    run.dir = run_dir;
+    run.config = catalog.load_config(config_path.string(), {});
+    const std::string experiment = run.config.get_string("experiment");
+    ICLAB_INPUT_CHECK(run.config.has("task.triggers") && run.config.has("model.attention"),
+                      who << ": " << run_dir.string() << " is a " << experiment
+                          << " run, which trains no induction-head model (task.triggers, model.*)");
+    io::ResultsReader reader(results_path);
+    if (!reader.has("/checkpoint")) {
+        const bool from_source = run.config.has("source.run_dir") && !run.config.get_string("source.run_dir").empty();
+        if (from_source)
+            throw InputError(who + ": " + run_dir.string() + " converted the model of source.run_dir " +
+                             run.config.get_string("source.run_dir") + " and holds no parameters; use that run");
+        throw InputError(who + ": " + results_path.string() + " holds no trained parameters (output.checkpoint was false)");
+    }
+    run.task = induction_spec_from_config(run.config);
+    // RoPE positions are relative, so the table may be longer than the training length.
+    const std::size_t max_len = std::max<std::size_t>(min_positions, static_cast<std::size_t>(run.task.seq_len));
+    run.model = std::make_unique<model::Transformer<double>>(model_spec_from_config(run.config, tasks::kInductionVocab, max_len), mode);
+    read_checkpoint(reader, *run.model);
+    return run;
+}
+
+void check_model_keys_agree(const config::Config& cfg, const config::Config& source, const std::string& source_description) {
+    std::string differences;
+    config::Schema keys;
+    add_induction_task_keys(keys);
+    add_model_keys(keys);
+    for (const auto& key : keys.keys()) {
+        if (!cfg.has(key.path) || !source.has(key.path) || cfg.origin(key.path) == "default") continue;
+        const std::string mine = cfg.value_text(key.path), theirs = source.value_text(key.path);
+        if (mine != theirs)
+            differences += "\n  " + key.path + ": " + mine + " (" + cfg.origin(key.path) + ") but " + theirs + " in " +
+                           source_description;
+    }
+    ICLAB_INPUT_CHECK(differences.empty(), "config error: with source.run_dir the model and task are the source run's; "
+                                           "these keys are set to other values:"
+                                               << differences << "\n(leave them out, or make them equal)");
+}
+
+}  // namespace iclab::run

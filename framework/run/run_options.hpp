@@ -1,0 +1,28 @@
+#pragma once
+// How `iclab run` asks an experiment to run, and what the run did.
+#include <cstddef>
+#include <filesystem>
+
+namespace iclab::run {
+
+struct RunOptions {
+    bool quiet = false;      // no progress output on stderr
+    bool overwrite = false;  // replace a completed run of the same name instead of choosing a new name
+    // Continue the run in this folder from its checkpoint.h5 instead of starting a new one (`iclab run
+    // --resume`); the config must be the one load_resume_config returned for it.
+    std::filesystem::path resume_dir;
+    // Stop after this step (1-based count of finished steps) with a checkpoint and without results.h5,
+    // as if interrupted there; 0: train to train.steps (`iclab run --stop-after`).
+    std::size_t stop_after = 0;
+};
+
+// What a run did: its folder, and whether it completed (results.h5 written) or stopped early
+// (RunOptions::stop_after) after `steps_done` steps.
+struct RunOutcome {
+    std::filesystem::path run_dir;
+    bool completed = false;
+    std::size_t steps_done = 0;
+    std::size_t steps_total = 0;
+};
+
+}  // namespace iclab::run

@@ -1,0 +1,1 @@
+#include "experiments/b/b.hpp"  // sideways

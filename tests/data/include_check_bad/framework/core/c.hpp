@@ -1,0 +1,2 @@
+#pragma once
+#include "framework/run/r.hpp"  // upward
