@@ -2,14 +2,22 @@
 # README command 2: set up, build, and run every test through ctest.
 #   scripts/test.sh             Release build in build/
 #   scripts/test.sh --sanitize  ASan + UBSan build in build-asan/ (slower)
+#   scripts/test.sh --slurm     start a single-node Slurm cluster here (scripts/slurm/local_cluster.sh), then run
+#                               every test, the Slurm sweep test (label slurm) included
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ctest_args=()
+if [ "${1:-}" = "--slurm" ]; then
+  scripts/slurm/local_cluster.sh
+fi
 if [ "${1:-}" = "--sanitize" ]; then
   export BUILD_DIR=build-asan CMAKE_ARGS="-DICLAB_SANITIZE=ON -DICLAB_NATIVE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo"
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   ctest_args=(-E "learns the induction head")  # the 1-minute training run takes ~10x longer under ASan
 fi
 scripts/setup.sh
+# Test-only packages: the Python reader of runs (scripts/python/iclab_runs.py) is tested against iclab collect.
+. scripts/lib/apt_ensure.sh
+apt_ensure "test setup" python3-h5py python3-pandas python3-yaml
 cd "${BUILD_DIR:-build}"
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" ctest --output-on-failure -j "${JOBS:-$(nproc)}" "${ctest_args[@]}"

@@ -12,7 +12,9 @@
 
 #include "experiments/cli/bench.hpp"
 #include "experiments/cli/convert.hpp"
+#include "experiments/cli/inspect.hpp"
 #include "experiments/cli/predict.hpp"
+#include "experiments/cli/sweep.hpp"
 #include "experiments/registry.hpp"
 #include "framework/run/run_folder.hpp"
 #include "framework/core/threads.hpp"
@@ -25,8 +27,12 @@ namespace {
 const char* kUsage =
     "usage:\n"
     "  iclab run CONFIG [key.path=value ...] [--print-config] [--dry-run] [--quiet] [--overwrite] [--threads N] [--stop-after STEP] [--help-config]\n"
+    "  iclab run -m CONFIG key=a,b other=i:j ... [--jobs N] [--threads T] [--launcher local|slurm] [--name NAME] [--dry-run]\n"
+    "  iclab sweep SWEEP.yaml [--jobs N] [--threads T] [--launcher local|slurm] [--partition P] [--time T] [--cpus C] [--dry-run]\n"
     "  iclab run --resume RUN_DIR [--quiet] [--threads N] [--stop-after STEP] [--dry-run] [--print-config]\n"
     "  iclab list\n"
+    "  iclab collect DIR... --out runs.csv|runs.h5 [--overwrite]\n"
+    "  iclab show RUN_DIR\n"
     "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--adapter A.h5 ...] [--top K] [--out FILE.h5] [--overwrite]\n"
     "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
     "  iclab bench CONFIG [key.path=value ...] [--threads N] [--warmup K] [--iters K] [--out FILE.h5] [--export FILE.h5] [--overwrite]\n"
@@ -63,6 +69,98 @@ std::string read_letters_file(const std::string& path, const char* flag) {
     return text;
 }
 
+// Flags shared by `run -m` and `sweep`.
+void add_sweep_flags(po::options_description& flags) {
+    flags.add_options()("jobs", po::value<int>()->default_value(1), "jobs at a time (local launcher)")(
+        "launcher", po::value<std::string>()->default_value("local"), "local (child processes) or slurm (sbatch --array)")(
+        "partition", po::value<std::string>(), "slurm: partition")("time", po::value<std::string>(), "slurm: time limit per job")(
+        "cpus", po::value<int>()->default_value(1), "slurm: cpus per task (and each job's threads)")(
+        "name", po::value<std::string>(), "the sweep folder's name under <output.dir>/sweeps/");
+}
+
+cli::LaunchOptions launch_options(const po::variables_map& vm) {
+    cli::LaunchOptions options;
+    options.jobs = vm["jobs"].as<int>();
+    options.threads = vm["threads"].as<int>();
+    options.launcher = vm["launcher"].as<std::string>();
+    if (vm.count("partition")) options.partition = vm["partition"].as<std::string>();
+    if (vm.count("time")) options.time = vm["time"].as<std::string>();
+    options.cpus = vm["cpus"].as<int>();
+    options.dry_run = vm.count("dry-run") > 0;
+    options.quiet = vm.count("quiet") > 0;
+    return options;
+}
+
+int command_sweep(const std::vector<std::string>& args) {
+    po::options_description flags("usage: iclab sweep SWEEP.yaml [options]\noptions");
+    flags.add_options()("threads", po::value<int>()->default_value(0), "compute threads per job (0: cores / jobs)")(
+        "dry-run", "plan the sweep and list every job's state (with --launcher slurm: write the script, do not submit)")(
+        "quiet", "no progress lines")("help,h", "this help");
+    add_sweep_flags(flags);
+    const po::variables_map vm = parse_command(args, flags, "positional");
+    if (vm.count("help")) {
+        std::cout << flags;
+        return 0;
+    }
+    const std::vector<std::string> rest = positional_arguments(vm);
+    ICLAB_INPUT_CHECK(rest.size() == 1, "iclab sweep: give one SWEEP.yaml\n" << flags);
+    run::SweepFile file = run::load_sweep_file(rest.front());
+    if (vm.count("name")) file.spec.name = vm["name"].as<std::string>();
+    cli::LaunchOptions options = launch_options(vm);
+    if (vm["jobs"].defaulted() && file.jobs > 0) options.jobs = file.jobs;
+    if (vm["threads"].defaulted() && file.threads > 0) options.threads = file.threads;
+    return cli::launch_sweep(file.spec, options);
+}
+
+int command_sweep_job(const std::vector<std::string>& args) {
+    po::options_description flags("usage: iclab sweep-job SWEEP_DIR INDEX [--threads T]  (one job of a sweep: a Slurm array task)\noptions");
+    flags.add_options()("threads", po::value<int>()->default_value(1), "compute threads")("help,h", "this help");
+    const po::variables_map vm = parse_command(args, flags, "positional");
+    if (vm.count("help")) {
+        std::cout << flags;
+        return 0;
+    }
+    const std::vector<std::string> rest = positional_arguments(vm);
+    ICLAB_INPUT_CHECK(rest.size() == 2, "iclab sweep-job: give SWEEP_DIR and INDEX");
+    std::size_t index = 0;
+    try {
+        index = std::stoul(rest[1]);
+    } catch (const std::exception&) {
+        throw InputError("iclab sweep-job: INDEX must be a job number, got '" + rest[1] + "'");
+    }
+    return cli::sweep_job(rest[0], index, vm["threads"].as<int>());
+}
+
+int command_collect(const std::vector<std::string>& args) {
+    po::options_description flags("usage: iclab collect DIR... --out runs.csv|runs.h5 [--overwrite]\n"
+                                  "one row per finished run under the folders: resolved config, summary numbers, small "
+                                  "tables; curves in long form beside it\noptions");
+    flags.add_options()("out", po::value<std::string>(), "runs.csv (curves to runs_curves.csv) or runs.h5 (/runs, /curves)")(
+        "overwrite", "replace an existing --out")("help,h", "this help");
+    const po::variables_map vm = parse_command(args, flags, "positional");
+    if (vm.count("help")) {
+        std::cout << flags;
+        return 0;
+    }
+    ICLAB_INPUT_CHECK(vm.count("out"), "iclab collect: missing --out runs.csv|runs.h5");
+    const std::vector<std::string> rest = positional_arguments(vm);
+    cli::collect(std::vector<std::filesystem::path>(rest.begin(), rest.end()), vm["out"].as<std::string>(), vm.count("overwrite") > 0);
+    return 0;
+}
+
+int command_show(const std::vector<std::string>& args) {
+    po::options_description flags("usage: iclab show RUN_DIR  (the run's summary numbers and tables, from results.h5)\noptions");
+    flags.add_options()("help,h", "this help");
+    const po::variables_map vm = parse_command(args, flags, "run_dir");
+    if (vm.count("help")) {
+        std::cout << flags;
+        return 0;
+    }
+    ICLAB_INPUT_CHECK(vm.count("run_dir"), "iclab show: missing RUN_DIR");
+    cli::show(vm["run_dir"].as<std::string>());
+    return 0;
+}
+
 int command_run(const std::vector<std::string>& args) {
     po::options_description flags(
         "usage: iclab run CONFIG [key.path=value ...] [options]\n       iclab run --resume RUN_DIR [options]\noptions");
@@ -73,13 +171,27 @@ int command_run(const std::vector<std::string>& args) {
         "stop-after", po::value<std::size_t>()->default_value(0),
         "stop after this step with a checkpoint and without results.h5, as if interrupted (continue with --resume)")(
         "help-config", "list every config key of the config's experiment")(
-        "threads", po::value<int>()->default_value(0), "compute threads (0: all cores, or OMP_NUM_THREADS)")("help,h", "this help");
+        "threads", po::value<int>()->default_value(0), "compute threads (0: all cores, or OMP_NUM_THREADS; with -m: per job, "
+                                                       "0 = cores / jobs)")("help,h", "this help");
+    po::options_description sweep_flags("multirun (a sweep over the overrides: key=a,b,c or key=i:j for i, ..., j-1)");
+    add_sweep_flags(sweep_flags);
+    sweep_flags.add_options()("multirun,m", "run every combination of the overrides' values as a sweep");
+    flags.add(sweep_flags);
     const po::variables_map vm = parse_command(args, flags, "positional");
     if (vm.count("help")) {
         std::cout << flags;
         return 0;
     }
     const std::vector<std::string> rest = positional_arguments(vm);
+    if (vm.count("multirun")) {
+        ICLAB_INPUT_CHECK(!vm.count("resume"), "iclab run -m: a sweep resumes its interrupted jobs by itself; drop --resume");
+        ICLAB_INPUT_CHECK(!rest.empty(), "iclab run -m: missing CONFIG");
+        for (const auto& o : std::vector<std::string>(rest.begin() + 1, rest.end()))
+            ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, "iclab run -m: '" << o << "' is not an override key.path=value");
+        run::SweepSpec spec = run::sweep_from_command_line(rest.front(), std::vector<std::string>(rest.begin() + 1, rest.end()));
+        if (vm.count("name")) spec.name = vm["name"].as<std::string>();
+        return cli::launch_sweep(spec, launch_options(vm));
+    }
     run::RunOptions options;
     options.quiet = vm.count("quiet") > 0;
     options.overwrite = vm.count("overwrite") > 0;
@@ -267,6 +379,10 @@ int main(int argc, char** argv) {
         if (command == "predict") return command_predict(args);
         if (command == "convert") return command_convert(args);
         if (command == "bench") return command_bench(args);
+        if (command == "sweep") return command_sweep(args);
+        if (command == "collect") return command_collect(args);
+        if (command == "show") return command_show(args);
+        if (command == "sweep-job") return command_sweep_job(args);
         if (command == "help" || command == "--help" || command == "-h") {
             std::cout << kUsage;
             return 0;

@@ -355,6 +355,12 @@ void emit_tree(YAML::Emitter& emitter, const YamlTreeNode& node) {
 }
 }  // namespace
 
+std::string string_override(const std::string& key, const std::string& value) {
+    YAML::Emitter emitter;
+    emitter << YAML::DoubleQuoted << value;
+    return key + "=" + emitter.c_str();
+}
+
 std::string Config::value_text(const std::string& path) const { return detail::format_value(entry(path).value); }
 
 std::string Config::to_yaml() const {

@@ -152,6 +152,9 @@ private:
 // defaults, validates types, ranges, sets and rules. Throws iclab::InputError listing every problem.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides, const Schema& schema);
 
+// "key=value" with the value double-quoted as YAML, so that any text (paths, names) is read back as that string.
+std::string string_override(const std::string& key, const std::string& value);
+
 // A config of another schema made from a resolved one, e.g. a sub-run's config from its parent's: every key
 // `schema` declares takes `parent`'s value (and origin) where the parent declares it too, else its default;
 // then the overrides apply, and the result is validated as load_config validates. Keys of the parent that

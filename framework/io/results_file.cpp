@@ -423,4 +423,37 @@ std::vector<std::string> ResultsReader::read_column_string(const std::string& pa
     });
 }
 
+Column ResultsReader::read_column(const std::string& path) const {
+    const auto type_class = hdf5_step(path_, "reading " + path, [&] {
+        return open_dataset(hdf5_->file, absolute_path(path)).getTypeClass();
+    });
+    const std::string name = path.substr(path.rfind('/') + 1);
+    if (type_class == H5T_STRING) return Column{name, read_column_string(path)};
+    if (type_class == H5T_INTEGER) return Column{name, read_column_int64(path)};
+    return Column{name, read_column_double(path)};
+}
+
+// Attributes of groups (the root, tables); datasets' attributes are read by name.
+std::vector<std::pair<std::string, ResultsReader::AttributeValue>> ResultsReader::attributes(const std::string& object_path) const {
+    const std::vector<std::pair<std::string, H5T_class_t>> found = hdf5_step(path_, "listing attributes of " + object_path, [&] {
+        std::vector<std::pair<std::string, H5T_class_t>> names;
+        const std::string where = absolute_path(object_path);
+        H5::Group group = hdf5_->file.openGroup(where);
+        const int count = group.getNumAttrs();
+        for (int i = 0; i < count; ++i) {
+            const H5::Attribute attribute = group.openAttribute(static_cast<unsigned int>(i));
+            names.emplace_back(attribute.getName(), attribute.getTypeClass());
+        }
+        std::sort(names.begin(), names.end());
+        return names;
+    });
+    std::vector<std::pair<std::string, AttributeValue>> values;
+    for (const auto& [name, type_class] : found) {
+        if (type_class == H5T_STRING) values.emplace_back(name, read_attr_string(object_path, name));
+        else if (type_class == H5T_INTEGER) values.emplace_back(name, read_attr_int64(object_path, name));
+        else if (type_class == H5T_FLOAT) values.emplace_back(name, read_attr_double(object_path, name));
+    }
+    return values;
+}
+
 }  // namespace iclab::io

@@ -132,6 +132,12 @@ public:
     std::vector<double> read_column_double(const std::string& path) const;  // from float or integer
     std::vector<int64_t> read_column_int64(const std::string& path) const;  // from integer only
     std::vector<std::string> read_column_string(const std::string& path) const;
+    // A 1-D column in its stored kind: strings, integers (as int64) or floats (as double).
+    Column read_column(const std::string& path) const;
+
+    // Every attribute of an object, in name order: strings, int64 or double (other kinds are skipped).
+    using AttributeValue = std::variant<std::string, int64_t, double>;
+    std::vector<std::pair<std::string, AttributeValue>> attributes(const std::string& object_path) const;
 
     const std::filesystem::path& path() const { return path_; }
 

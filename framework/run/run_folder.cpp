@@ -1,5 +1,7 @@
 #include "framework/run/run_folder.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 
@@ -19,11 +21,36 @@ std::string run_name(const config::Config& cfg) {
     const std::string folder = source.parent_path().filename().string();
     std::string name = (folder.empty() ? "" : folder + "_") + stem;
     if (stem.find(experiment) == std::string::npos) name = experiment + "_" + name;
-    for (const auto& override_text : cfg.overrides()) {
-        if (override_text.rfind("seed=", 0) == 0 || override_text.rfind("output.", 0) == 0) continue;
-        name += "_" + override_text;
-    }
+    std::vector<std::string> named;
+    for (const auto& override_text : cfg.overrides())
+        if (override_text.rfind("seed=", 0) != 0 && override_text.rfind("output.", 0) != 0) named.push_back(override_text);
+    if (!named.empty()) name += "_" + overrides_name(cfg, named);
     return name + "_seed" + std::to_string(cfg.get_int("seed"));
+}
+
+std::string canonical_override(const config::Config& cfg, const std::string& override_text) {
+    const std::string key = override_text.substr(0, override_text.find('='));
+    return cfg.has(key) ? key + "=" + cfg.value_text(key) : override_text;
+}
+
+std::string overrides_name(const config::Config& cfg, const std::vector<std::string>& overrides) {
+    std::vector<std::string> canonical;
+    for (const auto& o : overrides) canonical.push_back(canonical_override(cfg, o));
+    std::sort(canonical.begin(), canonical.end());
+    canonical.erase(std::unique(canonical.begin(), canonical.end()), canonical.end());
+    std::string name;
+    for (const auto& o : canonical) {
+        const std::size_t equals = o.find('=');
+        std::string value;
+        for (char c : o.substr(equals + 1)) {
+            if (c == '"' || c == '\'' || c == '[' || c == ']' || c == '{' || c == '}' || c == ' ') continue;
+            if (c == ',') value += '+';
+            else if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == '+') value += c;
+            else value += '_';
+        }
+        name += (name.empty() ? "" : ",") + o.substr(0, equals) + "-" + (value.empty() ? "_" : value);
+    }
+    return name;
 }
 
 std::string config_fingerprint(const std::string& config_text) { return fnv1a64_hex(config_text); }
@@ -120,6 +147,7 @@ RunFolder::RunFolder(const config::Config& cfg, const RunOptions& options) {
         identity_.start_time = io::now_iso8601();
         // Only an --overwrite run reuses a folder: a checkpoint of the run it replaces must not be resumed.
         std::filesystem::remove(checkpoint_path());
+        std::filesystem::remove(path_ / kLiveCurvesFile);
         std::filesystem::remove(path_ / (std::string(kCheckpointFile) + ".partial"));
         {
             std::ofstream config_file(path_ / kConfigFile);

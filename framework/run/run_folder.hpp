@@ -15,14 +15,22 @@ namespace iclab::run {
 
 class Catalog;
 
-// "[<experiment>_]<config folder>_<config stem>[_<overrides>]_seed<k>" unless output.name is set.
+// "[<experiment>_]<config folder>_<config stem>[_<overrides_name>]_seed<k>" unless output.name is set.
 std::string run_name(const config::Config& cfg);
+
+// key=value with the value as the resolved config writes it (3e-3 and 0.003 give one text); the override itself
+// for a key the config does not declare (a section given as a map).
+std::string canonical_override(const config::Config& cfg, const std::string& override_text);
+// "key-value,key-value": the overrides canonical and sorted by key, in characters safe in folder names (no '=',
+// quotes, brackets or blanks; a list's commas as '+'). The same config gives the same name however it was typed.
+std::string overrides_name(const config::Config& cfg, const std::vector<std::string>& overrides);
 
 // File names inside a run folder.
 inline const char* kConfigFile = "config.yaml";
 inline const char* kLogFile = "log.txt";
 inline const char* kResultsFile = "results.h5";
 inline const char* kCheckpointFile = "checkpoint.h5";
+inline const char* kLiveCurvesFile = "curves.csv";  // the Trainer's evaluations as they happen
 
 // What identifies a run across interruptions: written into every checkpoint.h5 and, from there, into
 // the results.h5 of a resumed run, so it carries the same root attributes as an uninterrupted one.

@@ -1,7 +1,5 @@
 #include "framework/run/sub_runs.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include "framework/core/check.hpp"
 
 namespace iclab::run {
@@ -9,12 +7,6 @@ namespace iclab::run {
 namespace {
 
 const char* const kRunsFolder = "runs";
-
-std::string yaml_quoted(const std::string& text) {
-    YAML::Emitter emitter;
-    emitter << YAML::DoubleQuoted << text;
-    return emitter.c_str();
-}
 
 }  // namespace
 
@@ -35,8 +27,8 @@ SubRuns::SubRuns(const RunContext& parent_context, RunFolder& parent, std::strin
 config::Config SubRuns::config(std::size_t i) const {
     std::vector<std::string> overrides = {"experiment=" + experiment_};
     overrides.insert(overrides.end(), subs_[i].overrides.begin(), subs_[i].overrides.end());
-    overrides.push_back("output.dir=" + yaml_quoted(runs_dir_.string()));
-    overrides.push_back("output.name=" + yaml_quoted(subs_[i].name));
+    overrides.push_back(config::string_override("output.dir", runs_dir_.string()));
+    overrides.push_back(config::string_override("output.name", subs_[i].name));
     return config::derive_config(context_.config, context_.catalog.find(experiment_).schema(), overrides);
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include "framework/core/check.hpp"
@@ -124,7 +125,10 @@ bool Trainer<T>::train(Rng data_rng) {
                 if (name == task_.progress_metric) shown = value;
             status += "  " + format_metric(task_.progress_metric, shown, 3);
         }
-        const double tokens_per_s = curve_columns_.empty() || curve_columns_[0].empty() ? 0.0 : curve_columns_[curve_columns_.size() - 2].back();
+        // The rate of the steps since the last evaluation, or at an evaluation the rate it recorded.
+        const double tokens_per_s = interval_steps_ > 0 && interval_train_seconds_ > 0
+                                        ? static_cast<double>(interval_steps_ * task_.tokens_per_step) / interval_train_seconds_
+                                        : curve_columns_[curve_columns_.size() - 2].back();
         progress_->update(next_step_, status + "  " + format_metric("tok/s", tokens_per_s, 0));
 
         const bool periodic = settings_.checkpoint_every > 0 && next_step_ % settings_.checkpoint_every == 0;
@@ -164,6 +168,32 @@ void Trainer<T>::append_curve_row(std::size_t step, double lr, double elapsed) {
     for (std::size_t c = 0; c < row.size(); ++c) curve_columns_[c].push_back(row[c]);
     interval_loss_ = interval_grad_norm_ = interval_train_seconds_ = 0.0;
     interval_steps_ = 0;
+    write_live_curves(curve_columns_[0].size() == 1);
+}
+
+template <class T>
+void Trainer<T>::write_live_curves(bool rewrite) const {
+    // RUN_DIR/curves.csv: every evaluation row as soon as it exists, for `tail -f` and plots of a running job.
+    // results.h5 /curves stays the record; this file is rewritten from the checkpoint's rows on resume.
+    const std::filesystem::path path = run_.path() / kLiveCurvesFile;
+    std::ofstream out(path, rewrite ? std::ios::trunc : std::ios::app);
+    const auto write_row = [&](std::size_t r) {
+        for (std::size_t c = 0; c < curve_columns_.size(); ++c) {
+            char value[32];
+            std::snprintf(value, sizeof value, "%.10g", curve_columns_[c][r]);
+            out << (c ? "," : "") << value;
+        }
+        out << "\n";
+    };
+    const std::size_t rows = curve_columns_.empty() ? 0 : curve_columns_[0].size();
+    if (rewrite) {
+        for (std::size_t c = 0; c < curve_names_.size(); ++c) out << (c ? "," : "") << curve_names_[c];
+        out << "\n";
+        for (std::size_t r = 0; r < rows; ++r) write_row(r);
+    } else if (rows > 0) {
+        write_row(rows - 1);
+    }
+    out.flush();  // a reader sees whole rows; a failure here never stops training (results.h5 holds the curves)
 }
 
 template <class T>
@@ -298,6 +328,7 @@ void Trainer<T>::load_checkpoint() {
     if (!curve_columns_.empty() && !curve_columns_[0].empty())
         for (std::size_t c = kCurvesBefore.size(); c + kCurvesAfter.size() < curve_names_.size(); ++c)
             last_metrics_.emplace_back(curve_names_[c], curve_columns_[c].back());
+    write_live_curves(true);  // drop rows the interrupted session wrote after its checkpoint
 }
 
 template class Trainer<float>;

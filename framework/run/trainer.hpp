@@ -86,6 +86,8 @@ private:
     void load_checkpoint();
     void write_checkpoint();
     void append_curve_row(std::size_t step, double lr, double elapsed);
+    // RUN_DIR/curves.csv: the whole table (rewrite) or its last row appended.
+    void write_live_curves(bool rewrite) const;
     [[noreturn]] void diverged(std::size_t step, const std::string& quantity, double value);
 
     TrainerSettings settings_;

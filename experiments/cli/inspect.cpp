@@ -1,0 +1,125 @@
+#include "experiments/cli/inspect.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+#include "framework/core/check.hpp"
+#include "framework/io/results_file.hpp"
+#include "framework/run/collect.hpp"
+#include "framework/run/run_folder.hpp"
+
+namespace iclab::cli {
+
+namespace fs = std::filesystem;
+
+void collect(const std::vector<fs::path>& paths, const fs::path& out, bool overwrite) {
+    ICLAB_INPUT_CHECK(!paths.empty(), "iclab collect: give at least one folder");
+    const std::vector<fs::path> runs = run::find_runs(paths);
+    ICLAB_INPUT_CHECK(!runs.empty(), "iclab collect: no finished run (config.yaml and results.h5) under the folders given");
+    const run::Collection collection = run::collect_runs(runs);
+    for (const auto& line : collection.skipped) std::fprintf(stderr, "iclab collect: skipped %s\n", line.c_str());
+    ICLAB_INPUT_CHECK(collection.runs.rows() > 0, "iclab collect: no run could be read");
+    run::write_collection(collection, out, overwrite);
+    std::fprintf(stderr, "iclab collect: %zu runs, %zu columns; %zu curve rows\n", collection.runs.rows(),
+                 collection.runs.columns().size(), collection.curves.rows());
+    std::printf("%s\n", out.string().c_str());
+}
+
+namespace {
+
+std::string cell_text(const io::Column& column, std::size_t row) {
+    if (const auto* text = std::get_if<std::vector<std::string>>(&column.values)) return (*text)[row];
+    if (const auto* integers = std::get_if<std::vector<std::int64_t>>(&column.values)) return std::to_string((*integers)[row]);
+    const double value = std::get<std::vector<double>>(column.values)[row];
+    if (std::isnan(value)) return "n/a";
+    char text[32];
+    const double magnitude = std::fabs(value);
+    std::snprintf(text, sizeof text, magnitude != 0 && (magnitude < 1e-3 || magnitude >= 1e6) ? "%.3e" : "%.4g", value);
+    return text;
+}
+
+void print_table(const io::ResultsReader& reader, const std::string& path) {
+    std::vector<io::Column> columns;
+    std::stringstream order(reader.read_attr_string(path, "column_order"));
+    for (std::string name; std::getline(order, name, ',');) columns.push_back(reader.read_column(path + "/" + name));
+    // Each paper_<x> column right after <x> (or after the last column when there is no <x>).
+    std::vector<io::Column> arranged;
+    for (const auto& column : columns) {
+        if (column.name.rfind("paper", 0) == 0) continue;
+        arranged.push_back(column);
+        for (const auto& paper : columns)
+            if (paper.name.rfind("paper", 0) == 0 && (paper.name == "paper_" + column.name || paper.name == "paper"))
+                arranged.push_back(paper);
+    }
+    for (const auto& paper : columns)
+        if (paper.name.rfind("paper", 0) == 0 &&
+            std::none_of(arranged.begin(), arranged.end(), [&](const io::Column& c) { return c.name == paper.name; }))
+            arranged.push_back(paper);
+    const std::size_t rows = columns.empty() ? 0 : std::visit([](const auto& v) { return v.size(); }, columns.front().values);
+    std::vector<std::size_t> widths;
+    for (const auto& column : arranged) {
+        std::size_t width = column.name.size();
+        for (std::size_t r = 0; r < std::min<std::size_t>(rows, 40); ++r) width = std::max(width, cell_text(column, r).size());
+        widths.push_back(std::min<std::size_t>(width, 48));
+    }
+    const std::size_t shown = rows <= 40 ? rows : 10;  // a per-pair table is summarized by its first rows
+    std::printf("\n%s (%zu rows%s)\n", path.c_str(), rows, shown < rows ? "; the first 10 shown" : "");
+    for (std::size_t c = 0; c < arranged.size(); ++c) std::printf("  %-*s", static_cast<int>(widths[c]), arranged[c].name.c_str());
+    std::printf("\n");
+    for (std::size_t r = 0; r < shown; ++r) {
+        for (std::size_t c = 0; c < arranged.size(); ++c) {
+            std::string text = cell_text(arranged[c], r);
+            if (text.size() > 48) text = text.substr(0, 45) + "...";
+            std::printf("  %-*s", static_cast<int>(widths[c]), text.c_str());
+        }
+        std::printf("\n");
+    }
+}
+
+void print_tables_below(const io::ResultsReader& reader, const std::string& path) {
+    for (const auto& [name, value] : reader.attributes(path))
+        if (name == "column_order") {
+            print_table(reader, path);
+            return;
+        }
+    for (const auto& child : reader.list(path)) {
+        try {
+            reader.list(path + "/" + child);
+        } catch (const Error&) {
+            continue;
+        }
+        print_tables_below(reader, path + "/" + child);
+    }
+}
+
+}  // namespace
+
+void show(const fs::path& run_dir) {
+    const fs::path results = run_dir / run::kResultsFile;
+    ICLAB_INPUT_CHECK(fs::is_directory(run_dir), "iclab show: " << run_dir.string() << " is not a folder");
+    ICLAB_INPUT_CHECK(fs::exists(results), "iclab show: " << run_dir.string() << " has no " << run::kResultsFile
+                                                          << " (not a run folder, or the run did not finish)");
+    const io::ResultsReader reader(results);
+    std::printf("%s\n", run_dir.string().c_str());
+    for (const auto& [name, value] : reader.attributes("/")) {
+        if (name == "config" || name == "source_config") continue;
+        std::string text;
+        if (const auto* s = std::get_if<std::string>(&value)) {
+            text = *s;
+            if (text.find('\n') != std::string::npos) text = text.substr(0, text.find('\n')) + " ...";
+        } else if (const auto* i = std::get_if<std::int64_t>(&value)) {
+            text = std::to_string(*i);
+        } else {
+            char buffer[32];
+            std::snprintf(buffer, sizeof buffer, "%.6g", std::get<double>(value));
+            text = buffer;
+        }
+        std::printf("  %-28s %s\n", name.c_str(), text.c_str());
+    }
+    if (reader.has("/tables")) print_tables_below(reader, "/tables");
+}
+
+}  // namespace iclab::cli

@@ -1,0 +1,65 @@
+#include "experiments/cli/sweep.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "experiments/registry.hpp"
+#include "framework/core/check.hpp"
+#include "framework/run/launch.hpp"
+
+namespace iclab::cli {
+
+int launch_sweep(const run::SweepSpec& spec, const LaunchOptions& options) {
+    ICLAB_INPUT_CHECK(options.launcher == "local" || options.launcher == "slurm",
+                      "--launcher must be local or slurm, got '" << options.launcher << "'");
+    ICLAB_INPUT_CHECK(options.jobs >= 1 && options.jobs <= 1024, "--jobs must be from 1 to 1024, got " << options.jobs);
+    ICLAB_INPUT_CHECK(options.threads >= 0 && options.threads <= 1024, "--threads must be from 0 to 1024, got " << options.threads);
+    ICLAB_INPUT_CHECK(options.cpus >= 1 && options.cpus <= 1024, "--cpus must be from 1 to 1024, got " << options.cpus);
+    const run::Sweep sweep = run::plan_sweep(spec, experiments::catalog());  // every job validated: exit 2 before any work
+    std::size_t finished = 0;
+    for (const auto& job : sweep.jobs) finished += run::job_state(sweep, job) == run::JobState::finished;
+    run::write_sweep_plan(sweep);
+    run::write_manifest(sweep);
+    if (options.launcher == "slurm") {
+        run::SlurmOptions slurm;
+        slurm.partition = options.partition;
+        slurm.time = options.time;
+        slurm.cpus = options.cpus;
+        slurm.binary = run::self_binary();
+        const auto script = run::write_slurm_script(sweep, slurm);
+        std::fprintf(stderr, "iclab: sweep %s: %zu jobs (%zu finished), Slurm script %s\n", sweep.dir.c_str(), sweep.jobs.size(),
+                     finished, script.c_str());
+        if (!options.dry_run) std::fprintf(stderr, "iclab: submitted array job %s\n", run::submit_slurm_script(script).c_str());
+        std::cout << sweep.dir.string() << std::endl;
+        return 0;
+    }
+    if (options.dry_run) {
+        for (const auto& job : sweep.jobs)
+            std::printf("%-10s %s\n", run::job_state_name(run::job_state(sweep, job)), job.name.c_str());
+        std::cout << sweep.dir.string() << std::endl;
+        return 0;
+    }
+    run::LocalPoolOptions pool;
+    pool.jobs = options.jobs;
+    pool.threads = options.threads > 0 ? options.threads : std::max(1, omp_get_num_procs() / options.jobs);
+    pool.quiet = options.quiet;
+    pool.binary = run::self_binary();
+    const std::size_t failed = run::run_local_pool(sweep, pool);
+    std::cout << sweep.dir.string() << std::endl;  // last line of stdout: the sweep folder, for scripts
+    return failed == 0 ? 0 : 1;
+}
+
+int sweep_job(const std::string& sweep_dir, std::size_t index, int threads) {
+    const run::Sweep sweep = run::read_sweep_plan(sweep_dir);
+    ICLAB_INPUT_CHECK(index < sweep.jobs.size(), sweep_dir << " has " << sweep.jobs.size() << " jobs; there is no job " << index);
+    const run::SweepJob& job = sweep.jobs[index];
+    const run::JobOutcome outcome = run::run_job_process(sweep, job, std::max(1, threads), run::self_binary());
+    run::write_manifest(sweep);
+    std::fprintf(stderr, "iclab: sweep job %zu (%s): %s\n", index, job.name.c_str(), outcome.status.c_str());
+    return outcome.exit_status;
+}
+
+}  // namespace iclab::cli

@@ -1,0 +1,42 @@
+#pragma once
+// Launchers of a planned sweep (framework/run/sweep.hpp): a local pool of child processes, and Slurm job arrays.
+// Both run each job as `iclab run ...` (or `iclab run --resume ...`) from its state, so a finished job is skipped
+// and an interrupted one continues from its checkpoint, however often the sweep is launched again.
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+#include "framework/run/sweep.hpp"
+
+namespace iclab::run {
+
+// The running iclab binary (/proc/self/exe), which launchers start for each job.
+std::filesystem::path self_binary();
+
+// Runs one job as a child process (stdout and stderr to its log) and waits for it; records its outcome.
+JobOutcome run_job_process(const Sweep& sweep, const SweepJob& job, int threads, const std::filesystem::path& binary);
+
+struct LocalPoolOptions {
+    int jobs = 1;     // child processes at a time
+    int threads = 1;  // compute threads of each
+    bool quiet = false;
+    std::filesystem::path binary;
+};
+// Runs every unfinished job, `jobs` at a time; one line per finished job on stderr with the sweep's ETA; at the
+// end, every failed job with its exit status and log. Writes manifest.csv after each job. Returns the number of
+// jobs that failed.
+std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options);
+
+struct SlurmOptions {
+    std::string partition;  // "" : the cluster's default
+    std::string time;       // "" : the partition's default, else sbatch --time (e.g. 01:00:00)
+    int cpus = 1;           // --cpus-per-task, also each job's --threads
+    std::filesystem::path binary;
+};
+// slurm/array.sbatch in the sweep folder: one array task per job, each `iclab sweep-job SWEEP_DIR $SLURM_ARRAY_TASK_ID`
+// (finished jobs exit at once, so re-submitting after failures is safe).
+std::filesystem::path write_slurm_script(const Sweep& sweep, const SlurmOptions& options);
+// Submits the script with sbatch; returns sbatch's output (the job id line). Error when sbatch fails.
+std::string submit_slurm_script(const std::filesystem::path& script);
+
+}  // namespace iclab::run

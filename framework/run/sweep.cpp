@@ -1,0 +1,413 @@
+#include "framework/run/sweep.hpp"
+
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "framework/core/check.hpp"
+#include "framework/core/hash.hpp"
+#include "framework/run/run_folder.hpp"
+
+namespace iclab::run {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string trim(const std::string& text) {
+    const auto first = text.find_first_not_of(" \t");
+    if (first == std::string::npos) return "";
+    return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// Splits at commas outside [], {} and quotes.
+std::vector<std::string> split_top_level(const std::string& text) {
+    std::vector<std::string> parts;
+    std::string current;
+    int depth = 0;
+    char quote = 0;
+    for (char c : text) {
+        if (quote) {
+            if (c == quote) quote = 0;
+        } else if (c == '"' || c == '\'') {
+            quote = c;
+        } else if (c == '[' || c == '{') {
+            ++depth;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        } else if (c == ',' && depth == 0) {
+            parts.push_back(trim(current));
+            current.clear();
+            continue;
+        }
+        current += c;
+    }
+    parts.push_back(trim(current));
+    return parts;
+}
+
+// "i:j" -> i, i+1, ..., j-1; false when the text is not a range of integers.
+bool parse_range(const std::string& text, std::vector<std::string>& values, const std::string& where) {
+    static const std::regex range(R"(^\s*(-?[0-9]+)\s*:\s*(-?[0-9]+)\s*$)");
+    std::smatch match;
+    if (!std::regex_match(text, match, range)) return false;
+    const long long from = std::stoll(match[1].str()), to = std::stoll(match[2].str());
+    ICLAB_INPUT_CHECK(to > from, where << ": the range " << text << " is empty (i:j means i, i+1, ..., j-1)");
+    ICLAB_INPUT_CHECK(to - from <= 100000, where << ": the range " << text << " has more than 100000 values");
+    for (long long v = from; v < to; ++v) values.push_back(std::to_string(v));
+    return true;
+}
+
+// A YAML node as one line of flow YAML (scalars as written).
+std::string flow_text(const YAML::Node& node) {
+    if (node.IsScalar()) return node.Scalar();
+    YAML::Emitter emitter;
+    emitter << YAML::Flow << node;
+    return emitter.c_str();
+}
+
+std::string mark_of(const std::string& file, const YAML::Node& node) {
+    return node.Mark().is_null() ? file : file + ":" + std::to_string(node.Mark().line + 1);
+}
+
+std::string key_of(const std::string& override_text) { return override_text.substr(0, override_text.find('=')); }
+
+void write_atomically(const fs::path& path, const std::string& text) {
+    const fs::path partial = path.string() + ".partial." + std::to_string(::getpid());
+    {
+        std::ofstream out(partial);
+        out << text;
+        ICLAB_CHECK(out.good(), "cannot write " << partial.string());
+    }
+    fs::rename(partial, path);
+}
+
+std::string read_text(const fs::path& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+bool parse_sweep_override(const std::string& text, SweepAxis& axis) {
+    const auto equals = text.find('=');
+    if (equals == std::string::npos || equals == 0) return false;
+    axis.key = text.substr(0, equals);
+    axis.values.clear();
+    const std::string value = text.substr(equals + 1);
+    const std::vector<std::string> parts = split_top_level(value);
+    if (parts.size() > 1) {
+        for (const auto& part : parts)
+            ICLAB_INPUT_CHECK(!part.empty(), "sweep override '" << text << "': an empty value between commas");
+        axis.values = parts;
+        return true;
+    }
+    return parse_range(value, axis.values, "sweep override '" + text + "'");
+}
+
+SweepSpec sweep_from_command_line(const std::string& config, const std::vector<std::string>& overrides) {
+    SweepSpec spec;
+    spec.configs = {config};
+    spec.source = "command line";
+    for (const auto& text : overrides) {
+        SweepAxis axis;
+        if (parse_sweep_override(text, axis)) spec.grid.push_back(axis);
+        else spec.overrides.push_back(text);
+    }
+    return spec;
+}
+
+SweepFile load_sweep_file(const std::string& path) {
+    ICLAB_INPUT_CHECK(fs::is_regular_file(path), "sweep file " << path << " is not a readable file");
+    YAML::Node root;
+    try {
+        root = YAML::LoadFile(path);
+    } catch (const YAML::Exception& e) {
+        throw InputError("sweep file " + path + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) +
+                         ": YAML error: " + e.msg);
+    }
+    ICLAB_INPUT_CHECK(root.IsMap(), "sweep file " << path << ": expected a map of keys (name, config, grid, ...)");
+    SweepFile file;
+    SweepSpec& spec = file.spec;
+    spec.source = path;
+    const fs::path folder = fs::path(path).parent_path();
+    const auto config_path = [&](const YAML::Node& node) {
+        ICLAB_INPUT_CHECK(node.IsScalar(), mark_of(path, node) << ": a config is a file name");
+        const fs::path p = node.Scalar();
+        // Relative to the working directory when it exists there (as on the command line), else to the sweep file.
+        return (p.is_absolute() || fs::exists(p) ? p : folder / p).lexically_normal().string();
+    };
+    const auto axes = [&](const YAML::Node& node, const std::string& block, std::vector<SweepAxis>& out) {
+        ICLAB_INPUT_CHECK(node.IsMap(), mark_of(path, node) << ": " << block << ": expected a map key: [values]");
+        for (const auto& item : node) {
+            SweepAxis axis;
+            axis.key = item.first.as<std::string>();
+            const std::string where = mark_of(path, item.first) + ": " + block + "." + axis.key;
+            if (item.second.IsSequence()) {
+                for (const auto& v : item.second) axis.values.push_back(flow_text(v));
+            } else {
+                ICLAB_INPUT_CHECK(item.second.IsScalar() && parse_range(item.second.Scalar(), axis.values, where),
+                                  where << ": expected a list of values or a range i:j");
+            }
+            ICLAB_INPUT_CHECK(!axis.values.empty(), where << ": no values");
+            out.push_back(axis);
+        }
+    };
+    for (const auto& item : root) {
+        const std::string key = item.first.as<std::string>();
+        const YAML::Node& value = item.second;
+        const std::string where = mark_of(path, item.first);
+        if (key == "name") spec.name = value.as<std::string>();
+        else if (key == "config") spec.configs.push_back(config_path(value));
+        else if (key == "configs") {
+            ICLAB_INPUT_CHECK(value.IsSequence(), where << ": configs: expected a list of config files");
+            for (const auto& c : value) spec.configs.push_back(config_path(c));
+        } else if (key == "overrides") {
+            ICLAB_INPUT_CHECK(value.IsSequence(), where << ": overrides: expected a list of key=value");
+            for (const auto& o : value) spec.overrides.push_back(o.as<std::string>());
+        } else if (key == "grid") axes(value, "grid", spec.grid);
+        else if (key == "zip") axes(value, "zip", spec.zip);
+        else if (key == "jobs" || key == "threads") {
+            int n = 0;
+            ICLAB_INPUT_CHECK(YAML::convert<int>::decode(value, n) && n >= 1 && n <= 1024,
+                              where << ": " << key << ": expected an integer from 1 to 1024");
+            (key == "jobs" ? file.jobs : file.threads) = n;
+        } else {
+            throw InputError("sweep file " + where + ": unknown key '" + key +
+                             "' (known: name, config, configs, overrides, grid, zip, jobs, threads)");
+        }
+    }
+    ICLAB_INPUT_CHECK(!spec.configs.empty(), "sweep file " << path << ": missing config (or configs)");
+    for (const auto& axis : spec.zip)
+        ICLAB_INPUT_CHECK(axis.values.size() == spec.zip.front().values.size(),
+                          "sweep file " << path << ": zip." << axis.key << " has " << axis.values.size() << " values, zip."
+                                        << spec.zip.front().key << " " << spec.zip.front().values.size()
+                                        << ": zipped keys vary together and need as many values");
+    if (spec.name.empty()) spec.name = fs::path(path).stem().string();
+    return file;
+}
+
+Sweep plan_sweep(const SweepSpec& spec, const Catalog& catalog) {
+    for (const auto& o : spec.overrides)
+        ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, spec.source << ": '" << o << "' is not an override key=value");
+    std::vector<std::string> swept;
+    for (const auto* block : {&spec.grid, &spec.zip})
+        for (const auto& axis : *block) swept.push_back(axis.key);
+    for (const auto& key : swept)
+        ICLAB_INPUT_CHECK(key.rfind("output.", 0) != 0, spec.source << ": the sweep sets output.dir and output.name itself; "
+                                                                       "do not sweep " << key);
+    for (const auto& o : spec.overrides)
+        ICLAB_INPUT_CHECK(key_of(o) != "output.name", spec.source << ": the sweep names every run folder; leave out output.name");
+
+    // Every combination: grid (first axis slowest), crossed with the zipped axes.
+    std::vector<std::vector<std::string>> combinations = {{}};
+    for (const auto& axis : spec.grid) {
+        std::vector<std::vector<std::string>> next;
+        for (const auto& combination : combinations)
+            for (const auto& value : axis.values) {
+                next.push_back(combination);
+                next.back().push_back(axis.key + "=" + value);
+            }
+        combinations = next;
+    }
+    if (!spec.zip.empty()) {
+        std::vector<std::vector<std::string>> next;
+        for (const auto& combination : combinations)
+            for (std::size_t i = 0; i < spec.zip.front().values.size(); ++i) {
+                next.push_back(combination);
+                for (const auto& axis : spec.zip) next.back().push_back(axis.key + "=" + axis.values[i]);
+            }
+        combinations = next;
+    }
+
+    Sweep sweep;
+    std::string errors, fixed_canonical;
+    std::map<std::string, std::size_t> seen;  // config + name -> job
+    fs::path output_dir;
+    for (const auto& config_path : spec.configs) {
+        const std::string absolute = fs::absolute(config_path).lexically_normal().string();
+        for (const auto& combination : combinations) {
+            std::vector<std::string> overrides = spec.overrides;
+            overrides.insert(overrides.end(), combination.begin(), combination.end());
+            std::string label = config_path;
+            for (const auto& o : combination) label += " " + o;
+            try {
+                const config::Config cfg = catalog.load_config(absolute, overrides);
+                SweepJob job;
+                job.config_path = absolute;
+                job.experiment = cfg.get_string("experiment");
+                std::vector<std::string> fixed, varied;
+                for (const auto& o : spec.overrides)  // output.dir places the sweep folder; the job's own is set at launch
+                    if (key_of(o) != "output.dir") fixed.push_back(canonical_override(cfg, o));
+                for (const auto& o : combination) varied.push_back(canonical_override(cfg, o));
+                std::sort(fixed.begin(), fixed.end());
+                std::sort(varied.begin(), varied.end());
+                if (fixed_canonical.empty())
+                    for (const auto& o : fixed) fixed_canonical += o + "\n";
+                job.overrides = fixed;
+                job.overrides.insert(job.overrides.end(), varied.begin(), varied.end());
+                std::string name = spec.configs.size() > 1 ? fs::path(config_path).parent_path().filename().string() + "_" +
+                                                                 fs::path(config_path).stem().string()
+                                                           : "";
+                if (!combination.empty()) name += (name.empty() ? "" : "_") + overrides_name(cfg, combination);
+                job.name = name.empty() ? "base" : name;
+                if (output_dir.empty()) output_dir = fs::absolute(cfg.get_string("output.dir"));
+                if (!seen.emplace(absolute + "\n" + job.name, sweep.jobs.size()).second) continue;  // the same job twice
+                job.index = sweep.jobs.size();
+                sweep.jobs.push_back(job);
+            } catch (const InputError& error) {
+                errors += "\n  job " + label + ":\n    " + error.what();
+            }
+        }
+    }
+    ICLAB_INPUT_CHECK(errors.empty(), spec.source << ": bad configs in the sweep, nothing was run:" << errors);
+    ICLAB_INPUT_CHECK(!sweep.jobs.empty(), spec.source << ": the sweep has no jobs");
+    std::string name = spec.name;
+    if (name.empty()) {
+        name = fs::path(spec.configs.front()).stem().string();
+        if (!fixed_canonical.empty()) name += "_" + fnv1a64_hex(fixed_canonical).substr(0, 8);
+    }
+    for (char& c : name)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == '+')) c = '_';
+    sweep.dir = output_dir / "sweeps" / name;
+    // What each run will write as its config.yaml, to recognize its folder later.
+    for (auto& job : sweep.jobs) {
+        std::vector<std::string> overrides = job.overrides;
+        overrides.push_back(config::string_override("output.dir", sweep.dir.string()));
+        overrides.push_back(config::string_override("output.name", job.name));
+        job.config_text = catalog.load_config(job.config_path, overrides).to_yaml();
+    }
+    return sweep;
+}
+
+const char* job_state_name(JobState state) {
+    switch (state) {
+        case JobState::finished: return "finished";
+        case JobState::interrupted: return "interrupted";
+        case JobState::stale: return "stale";
+        case JobState::pending: return "pending";
+    }
+    return "?";
+}
+
+JobState job_state(const Sweep& sweep, const SweepJob& job) {
+    const fs::path dir = sweep.dir / job.name;
+    if (!fs::exists(dir)) return JobState::pending;
+    const bool finished = fs::exists(dir / kResultsFile), interrupted = fs::exists(dir / kCheckpointFile);
+    if ((finished || interrupted) && fs::exists(dir / kConfigFile))
+        ICLAB_INPUT_CHECK(read_text(dir / kConfigFile) == job.config_text,
+                          dir.string() << " holds a run of another config than this sweep's job " << job.name
+                                       << " (another sweep of the same name, or an edited config.yaml): move it away");
+    if (finished) return JobState::finished;
+    if (interrupted) return JobState::interrupted;
+    return JobState::stale;
+}
+
+std::vector<std::string> job_arguments(const Sweep& sweep, const SweepJob& job, int threads) {
+    const JobState state = job_state(sweep, job);
+    const std::vector<std::string> common = {"--quiet", "--threads", std::to_string(threads)};
+    std::vector<std::string> args;
+    if (state == JobState::finished) return args;
+    if (state == JobState::interrupted) {
+        args = {"run", "--resume", (sweep.dir / job.name).string()};
+    } else {
+        args = {"run", job.config_path};
+        args.insert(args.end(), job.overrides.begin(), job.overrides.end());
+        args.push_back(config::string_override("output.dir", sweep.dir.string()));
+        args.push_back(config::string_override("output.name", job.name));
+        if (state == JobState::stale) args.push_back("--overwrite");
+    }
+    args.insert(args.end(), common.begin(), common.end());
+    return args;
+}
+
+fs::path job_log_path(const Sweep& sweep, const SweepJob& job) { return sweep.dir / "logs" / (job.name + ".log"); }
+
+void write_sweep_plan(const Sweep& sweep) {
+    fs::create_directories(sweep.dir);
+    YAML::Emitter out;
+    out << YAML::Comment("iclab sweep plan: written by iclab run -m / iclab sweep, read by iclab sweep-job");
+    out << YAML::BeginMap << YAML::Key << "dir" << YAML::Value << sweep.dir.string() << YAML::Key << "jobs" << YAML::Value
+        << YAML::BeginSeq;
+    for (const auto& job : sweep.jobs) {
+        out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << job.name << YAML::Key << "config" << YAML::Value
+            << job.config_path << YAML::Key << "experiment" << YAML::Value << job.experiment << YAML::Key << "overrides"
+            << YAML::Value << YAML::Flow << job.overrides << YAML::Key << "config_text" << YAML::Value << YAML::Literal
+            << job.config_text << YAML::EndMap;
+    }
+    out << YAML::EndSeq << YAML::EndMap;
+    write_atomically(sweep.dir / "sweep.yaml", std::string(out.c_str()) + "\n");
+}
+
+Sweep read_sweep_plan(const fs::path& sweep_dir) {
+    const fs::path path = sweep_dir / "sweep.yaml";
+    ICLAB_INPUT_CHECK(fs::is_regular_file(path), sweep_dir.string() << " is not a sweep folder (no sweep.yaml)");
+    Sweep sweep;
+    try {
+        const YAML::Node root = YAML::LoadFile(path.string());
+        sweep.dir = root["dir"].as<std::string>();
+        for (const auto& node : root["jobs"]) {
+            SweepJob job;
+            job.index = sweep.jobs.size();
+            job.name = node["name"].as<std::string>();
+            job.config_path = node["config"].as<std::string>();
+            job.experiment = node["experiment"].as<std::string>();
+            job.overrides = node["overrides"].as<std::vector<std::string>>();
+            job.config_text = node["config_text"].as<std::string>();
+            sweep.jobs.push_back(job);
+        }
+    } catch (const YAML::Exception& e) {
+        throw InputError(path.string() + " is damaged: " + e.what());
+    }
+    return sweep;
+}
+
+void write_job_outcome(const Sweep& sweep, const SweepJob& job, const JobOutcome& outcome) {
+    fs::create_directories(sweep.dir / "status");
+    std::ostringstream text;
+    text << outcome.status << " " << outcome.exit_status << " " << outcome.seconds << "\n";
+    write_atomically(sweep.dir / "status" / job.name, text.str());
+}
+
+void write_manifest(const Sweep& sweep) {
+    const auto csv = [](const std::string& field) {
+        if (field.find_first_of(",\"\n") == std::string::npos) return field;
+        std::string quoted = "\"";
+        for (char c : field) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+        return quoted + "\"";
+    };
+    std::ostringstream out;
+    out << "index,name,status,exit_status,seconds,run_dir,log,overrides\n";
+    for (const auto& job : sweep.jobs) {
+        std::string status = job_state_name(job_state(sweep, job)), exit_status, seconds;
+        std::ifstream outcome(sweep.dir / "status" / job.name);
+        std::string last;
+        int code = 0;
+        double s = 0.0;
+        if (outcome >> last >> code >> s) {
+            // A finished folder is done whatever the last attempt said; otherwise the last attempt's outcome.
+            if (status != "finished") status = last;
+            exit_status = std::to_string(code);
+            std::ostringstream t;
+            t << s;
+            seconds = t.str();
+        }
+        if (status == "finished") status = "done";
+        std::string overrides;
+        for (const auto& o : job.overrides) overrides += (overrides.empty() ? "" : " ") + o;
+        out << job.index << "," << csv(job.name) << "," << status << "," << exit_status << "," << seconds << ","
+            << csv((sweep.dir / job.name).string()) << "," << csv(job_log_path(sweep, job).string()) << "," << csv(overrides)
+            << "\n";
+    }
+    write_atomically(sweep.dir / "manifest.csv", out.str());
+}
+
+}  // namespace iclab::run
