@@ -16,8 +16,9 @@ if [ "${1:-}" = "--sanitize" ]; then
   ctest_args=(-E "learns the induction head")  # the 1-minute training run takes ~10x longer under ASan
 fi
 scripts/setup.sh
-# Test-only packages: the Python reader of runs (scripts/python/iclab_runs.py) is tested against iclab collect.
+# Test-only packages: the Python reader of runs (scripts/python/iclab_runs.py) is tested against iclab collect,
+# and the report (scripts/report/make_report.py) is made from real runs.
 . scripts/lib/apt_ensure.sh
-apt_ensure "test setup" python3-h5py python3-pandas python3-yaml
+apt_ensure "test setup" python3-h5py python3-pandas python3-yaml python3-matplotlib
 cd "${BUILD_DIR:-build}"
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" ctest --output-on-failure -j "${JOBS:-$(nproc)}" "${ctest_args[@]}"

@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -256,4 +257,36 @@ TEST_CASE("the quick config learns the induction head", "[cli][learning][slow]")
     CHECK(non_trigger < 0.03);  // chance is 1/52 = 0.019: nothing to learn there
     const auto curve = reader.read_column_double("/curves/icl_accuracy");
     CHECK(curve.front() < 0.2);  // it starts near chance: the accuracy is learned, not given
+}
+
+TEST_CASE("small things: --stop-after past the end, warmup as a fraction, predict --out refused before the work", "[cli]") {
+    Scratch scratch;
+    const std::string tiny = "configs/quick/induction_head.yaml train.steps=12 eval.every=6 task.seq_len=16 eval.sequences=8 "
+                             "train.batch_size=4 --quiet output.dir=" + scratch.path.string();
+    const auto past = run_iclab("run " + tiny + " train.warmup_steps=2 --stop-after 12", scratch.path);
+    CHECK(past.status == 2);
+    CHECK_THAT(past.err, Catch::Contains("--stop-after 12") && Catch::Contains("train.steps"));
+
+    // warmup_fraction 0.25 of 12 steps: the learning rate rises for 3 steps, then decays
+    const auto fraction = run_iclab("run " + tiny + " train.warmup_fraction=0.25 train.schedule=warmup_cosine", scratch.path);
+    INFO(fraction.err);
+    REQUIRE(fraction.status == 0);
+    const auto lr = iclab::io::ResultsReader(fs::path(last_line(fraction.out)) / "results.h5").read_column_double("/steps/lr");
+    REQUIRE(lr.size() == 12);
+    CHECK((lr[0] < lr[1] && lr[1] < lr[2]));       // warmup: steps 1-3 reach the peak at step 3
+    CHECK(lr[2] == *std::max_element(lr.begin(), lr.end()));
+    CHECK((lr[3] == lr[2] && lr[3] > lr[4]));      // the cosine decay starts from the peak
+    const auto too_long = run_iclab("run " + tiny + " train.warmup_fraction=1.0 --dry-run", scratch.path);
+    CHECK(too_long.status == 2);
+    CHECK_THAT(too_long.err, Catch::Contains("must be shorter than train.steps"));
+
+    const fs::path existing = scratch.path / "taken.h5";
+    std::ofstream(existing) << "not an HDF5 file";
+    const auto predict = run_iclab("predict " + last_line(fraction.out) + " --text abcab --out " + existing.string(), scratch.path);
+    CHECK(predict.status == 2);
+    CHECK_THAT(predict.err, Catch::Contains("exists"));
+    CHECK(predict.out.find("next-token") == std::string::npos);  // refused before predicting
+    const auto longer = run_iclab("predict " + last_line(fraction.out) + " --text abcabcabcabcabcabcab", scratch.path);
+    CHECK(longer.status == 0);
+    CHECK_THAT(longer.err, Catch::Contains("warning") && Catch::Contains("task.seq_len"));
 }

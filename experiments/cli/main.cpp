@@ -220,6 +220,9 @@ int command_run(const std::vector<std::string>& args) {
         for (const auto& o : overrides)
             ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, "iclab run: '" << o << "' is not an override of the form key.path=value");
         cfg = experiments::catalog().load_config(config_path, overrides);
+        ICLAB_INPUT_CHECK(!cfg.has("train.steps") || options.stop_after < static_cast<std::size_t>(cfg.get_int("train.steps")),
+                          "iclab run: --stop-after " << options.stop_after << " is not before train.steps = "
+                                                     << cfg.get_int("train.steps") << " (the run would simply finish)");
     }
     const auto& experiment = experiments::catalog().find(cfg.get_string("experiment"));
     if (vm.count("help-config")) {

@@ -15,9 +15,18 @@ namespace iclab::cli {
 void predict(const PredictOptions& options) {
     const std::vector<int> tokens = tasks::encode_letters(options.text);
     ICLAB_INPUT_CHECK(!tokens.empty(), "--text is empty");
+    // Refuse what would be refused after the work: an existing --out, a missing folder for it.
+    ICLAB_INPUT_CHECK(options.out.empty() || options.overwrite || !std::filesystem::exists(options.out),
+                      options.out.string() << " exists (--overwrite replaces it)");
+    ICLAB_INPUT_CHECK(options.out.empty() || options.out.parent_path().empty() || std::filesystem::is_directory(options.out.parent_path()),
+                      "the folder of --out " << options.out.string() << " does not exist");
     run::InductionRun loaded = run::load_induction_run(options.run_dir, experiments::catalog(), tokens.size(), "iclab predict");
     model::Transformer<double>& model = *loaded.model;
     const tasks::InductionHeadSpec& task = loaded.task;
+    if (tokens.size() > static_cast<std::size_t>(task.seq_len))
+        std::fprintf(stderr, "iclab predict: warning: the text has %zu tokens, the model was trained on sequences of %d "
+                             "(task.seq_len): predictions past position %d use RoPE offsets it never saw\n",
+                     tokens.size(), task.seq_len, task.seq_len - 1);
     // Adapters replace b_KV, b_D in order; without them the model keeps the checkpoint's own biases.
     const icl::AppliedAdapters applied = icl::apply_adapter_files(model, options.adapters);
     const std::vector<int> context(applied.context.begin(), applied.context.end());

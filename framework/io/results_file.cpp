@@ -176,7 +176,7 @@ void ResultsWriter::set_attr(const std::string& name, double value) {
     });
 }
 
-void ResultsWriter::write_columns(const std::string& group_path, const std::vector<Column>& columns) {
+void ResultsWriter::write_columns(const std::string& group_path, const std::vector<Column>& columns, const Attributes& attributes) {
     const H5::H5File& file = open_file("write columns").file;
     hdf5_step(partial_path_, "writing table " + group_path, [&] {
         const std::string group_name = absolute_path(group_path);
@@ -222,6 +222,10 @@ void ResultsWriter::write_columns(const std::string& group_path, const std::vect
             }
         }
         write_string_attribute(group, "column_order", column_order);
+        for (const auto& [name, value] : attributes) {
+            ICLAB_CHECK(name != "column_order", "column_order is the writer's own attribute");
+            write_string_attribute(group, name, value);
+        }
     });
 }
 

@@ -75,8 +75,9 @@ public:
     void set_attr(const std::string& name, bool value) = delete;
 
     // Creates group_path (and missing parents) holding one 1-D dataset per column and the
-    // attribute column_order. Throws if the group already exists.
-    void write_columns(const std::string& group_path, const std::vector<Column>& columns);
+    // attribute column_order, plus the given string attributes (e.g. "paper_bands", see docs/results_layout.md).
+    // Throws if the group already exists.
+    void write_columns(const std::string& group_path, const std::vector<Column>& columns, const Attributes& attributes = {});
 
     // An N-d dataset of prod(shape) values in row-major order; missing parent groups are created.
     // shape {} writes a scalar. Throws if path already exists.

@@ -12,6 +12,12 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
+std::size_t warmup_steps(const config::Config& cfg) {
+    const double fraction = cfg.get_float("train.warmup_fraction");
+    if (fraction > 0.0) return static_cast<std::size_t>(std::llround(fraction * static_cast<double>(cfg.get_int("train.steps"))));
+    return static_cast<std::size_t>(cfg.get_int("train.warmup_steps"));
+}
+
 double performer_scale(double configured, std::size_t head_dim) {
     return configured > 0.0 ? configured : std::pow(static_cast<double>(head_dim), -0.25);
 }
@@ -138,6 +144,9 @@ void add_train_keys(config::Schema& schema) {
         .add_float("train.lr", 1e-3, 0.0, kInf, "peak learning rate")
         .add_string("train.schedule", "warmup_cosine", {"warmup_cosine", "constant"}, "learning-rate schedule")
         .add_int("train.warmup_steps", 100, 0, 100000000, "linear warmup steps (warmup_cosine)")
+        .add_float("train.warmup_fraction", 0.0, 0.0, 1.0,
+                   "warmup as a fraction of train.steps (rounded), instead of train.warmup_steps, so that shortening "
+                   "train.steps keeps the schedule's shape; when > 0 it replaces train.warmup_steps; 0: use train.warmup_steps")
         .add_float("train.min_lr_ratio", 0.1, 0.0, 1.0, "final lr / peak lr of the cosine decay")
         .add_float("train.beta1", 0.9, 0.0, 1.0, "Adam beta1")
         .add_float("train.beta2", 0.99, 0.0, 1.0, "Adam beta2")
@@ -153,8 +162,9 @@ void add_train_keys(config::Schema& schema) {
         .add_int("eval.sequences", 256, 1, 1 << 24, "held-out sequences per evaluation (the same ones every time)")
         .add_int("log.every", 50, 1, 100000000, "plain log line every N steps when stderr is not a terminal")
         .add_rule([](const config::Config& cfg) {
-            if (cfg.get_string("train.schedule") == "warmup_cosine" && cfg.get_int("train.warmup_steps") >= cfg.get_int("train.steps"))
-                cfg.fail({"train.warmup_steps", "train.steps"}, "train.warmup_steps must be smaller than train.steps");
+            if (cfg.get_string("train.schedule") == "warmup_cosine" && warmup_steps(cfg) >= static_cast<std::size_t>(cfg.get_int("train.steps")))
+                cfg.fail({"train.warmup_steps", "train.warmup_fraction", "train.steps"},
+                         "the warmup (" + std::to_string(warmup_steps(cfg)) + " steps) must be shorter than train.steps");
         });
 }
 
@@ -219,7 +229,7 @@ train::ScheduleSpec schedule_spec_from_config(const config::Config& cfg) {
     train::ScheduleSpec spec;
     spec.kind = train::schedule_from_name(cfg.get_string("train.schedule"));
     spec.base_lr = cfg.get_float("train.lr");
-    spec.warmup_steps = static_cast<std::size_t>(cfg.get_int("train.warmup_steps"));
+    spec.warmup_steps = warmup_steps(cfg);
     spec.total_steps = static_cast<std::size_t>(cfg.get_int("train.steps"));
     spec.min_lr_ratio = cfg.get_float("train.min_lr_ratio");
     return spec;

@@ -19,6 +19,8 @@ void add_output_keys(config::Schema& schema);
 void add_model_keys(config::Schema& schema);
 void add_train_keys(config::Schema& schema);
 
+// The warmup in steps: train.warmup_fraction x train.steps when the fraction is set, else train.warmup_steps.
+std::size_t warmup_steps(const config::Config& cfg);
 // model.performer_input_scale as used: the configured value, or D^(-1/4) for 0.
 double performer_scale(double configured, std::size_t head_dim);
 
