@@ -5,6 +5,7 @@
 #include "framework/core/check.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/induction_training.hpp"
+#include "framework/run/regression_training.hpp"
 
 namespace iclab::run {
 
@@ -25,6 +26,10 @@ config::Schema Experiment::schema() const {
     if (uses(KeyGroup::model)) add_model_keys(schema);
     if (uses(KeyGroup::train)) add_train_keys(schema);
     if (uses(KeyGroup::induction_task) && uses(KeyGroup::model)) add_induction_model_rules(schema);
+    if (uses(KeyGroup::regression_task)) {
+        ICLAB_CHECK(uses(KeyGroup::model) && uses(KeyGroup::train), "key group regression_task needs model and train");
+        add_regression_task_keys(schema);
+    }
     if (declare_keys) declare_keys(schema);
     return schema;
 }

@@ -24,7 +24,9 @@ class Catalog;
 //   induction_task  task.* of the bigram induction-head task          (framework/run/induction_training.hpp)
 //   model           model.*                                            (framework/run/config_keys.hpp)
 //   train           train.*, eval.*, log.every                         (framework/run/config_keys.hpp)
-enum class KeyGroup { output, induction_task, model, train };
+//   regression_task task.*, model.read_in/read_out, train.context_output_l2/loss_reduction of in-context
+//                   regression (framework/run/regression_training.hpp); needs model and train
+enum class KeyGroup { output, induction_task, model, train, regression_task };
 
 // What an experiment's run() gets.
 struct RunContext {

@@ -1,0 +1,55 @@
+#pragma once
+// Service: "train the in-context regression model this config describes" (papers 003, 004): the regression
+// experiment is this plus commit; experiments comparing trained models (prefix vs causal LM, GD duals) ask for it
+// instead of calling another experiment. Also the task's config keys and the evaluation against the zero and
+// least-squares predictors.
+#include <cstddef>
+#include <vector>
+
+#include "framework/config/config.hpp"
+#include "framework/model/transformer.hpp"
+#include "framework/run/run_folder.hpp"
+#include "framework/tasks/regression.hpp"
+
+namespace iclab::run {
+
+// Key group regression_task: task.* (kind, format, x distribution, sizes, noise, loss positions),
+// model.read_in, model.read_out, train.context_output_l2, train.loss_reduction, and their rules.
+void add_regression_task_keys(config::Schema& schema);
+tasks::RegressionSpec regression_spec_from_config(const config::Config& cfg);
+// model.* with the task's token and output widths and the read-in / read-out.
+model::ModelSpec regression_model_spec(const config::Config& cfg);
+
+// Errors of a model on a fixed set of sequences.
+struct RegressionEvaluation {
+    double query_mse = 0.0;           // mean over queries of |ŷ − y|² (sum over output channels)
+    double zero_mse = 0.0;            // the same for the predictor ŷ = 0
+    double least_squares_mse = 0.0;   // linear tasks: ŵ = argmin Σ_context |W x − y|² (min-norm), else NaN
+    double context_mse = 0.0;         // mean over context prediction positions of |ŷ − y|²
+    double context_output_norm = 0.0; // mean over context prediction positions of |ŷ|² (what the L2 term penalizes)
+    double query_accuracy = 0.0;      // classification: argmax ŷ = the label's class, else NaN
+};
+
+template <class T>
+RegressionEvaluation evaluate_regression(model::Transformer<T>& model, const tasks::RegressionBatch<T>& data,
+                                         const tasks::RegressionSpec& task, std::size_t chunk_size);
+
+// What train_regression_model leaves: the trained parameters and their final evaluation.
+struct RegressionTraining {
+    bool completed = false;  // false: stopped by RunOptions::stop_after (checkpoint written, results untouched)
+    std::size_t steps_done = 0, steps_total = 0;
+    model::ModelSpec spec;
+    tasks::RegressionSpec task;
+    std::vector<double> parameters;  // in spec's layout; float32 parameters convert exactly
+    RegressionEvaluation final_eval;
+    double wall_time_s = 0.0;
+};
+
+// Trains the model the config describes in `run` (checkpoints, --resume, --stop-after through the Trainer) and
+// writes /curves, /steps, /tables/final_eval, the summary attributes and (output.checkpoint) /checkpoint into
+// run.results() — all but run.commit().
+RegressionTraining train_regression_model(const config::Config& cfg, const RunOptions& options, RunFolder& run);
+// The query-error table on stdout.
+void print_regression_evaluation(const RegressionTraining& training, const config::Config& cfg);
+
+}  // namespace iclab::run
