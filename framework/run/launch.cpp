@@ -54,11 +54,12 @@ pid_t spawn(const fs::path& binary, const std::vector<std::string>& args, const 
 
 int exit_status_of(int raw) { return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + (WIFSIGNALED(raw) ? WTERMSIG(raw) : 0); }
 
-std::string format_seconds(double s) {
+std::string format_seconds(double seconds) {
+    const long long s = std::llround(seconds);  // whole seconds first, so 59.6 s never shows as "0 min 60 s"
     char text[32];
-    if (s < 60) std::snprintf(text, sizeof text, "%.0f s", s);
-    else if (s < 3600) std::snprintf(text, sizeof text, "%.0f min %02.0f s", std::floor(s / 60), std::fmod(s, 60.0));
-    else std::snprintf(text, sizeof text, "%.0f h %02.0f min", std::floor(s / 3600), std::fmod(s / 60, 60.0));
+    if (s < 60) std::snprintf(text, sizeof text, "%lld s", s);
+    else if (s < 3600) std::snprintf(text, sizeof text, "%lld min %02lld s", s / 60, s % 60);
+    else std::snprintf(text, sizeof text, "%lld h %02lld min", s / 3600, (s / 60) % 60);
     return text;
 }
 
