@@ -106,6 +106,21 @@ def figures_of(run, out_dir, stem):
     return made
 
 
+def wall_seconds(run):
+    """The run's own wall_time_s attribute, else the seconds its sweep's manifest.csv recorded for its folder."""
+    own = run.attrs.get("wall_time_s")
+    if own is not None:
+        return float(own)
+    manifest = os.path.join(os.path.dirname(run.run_dir), "manifest.csv")
+    if os.path.exists(manifest):
+        import csv
+        with open(manifest) as f:
+            for row in csv.DictReader(f):
+                if os.path.abspath(row.get("run_dir", "")) == os.path.abspath(run.run_dir) and row.get("seconds"):
+                    return float(row["seconds"])
+    return float("nan")
+
+
 def provenance(runs):
     cpu = "unknown"
     try:
@@ -116,7 +131,7 @@ def provenance(runs):
     commits = sorted({str(r.attrs.get("git_commit", "?"))[:12] + (" (dirty)" if r.attrs.get("git_dirty") == "true" else "")
                       for r in runs})
     cores = sorted({str(r.attrs.get("blas_core", "?")) for r in runs})
-    wall = sum(float(r.attrs.get("wall_time_s", 0) or 0) for r in runs)
+    wall = sum(w for w in (wall_seconds(r) for r in runs) if w == w)
     return [("generated", datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")),
             ("runs", str(len(runs))), ("git commits of the runs", ", ".join(commits)),
             ("machine", f"{platform.node()}, {cpu}, {os.cpu_count()} cores"), ("OpenBLAS core", ", ".join(cores)),
@@ -165,9 +180,9 @@ def main():
     for run in runs:
         stem = os.path.basename(run.run_dir)
         title = f"{run.attrs.get('experiment', '?')}: {run.attrs.get('config_source', '')}"
-        md += [f"## {title}", "", f"run folder `{run.run_dir}`, wall time {fmt(run.attrs.get('wall_time_s', float('nan')))} s", ""]
+        md += [f"## {title}", "", f"run folder `{run.run_dir}`, wall time {fmt(wall_seconds(run))} s", ""]
         body += [f"<h2>{html.escape(title)}</h2><p>run folder <code>{html.escape(run.run_dir)}</code>, wall time "
-                 f"{html.escape(fmt(run.attrs.get('wall_time_s', float('nan'))))} s</p>"]
+                 f"{html.escape(fmt(wall_seconds(run)))} s</p>"]
         for name in sorted(run.tables):
             frame = table_with_verdicts(run, name)
             for column in frame.columns:
