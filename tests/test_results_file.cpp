@@ -1,5 +1,9 @@
 // Results files, run folders and provenance (framework/io).
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <H5Cpp.h>
 
@@ -222,8 +226,8 @@ TEST_CASE("the final name appears only at commit", "[io]") {
     TempDir dir;
     const fs::path file = dir.path / "results.h5";
     ResultsWriter writer(file);
-    CHECK(writer.partial_path() == dir.path / "results.h5.partial");
-    CHECK(fs::exists(writer.partial_path()));
+    CHECK(writer.partial_path().string().rfind((dir.path / "results.h5.partial.").string(), 0) == 0);
+    CHECK(fs::is_empty(dir.path));  // built in memory: nothing on disk before commit
     CHECK_FALSE(fs::exists(file));
     writer.set_attr("status", "running");
     CHECK_FALSE(fs::exists(file));
@@ -243,7 +247,7 @@ TEST_CASE("a writer destroyed without commit leaves no file", "[io]") {
         ResultsWriter writer(file);
         const std::vector<double> values = {1, 2, 3};
         writer.write_tensor("/x", values.data(), {3});
-        REQUIRE(fs::exists(writer.partial_path()));
+        REQUIRE(fs::is_empty(dir.path));
     }
     CHECK_FALSE(fs::exists(file));
     CHECK_FALSE(fs::exists(dir.path / "results.h5.partial"));
@@ -380,4 +384,110 @@ TEST_CASE("provenance is recorded", "[io]") {
     CHECK_FALSE(reader.read_attr_string("/", "build_type").empty());
     CHECK(reader.read_attr_string("/", "hostname") == hostname());
     CHECK(matches_shape(reader.read_attr_string("/", "created_utc"), "9999-99-99T99:99:99Z"));
+}
+
+namespace {
+
+// Runs `body` in a forked child and returns its exit status (the child's Catch assertions do not reach the parent:
+// the body reports through its exit status).
+template <class Body>
+int in_child(Body body) {
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(body());
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<fs::path> entries(const fs::path& dir) {
+    std::vector<fs::path> out;
+    for (const auto& entry : fs::directory_iterator(dir)) out.push_back(entry.path().filename());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a full disk gives a clear error, removes the temporary file and keeps the earlier result", "[io]") {
+    TempDir dir;
+    const fs::path file = dir.path / "checkpoint.h5";
+    {
+        ResultsWriter writer(file);
+        writer.set_attr("version", "old");
+        writer.commit();
+    }
+    // A file-size limit of 64 KiB stands for a full disk: write(2) fails with EFBIG as it would with ENOSPC
+    // (SIGXFSZ ignored), in a child so that the limit does not outlive the test.
+    const int status = in_child([&] {
+        ::signal(SIGXFSZ, SIG_IGN);
+        rlimit limit{64 * 1024, 64 * 1024};
+        if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return 10;
+        try {
+            ResultsWriter writer(file, /*overwrite=*/true);
+            writer.set_attr("version", "new");
+            const std::vector<double> big(100000, 1.5);  // 800 KB
+            writer.write_tensor("/checkpoint/big", big.data(), {big.size()});
+            writer.commit();
+            return 11;  // the limit did not bite
+        } catch (const iclab::Error& error) {
+            const std::string message = error.what();
+            if (message.find("no space left writing " + file.string()) == std::string::npos) return 12;
+            return 0;
+        }
+    });
+    CHECK(status == 0);
+    CHECK(entries(dir.path) == std::vector<fs::path>{"checkpoint.h5"});  // no temporary file left
+    CHECK(ResultsReader(file).read_attr_string("/", "version") == "old");
+}
+
+TEST_CASE("two writers of one path never share a temporary file; the second commit is refused", "[io]") {
+    TempDir dir;
+    const fs::path file = dir.path / "s.h5";
+    ResultsWriter first(file), second(file);
+    CHECK(first.partial_path() != second.partial_path());
+    const std::vector<double> a = {1, 2, 3}, b = {7, 8, 9, 10};
+    first.write_tensor("/logits", a.data(), {3});
+    second.write_tensor("/logits", b.data(), {4});
+    second.commit();
+    CHECK_THROWS_AS(first.commit(), iclab::InputError);
+    CHECK(ResultsReader(file).read_tensor_double("/logits").values == b);
+    CHECK(entries(dir.path) == std::vector<fs::path>{"s.h5"});
+}
+
+TEST_CASE("processes racing to complete one path: exactly one wins, its file is whole", "[io]") {
+    TempDir dir;
+    const fs::path file = dir.path / "race.h5";
+    std::vector<pid_t> children;
+    for (int child = 0; child < 4; ++child) {
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            int code = 3;
+            try {
+                ResultsWriter writer(file);
+                const std::vector<double> values(20000, static_cast<double>(child + 1));
+                writer.write_tensor("/values", values.data(), {values.size()});
+                writer.set_attr("writer", static_cast<int64_t>(child + 1));
+                writer.commit();
+                code = 0;
+            } catch (const iclab::InputError&) {
+                code = 2;
+            } catch (...) {
+            }
+            ::_exit(code);
+        }
+        children.push_back(pid);
+    }
+    int winners = 0, refused = 0;
+    for (pid_t pid : children) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        REQUIRE(WIFEXITED(status));
+        winners += WEXITSTATUS(status) == 0;
+        refused += WEXITSTATUS(status) == 2;
+    }
+    CHECK(winners == 1);
+    CHECK(refused == 3);
+    ResultsReader reader(file);
+    const double writer = static_cast<double>(reader.read_attr_int64("/", "writer"));
+    for (double v : reader.read_tensor_double("/values").values) REQUIRE(v == writer);
+    CHECK(entries(dir.path) == std::vector<fs::path>{"race.h5"});
 }

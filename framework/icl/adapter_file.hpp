@@ -50,7 +50,7 @@ template <class T>
 Adapter make_adapter(const model::Transformer<T>& model, const AttentionBiases<T>& biases, std::vector<std::int32_t> prompt,
                      std::string prompt_text, std::vector<AdapterLink> base_chain);
 
-// Writes the adapter with provenance as one HDF5 file, atomically (io::ResultsWriter: <path>.partial, then
+// Writes the adapter with provenance as one HDF5 file, atomically (io::ResultsWriter: <path>.partial.<pid>.<random>, then
 // rename). An existing file is replaced only with overwrite; otherwise InputError, and nothing is written.
 void write_adapter_file(const std::filesystem::path& path, const Adapter& adapter, bool overwrite = false);
 

@@ -5,6 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
 #include <functional>
 #include <numeric>
 
@@ -123,32 +128,55 @@ void write_array(const H5::H5File& file, const std::filesystem::path& file_name,
 struct detail::Hdf5File {
     H5::H5File file;
     Hdf5File(const std::string& name, unsigned flags) : file(name, flags) {}
+    Hdf5File(const std::string& name, unsigned flags, const H5::FileAccPropList& access)
+        : file(name, flags, H5::FileCreatPropList::DEFAULT, access) {}
 };
 
 // ------------------------------------------------------------------------------------------------
 // ResultsWriter
 
+// A name no other writer uses: "<final>.partial.<pid>.<random>" (two processes with the same --out must not
+// share, truncate or rename each other's temporary file).
+std::filesystem::path unique_partial_path(const std::filesystem::path& final_path) {
+    static std::atomic<std::uint64_t> counter{0};
+    std::random_device entropy;
+    const std::uint64_t random = (std::uint64_t{entropy()} << 32) ^ entropy() ^ (counter++ << 48);
+    char suffix[64];
+    std::snprintf(suffix, sizeof suffix, ".partial.%ld.%016llx", static_cast<long>(::getpid()),
+                  static_cast<unsigned long long>(random));
+    return final_path.string() + suffix;
+}
+
 ResultsWriter::ResultsWriter(std::filesystem::path final_path, bool overwrite)
-    : final_path_(std::move(final_path)), partial_path_(final_path_.string() + ".partial"), overwrite_(overwrite) {
+    : final_path_(std::move(final_path)), partial_path_(unique_partial_path(final_path_)), overwrite_(overwrite) {
     H5::Exception::dontPrint();
     std::error_code error;
     const bool final_exists = std::filesystem::exists(final_path_, error);
     ICLAB_CHECK(!error, "cannot check " << final_path_.string() << ": " << error.message());
     ICLAB_INPUT_CHECK(overwrite_ || !final_exists,
                       final_path_.string() << " already exists: refusing to overwrite a completed result");
-    hdf5_ = hdf5_step(partial_path_, "creating the file",
-                      [&] { return std::make_unique<detail::Hdf5File>(partial_path_.string(), H5F_ACC_TRUNC); });
+    const std::filesystem::path directory = final_path_.has_parent_path() ? final_path_.parent_path() : ".";
+    ICLAB_INPUT_CHECK(std::filesystem::is_directory(directory, error),
+                      "cannot write " << final_path_.string() << ": " << directory.string() << " is not a directory");
+    // The file is built in memory (HDF5's core driver, no backing store) and written to disk only by commit():
+    // a full disk or a write error can then only happen in one place, in plain POSIX calls that clean up
+    // (HDF5 closing a file after a failed write crashed: issue 15).
+    hdf5_ = hdf5_step(final_path_, "creating the file in memory", [&] {
+        H5::FileAccPropList access;
+        access.setCore(1 << 20, /*backing_store=*/false);
+        return std::make_unique<detail::Hdf5File>(partial_path_.string(), H5F_ACC_TRUNC, access);
+    });
 }
 
 ResultsWriter::~ResultsWriter() {
     if (committed_) return;
     try {
         if (hdf5_) hdf5_->file.close();
-    } catch (...) {  // nothing useful to do in a destructor: the partial file is removed below either way
+    } catch (...) {  // an in-memory file: nothing on disk to clean up
     }
     hdf5_.reset();
     std::error_code ignored;
-    std::filesystem::remove(partial_path_, ignored);
+    std::filesystem::remove(partial_path_, ignored);  // only if commit() failed after creating it
 }
 
 detail::Hdf5File& ResultsWriter::open_file(const char* action) {
@@ -253,29 +281,78 @@ void ResultsWriter::write_tensor(const std::string& path, const int64_t* data, c
                 H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
 }
 
-void ResultsWriter::commit() {
-    H5::H5File& file = open_file("commit").file;
-    hdf5_step(partial_path_, "flushing and closing", [&] {
-        file.flush(H5F_SCOPE_GLOBAL);
-        file.close();
-    });
-    hdf5_.reset();
+namespace {
 
+// Writes all of `bytes` to a new file created exclusively at `path`, fsynced. On failure the file is removed and
+// the error names it; a full disk (or a file-size limit) says so.
+void write_new_file(const std::filesystem::path& path, const std::vector<unsigned char>& bytes,
+                    const std::filesystem::path& final_path) {
+    const int descriptor = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    ICLAB_CHECK(descriptor >= 0, "cannot create " << path.string() << ": " << std::strerror(errno));
+    std::size_t done = 0;
+    int failure = 0;
+    while (done < bytes.size()) {
+        const ssize_t written = ::write(descriptor, bytes.data() + done, bytes.size() - done);
+        if (written < 0 && errno == EINTR) continue;
+        if (written <= 0) {
+            failure = written < 0 ? errno : ENOSPC;
+            break;
+        }
+        done += static_cast<std::size_t>(written);
+    }
     // The rename must not reach the disk before the data does, or a power cut could leave an empty
     // file under the final name: fsync the data first.
-    const int descriptor = ::open(partial_path_.c_str(), O_RDONLY);
-    ICLAB_CHECK(descriptor >= 0, "cannot open " << partial_path_.string() << " to sync it");
-    const bool synced = ::fsync(descriptor) == 0;
-    ::close(descriptor);
-    ICLAB_CHECK(synced, "cannot sync " << partial_path_.string());
+    if (failure == 0 && ::fsync(descriptor) != 0) failure = errno;
+    if (::close(descriptor) != 0 && failure == 0) failure = errno;
+    if (failure != 0) {
+        std::error_code ignored;
+        std::filesystem::remove(path, ignored);
+        if (failure == ENOSPC || failure == EFBIG || failure == EDQUOT) {
+            throw Error("no space left writing " + final_path.string() + " (" + std::strerror(failure) + ", " +
+                        std::to_string(bytes.size()) + " bytes); nothing was written, an earlier file is intact");
+        }
+        throw Error("cannot write " + path.string() + ": " + std::strerror(failure));
+    }
+}
 
-    // Checked again: another process may have completed the same name since the constructor.
+}  // namespace
+
+void ResultsWriter::commit() {
+    H5::H5File& file = open_file("commit").file;
+    std::vector<unsigned char> image = hdf5_step(final_path_, "closing the in-memory file", [&] {
+        file.flush(H5F_SCOPE_GLOBAL);
+        const ssize_t size = H5Fget_file_image(file.getId(), nullptr, 0);
+        ICLAB_CHECK(size > 0, "cannot size the file image");
+        std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
+        ICLAB_CHECK(H5Fget_file_image(file.getId(), bytes.data(), bytes.size()) == size, "cannot copy the file image");
+        file.close();
+        return bytes;
+    });
+    hdf5_.reset();
+    write_new_file(partial_path_, image, final_path_);
+
     std::error_code error;
-    ICLAB_INPUT_CHECK(overwrite_ || !std::filesystem::exists(final_path_, error),
-                      final_path_.string() << " appeared while writing: refusing to overwrite it");
-    std::filesystem::rename(partial_path_, final_path_, error);
-    ICLAB_CHECK(!error, "cannot rename " << partial_path_.string() << " to " << final_path_.string() << ": "
-                                         << error.message());
+    if (overwrite_) {
+        std::filesystem::rename(partial_path_, final_path_, error);
+    } else if (::link(partial_path_.c_str(), final_path_.c_str()) == 0) {
+        // link() creates the final name only if nothing has it: another process that completed the same name since
+        // the constructor is never replaced (exists-then-rename would race).
+        std::filesystem::remove(partial_path_, error);
+        error.clear();
+    } else {
+        const bool taken = errno == EEXIST || std::filesystem::exists(final_path_);
+        if (taken) {
+            std::error_code ignored;
+            std::filesystem::remove(partial_path_, ignored);
+        }
+        ICLAB_INPUT_CHECK(!taken, final_path_.string() << " appeared while writing: refusing to overwrite it");
+        std::filesystem::rename(partial_path_, final_path_, error);  // a file system without hard links
+    }
+    if (error) {
+        std::error_code ignored;
+        std::filesystem::remove(partial_path_, ignored);
+        throw Error("cannot rename " + partial_path_.string() + " to " + final_path_.string() + ": " + error.message());
+    }
     committed_ = true;
 }
 

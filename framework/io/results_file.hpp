@@ -48,11 +48,12 @@ struct TensorData {
 
 class ResultsWriter {
 public:
-    // Creates "<final_path>.partial" (truncating a stale one left by a killed run).
+    // Builds the file in memory; nothing is on disk until commit(). The temporary file of commit() has a name of
+    // its own per writer, "<final_path>.partial.<pid>.<random>", created exclusively.
     // Throws iclab::InputError if final_path exists and overwrite is false: a completed result is
     // never replaced silently. With overwrite, the old file is replaced only by commit().
     explicit ResultsWriter(std::filesystem::path final_path, bool overwrite = false);
-    // Without commit(): closes and removes the .partial file, so no file appears under the final name.
+    // Without commit(): discards the in-memory file, so no file appears under the final name.
     ~ResultsWriter();
     ResultsWriter(const ResultsWriter&) = delete;
     ResultsWriter& operator=(const ResultsWriter&) = delete;
@@ -90,7 +91,9 @@ public:
     void write_tensor(const std::string& path, const int64_t* data, const std::vector<size_t>& shape,
                       const Attributes& attributes = {});
 
-    // Flushes, fsyncs, closes and renames .partial to the final name (atomic on POSIX).
+    // Writes the image to the temporary name, fsyncs, and moves it to the final name (atomic on POSIX; without
+    // overwrite through link(), which refuses a final name another process completed meanwhile). A full disk
+    // throws Error "no space left writing FILE" with the temporary file removed and an earlier file intact.
     // Nothing can be written afterwards.
     void commit();
 

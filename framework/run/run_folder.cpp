@@ -177,7 +177,7 @@ void RunFolder::commit() {
 }
 
 std::unique_ptr<io::ResultsWriter> RunFolder::open_checkpoint() const {
-    // Written as checkpoint.h5.partial and renamed over the previous checkpoint at commit.
+    // Built in memory, written under a temporary name and renamed over the previous checkpoint at commit.
     auto writer = std::make_unique<io::ResultsWriter>(checkpoint_path(), /*overwrite=*/true);
     writer->set_attr("experiment", identity_.experiment);
     writer->set_attr("config", identity_.config_text);

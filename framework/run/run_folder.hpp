@@ -70,7 +70,7 @@ public:
     const RunIdentity& identity() const { return identity_; }
     std::ostream& log() { return log_; }
     io::ResultsWriter& results() { return *writer_; }
-    // Writes the end time and renames results.h5.partial to results.h5.
+    // Writes the end time and commits results.h5 (temporary file, fsync, rename).
     void commit();
     // A checkpoint.h5 that carries the run's identity (experiment, config and its fingerprint, source,
     // overrides, seed, start and resume times) as root attributes, for `iclab run --resume` to reopen the folder;
