@@ -186,6 +186,13 @@ TEST_CASE("adapter files are never overwritten silently, and edited or foreign f
             values[3] += 1e-9;
             dataset.write(values.data(), H5::PredType::NATIVE_DOUBLE);
         }
+        // The tensor's checksum catches it first, naming the dataset; the adapter fingerprint stays the second line.
+        CHECK_THROWS_AS(icl::read_adapter_file(file), iclab::InputError);
+        CHECK_THROWS_WITH(icl::read_adapter_file(file), Catch::Contains("blocks.1.attn.b_d") && Catch::Contains("checksum"));
+        {
+            H5::H5File raw(file.string(), H5F_ACC_RDWR);
+            raw.openDataSet("/adapter/blocks.1.attn.b_d").removeAttr("checksum");
+        }
         CHECK_THROWS_WITH(icl::read_adapter_file(file), Catch::Contains("changed after"));
     }
     SECTION("not an adapter file") {

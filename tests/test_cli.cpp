@@ -206,6 +206,20 @@ TEST_CASE("predict prints next-token predictions and writes logits", "[cli][pred
     const auto bad = run_iclab("predict " + run_dir + " --text ab1", scratch.path);
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Catch::Contains("'1'"));
+
+    // An edited RUN_DIR/config.yaml (here RoPE switched) would change what predict and convert compute: refused.
+    const fs::path config = fs::path(run_dir) / "config.yaml";
+    std::string text;
+    {
+        std::ifstream in(config);
+        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    { std::ofstream(config) << text << "# edited\n"; }
+    const auto edited = run_iclab("predict " + run_dir + " --text abcab", scratch.path);
+    CHECK(edited.status == 2);
+    CHECK_THAT(edited.err, Catch::Contains("edited after the run"));
+    { std::ofstream(config) << text; }
+    CHECK(run_iclab("predict " + run_dir + " --text abcab", scratch.path).status == 0);
 }
 
 TEST_CASE("bench measures a config's model and writes its table and an export", "[cli][bench]") {

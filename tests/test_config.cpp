@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <unistd.h>
 
@@ -154,7 +156,7 @@ TEST_CASE("config: numbers out of range name the range", "[config]") {
     CHECK_THAT(load_error(fixture("empty.yaml"), {"task.lengths=[8, 0]"}),
                Catch::Contains("task.lengths: item 2: 0 is out of range [1, 4096]"));
     CHECK_THAT(load_error(fixture("empty.yaml"), {"train.lr=.nan"}),
-               Catch::Contains("train.lr: .nan is out of range [0.0, 1.0]"));
+               Catch::Contains("train.lr: .nan is not a finite number"));
 }
 
 TEST_CASE("config: strings outside the allowed set name the set", "[config]") {
@@ -324,4 +326,53 @@ TEST_CASE("config: derive_config takes a parent's values for the keys the other 
     // overrides are validated as load_config validates them
     CHECK_THROWS_WITH(iclab::config::derive_config(parent, child, {"sub.index=11"}), Catch::Contains("sub.index"));
     CHECK_THROWS_WITH(iclab::config::derive_config(parent, child, {"sub.indx=1"}), Catch::Contains("did you mean 'sub.index'"));
+}
+
+TEST_CASE("config files that are not small text files are refused before reading them whole", "[config]") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("iclab_cfg_files_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const auto expect_refused = [](const std::string& path, const std::string& why) {
+        CHECK_THROWS_AS(iclab::config::read_config_text(path), iclab::InputError);
+        CHECK_THROWS_WITH(iclab::config::read_config_text(path), Catch::Contains(path) && Catch::Contains(why));
+    };
+    expect_refused(dir.string(), "directory");
+    expect_refused("/dev/zero", "not a regular file");
+    {
+        std::ofstream big(dir / "big.yaml");
+        big << "a: '" << std::string(iclab::config::kMaxConfigBytes, 'x') << "'\n";
+    }
+    expect_refused((dir / "big.yaml").string(), "at most");
+    {
+        std::ofstream binary(dir / "binary.yaml", std::ios::binary);
+        binary << "seed: 1\nmodel:\n  layers: 2\x01\n";
+    }
+    expect_refused((dir / "binary.yaml").string(), ":3: control character");
+    // A deep inherit chain stops at the cap, naming it; a cycle is named as a cycle.
+    for (int i = 0; i < 40; ++i) {
+        std::ofstream f(dir / ("c" + std::to_string(i) + ".yaml"));
+        f << "inherit: c" << (i + 1) << ".yaml\n";
+    }
+    { std::ofstream(dir / "c40.yaml") << "seed: 1\n"; }
+    const iclab::config::Schema schema = [] {
+        iclab::config::Schema s;
+        s.add_int("seed", 0, 0, 100, "seed");
+        return s;
+    }();
+    CHECK_THROWS_WITH(iclab::config::load_config((dir / "c0.yaml").string(), {}, schema), Catch::Contains("deeper than 32"));
+    { std::ofstream(dir / "x.yaml") << "inherit: y.yaml\n"; }
+    { std::ofstream(dir / "y.yaml") << "inherit: x.yaml\n"; }
+    CHECK_THROWS_WITH(iclab::config::load_config((dir / "x.yaml").string(), {}, schema), Catch::Contains("inherit cycle"));
+    fs::remove_all(dir);
+}
+
+TEST_CASE("every float key must be finite", "[config]") {
+    iclab::config::Schema schema;
+    schema.add_float("train.lr", 1e-3, 0.0, std::numeric_limits<double>::infinity(), "learning rate");
+    const std::string file = (std::filesystem::temp_directory_path() / ("iclab_cfg_inf_" + std::to_string(::getpid()) + ".yaml")).string();
+    { std::ofstream(file) << "train:\n  lr: 0.01\n"; }
+    CHECK(iclab::config::load_config(file, {}, schema).get_float("train.lr") == 0.01);
+    CHECK_THROWS_AS(iclab::config::load_config(file, {"train.lr=.inf"}, schema), iclab::InputError);
+    CHECK_THROWS_WITH(iclab::config::load_config(file, {"train.lr=.inf"}, schema), Catch::Contains("train.lr") && Catch::Contains("finite"));
+    std::filesystem::remove(file);
 }

@@ -20,6 +20,8 @@
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/io/run_dir.hpp"
+#include "framework/model/parameters.hpp"
+#include "framework/run/checkpoint_io.hpp"
 
 namespace fs = std::filesystem;
 using namespace iclab::io;
@@ -439,7 +441,7 @@ TEST_CASE("a full disk gives a clear error, removes the temporary file and keeps
     CHECK(ResultsReader(file).read_attr_string("/", "version") == "old");
 }
 
-TEST_CASE("two writers of one path never share a temporary file; the second commit is refused", "[io]") {
+TEST_CASE("two writers of one path never share a temporary file, and the second commit is refused", "[io]") {
     TempDir dir;
     const fs::path file = dir.path / "s.h5";
     ResultsWriter first(file), second(file);
@@ -453,7 +455,7 @@ TEST_CASE("two writers of one path never share a temporary file; the second comm
     CHECK(entries(dir.path) == std::vector<fs::path>{"s.h5"});
 }
 
-TEST_CASE("processes racing to complete one path: exactly one wins, its file is whole", "[io]") {
+TEST_CASE("processes racing to complete one path: exactly one wins and its file is whole", "[io]") {
     TempDir dir;
     const fs::path file = dir.path / "race.h5";
     std::vector<pid_t> children;
@@ -490,4 +492,90 @@ TEST_CASE("processes racing to complete one path: exactly one wins, its file is 
     const double writer = static_cast<double>(reader.read_attr_int64("/", "writer"));
     for (double v : reader.read_tensor_double("/values").values) REQUIRE(v == writer);
     CHECK(entries(dir.path) == std::vector<fs::path>{"race.h5"});
+}
+
+TEST_CASE("damaged results files are bad input (exit 2) naming the file", "[io]") {
+    TempDir dir;
+    write_text(dir.path / "empty.h5", "");
+    CHECK_THROWS_AS(ResultsReader(dir.path / "empty.h5"), iclab::InputError);
+    write_text(dir.path / "text.h5", "experiment: induction_head\n");
+    CHECK_THROWS_AS(ResultsReader(dir.path / "text.h5"), iclab::InputError);
+    CHECK_THROWS_AS(ResultsReader(dir.path), iclab::InputError);  // a folder
+    const fs::path whole = dir.path / "whole.h5";
+    {
+        ResultsWriter writer(whole);
+        const std::vector<double> values(4096, 0.25);
+        writer.write_tensor("/checkpoint/w", values.data(), {64, 64});
+        writer.commit();
+    }
+    std::ifstream in(whole, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    write_text(dir.path / "truncated.h5", bytes.substr(0, bytes.size() / 3));
+    CHECK_THROWS_AS(ResultsReader(dir.path / "truncated.h5").read_tensor_double("/checkpoint/w"), iclab::InputError);
+    CHECK_THROWS_WITH(ResultsReader(dir.path / "truncated.h5").read_tensor_double("/checkpoint/w"), Catch::Contains("truncated.h5"));
+}
+
+TEST_CASE("a flipped bit in a tensor is refused by its checksum, naming the dataset", "[io]") {
+    TempDir dir;
+    const fs::path file = dir.path / "checkpoint.h5";
+    const double marker = 1234.5678125;  // exact in binary; its bytes are found in the file
+    std::vector<double> values(256, 0.5);
+    values[17] = marker;
+    {
+        ResultsWriter writer(file);
+        writer.write_tensor("/checkpoint/blocks.0.attn.w_qkv", values.data(), {16, 16});
+        writer.commit();
+    }
+    REQUIRE(ResultsReader(file).read_tensor_double("/checkpoint/blocks.0.attn.w_qkv").values == values);
+    std::ifstream in(file, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    const std::string pattern(reinterpret_cast<const char*>(&marker), sizeof marker);
+    const std::size_t at = bytes.find(pattern);
+    REQUIRE(at != std::string::npos);
+    bytes[at] = static_cast<char>(bytes[at] ^ 0x01);  // the lowest mantissa bit: a silent change of 2e-13
+    write_text(file, bytes);
+    CHECK_THROWS_AS(ResultsReader(file).read_tensor_double("/checkpoint/blocks.0.attn.w_qkv"), iclab::InputError);
+    CHECK_THROWS_WITH(ResultsReader(file).read_tensor_double("/checkpoint/blocks.0.attn.w_qkv"),
+                      Catch::Contains("blocks.0.attn.w_qkv") && Catch::Contains("checksum"));
+}
+
+TEST_CASE("a dataset claiming more values than it stores is refused before allocating", "[io]") {
+    TempDir dir;
+    const fs::path file = dir.path / "sparse.h5";
+    {
+        H5::H5File raw(file.string(), H5F_ACC_TRUNC);
+        const hsize_t dims[2] = {10000000, 10000000}, chunk[2] = {16, 16};
+        H5::DSetCreatPropList properties;
+        properties.setChunk(2, chunk);
+        raw.createGroup("/checkpoint");
+        raw.createDataSet("/checkpoint/w", H5::PredType::IEEE_F64LE, H5::DataSpace(2, dims), properties);
+    }
+    CHECK_THROWS_AS(ResultsReader(file).read_tensor_double("/checkpoint/w"), iclab::InputError);
+    CHECK_THROWS_WITH(ResultsReader(file).read_tensor_double("/checkpoint/w"), Catch::Contains("claims"));
+}
+
+TEST_CASE("parameters that are not finite floats are refused on load, naming the tensor", "[io]") {
+    TempDir dir;
+    iclab::model::ParameterLayout layout;
+    layout.add("blocks.0.attn.w_qkv", {2, 3}, true, true, "(C, 3C)");
+    std::vector<double> good = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6}, loaded;
+    const auto write = [&](const fs::path& file, auto values) {
+        ResultsWriter writer(file);
+        writer.write_tensor("/checkpoint/blocks.0.attn.w_qkv", values.data(), {2, 3});
+        writer.commit();
+    };
+    write(dir.path / "good.h5", good);
+    iclab::run::read_parameter_tensors(ResultsReader(dir.path / "good.h5"), "/checkpoint", layout, loaded);
+    CHECK(loaded == good);
+    std::vector<double> with_nan = good;
+    with_nan[4] = std::numeric_limits<double>::quiet_NaN();
+    write(dir.path / "nan.h5", with_nan);
+    CHECK_THROWS_AS(iclab::run::read_parameter_tensors(ResultsReader(dir.path / "nan.h5"), "/checkpoint", layout, loaded),
+                    iclab::InputError);
+    CHECK_THROWS_WITH(iclab::run::read_parameter_tensors(ResultsReader(dir.path / "nan.h5"), "/checkpoint", layout, loaded),
+                      Catch::Contains("blocks.0.attn.w_qkv") && Catch::Contains("non-finite"));
+    write(dir.path / "int.h5", std::vector<int32_t>{1, 2, 3, 4, 5, 6});
+    CHECK_THROWS_AS(iclab::run::read_parameter_tensors(ResultsReader(dir.path / "int.h5"), "/checkpoint", layout, loaded),
+                    iclab::InputError);
 }

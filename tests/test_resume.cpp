@@ -2,6 +2,8 @@
 // (--stop-after) or killed (SIGKILL) and resumed (--resume) ends bit-identical to an uninterrupted one;
 // a diverging run exits 1 naming the step and keeps its last good checkpoint; resuming is refused
 // (exit 2) where it cannot be done faithfully.
+#include <H5Cpp.h>
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -283,4 +285,66 @@ TEST_CASE("resuming is refused with exit 2 where it cannot be faithful", "[resum
         CHECK(resumed.status == 0);
         CHECK(fs::exists(run_dir / "results.h5"));
     }
+}
+
+TEST_CASE("a damaged or edited checkpoint is refused with exit 2, never resumed into other results", "[resume]") {
+    Scratch scratch;
+    const std::string out = " output.dir=" + (scratch.path / "results").string();
+    const auto run = run_iclab("run " + kTiny + out + " --stop-after 5", scratch.path);
+    REQUIRE(run.status == 0);
+    const fs::path run_dir = last_line(run.out), checkpoint = run_dir / "checkpoint.h5";
+    const fs::path pristine = scratch.path / "pristine.h5";
+    fs::copy_file(checkpoint, pristine);
+    const auto resume_refused = [&](const std::string& expected) {
+        const auto again = run_iclab("run --resume " + run_dir.string(), scratch.path);
+        CHECK(again.status == 2);
+        CHECK_THAT(again.err, Catch::Contains(expected));
+        CHECK_FALSE(fs::exists(run_dir / "results.h5"));
+        fs::copy_file(pristine, checkpoint, fs::copy_options::overwrite_existing);
+    };
+    SECTION("an edited optimizer_steps_taken") {
+        {
+            H5::H5File raw(checkpoint.string(), H5F_ACC_RDWR);
+            H5::Attribute attribute = raw.openAttribute("optimizer_steps_taken");
+            const std::int64_t edited = 3;
+            attribute.write(H5::PredType::NATIVE_INT64, &edited);
+        }
+        resume_refused("trainer state");
+    }
+    SECTION("a parameter value edited") {
+        {
+            H5::H5File raw(checkpoint.string(), H5F_ACC_RDWR);
+            H5::DataSet dataset = raw.openDataSet("/checkpoint/embedding.wte");
+            std::vector<float> values(dataset.getSpace().getSimpleExtentNpoints());
+            dataset.read(values.data(), H5::PredType::NATIVE_FLOAT);
+            values[7] *= 1.0001f;
+            dataset.write(values.data(), H5::PredType::NATIVE_FLOAT);
+        }
+        resume_refused("checksum");
+    }
+    SECTION("the data generator's state zeroed (it would loop forever)") {
+        {
+            H5::H5File raw(checkpoint.string(), H5F_ACC_RDWR);
+            H5::DataSet dataset = raw.openDataSet("/trainer/data_rng/words");
+            const std::int64_t zero[4] = {0, 0, 0, 0};
+            dataset.write(zero, H5::PredType::NATIVE_INT64);
+            dataset.removeAttr("checksum");  // past the checksum: the state itself is checked
+        }
+        resume_refused("all zero");
+    }
+    SECTION("a curve column one row short") {
+        {
+            H5::H5File raw(checkpoint.string(), H5F_ACC_RDWR);
+            H5::DataSet dataset = raw.openDataSet("/curves/eval_loss");
+            std::vector<double> values(dataset.getSpace().getSimpleExtentNpoints());
+            dataset.read(values.data(), H5::PredType::NATIVE_DOUBLE);
+            raw.unlink("/curves/eval_loss");
+            const hsize_t rows = values.size() - 1;
+            raw.createDataSet("/curves/eval_loss", H5::PredType::IEEE_F64LE, H5::DataSpace(1, &rows))
+                .write(values.data(), H5::PredType::NATIVE_DOUBLE);
+        }
+        resume_refused("rows");
+    }
+    const auto resumed = run_iclab("run --resume " + run_dir.string(), scratch.path);
+    CHECK(resumed.status == 0);
 }

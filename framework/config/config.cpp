@@ -110,7 +110,8 @@ std::string item_violation(const KeySpec& spec, std::int64_t value) {
     return std::to_string(value) + " is out of range " + format_allowed(spec);
 }
 std::string item_violation(const KeySpec& spec, double value) {
-    // Written so that NaN fails: every comparison with NaN is false.
+    // Every float key must be finite (train.lr=.inf would train nothing); NaN fails the comparisons anyway.
+    if (!std::isfinite(value)) return format_float(value) + " is not a finite number";
     if (value >= spec.float_minimum && value <= spec.float_maximum) return "";
     return format_float(value) + " is out of range " + format_allowed(spec);
 }

@@ -152,6 +152,13 @@ private:
 // defaults, validates types, ranges, sets and rules. Throws iclab::InputError listing every problem.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides, const Schema& schema);
 
+// The text of a config file, with the checks every reader of config files applies first: a regular file (not a
+// folder, a device or a pipe), at most kMaxConfigBytes, no NUL or other control characters but tab, CR and LF.
+// Throws InputError "config error: FILE: reason".
+constexpr std::size_t kMaxConfigBytes = 1 << 20;
+constexpr std::size_t kMaxInheritDepth = 32;  // files in one inherit chain
+std::string read_config_text(const std::string& path);
+
 // "key=value" with the value double-quoted as YAML, so that any text (paths, names) is read back as that string.
 std::string string_override(const std::string& key, const std::string& value);
 

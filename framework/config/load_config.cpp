@@ -113,21 +113,53 @@ std::string file_identity(const std::string& file) {
     return canonical.string();
 }
 
+}  // namespace
+
+std::string read_config_text(const std::string& path) {
+    const auto fail = [&](const std::string& why) { throw InputError("config error: " + path + ": " + why); };
+    std::error_code error;
+    const fs::file_status status = fs::status(path, error);
+    if (!fs::exists(status)) fail("cannot open file: no such file");
+    if (fs::is_directory(status)) fail("cannot open file: it is a directory");
+    if (!fs::is_regular_file(status)) fail("cannot open file: not a regular file");
+    const std::uintmax_t size = fs::file_size(path, error);
+    if (error) fail("cannot read file: " + error.message());
+    if (size > kMaxConfigBytes)
+        fail("file of " + std::to_string(size) + " bytes: a config is at most " + std::to_string(kMaxConfigBytes) + " bytes");
+    std::ifstream stream(path, std::ios::binary);
+    if (!stream) fail("cannot open file");
+    std::ostringstream text;
+    text << stream.rdbuf();
+    const std::string content = text.str();
+    for (std::size_t i = 0; i < content.size(); ++i) {
+        const unsigned char c = static_cast<unsigned char>(content[i]);
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+            const std::size_t line = 1 + static_cast<std::size_t>(std::count(content.begin(), content.begin() + i, '\n'));
+            throw InputError("config error: " + path + ":" + std::to_string(line) + ": control character " + std::to_string(c) +
+                             " (not a text config file)");
+        }
+    }
+    return content;
+}
+
+namespace {
+
 // Reads `file` after the file it inherits from, so its own keys win. `chain` lists the files that
 // (transitively) inherit this one, outermost first, to report cycles.
 void Loader::read_file(const std::string& file, const std::string& inherited_at, std::vector<std::string> chain) {
     const std::string via = inherited_at.empty() ? "" : " (inherited at " + inherited_at + ")";
-    std::error_code error;
-    if (!fs::exists(file, error)) throw_error(file, "cannot open file: no such file" + via);
-    if (fs::is_directory(file, error)) throw_error(file, "cannot open file: it is a directory" + via);
-    std::ifstream stream(file, std::ios::binary);
-    if (!stream) throw_error(file, "cannot open file" + via);
-    std::ostringstream text;
-    text << stream.rdbuf();
+    if (chain.size() >= kMaxInheritDepth)
+        throw_error(inherited_at, "inherit chain deeper than " + std::to_string(kMaxInheritDepth) + " files (from " + chain.front() + ")");
+    std::string text;
+    try {
+        text = read_config_text(file);
+    } catch (const InputError& error) {
+        throw InputError(error.what() + via);
+    }
 
     std::vector<YAML::Node> documents;
     try {
-        documents = YAML::LoadAll(text.str());
+        documents = YAML::LoadAll(text);
     } catch (const YAML::ParserException& e) {
         const std::string where = e.mark.is_null() ? file : file + ":" + std::to_string(e.mark.line + 1);
         throw_error(where, "YAML syntax error: " + e.msg);

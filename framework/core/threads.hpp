@@ -5,12 +5,16 @@
 // B 64 x T 64, 100 steps): OpenMP 2 + OpenBLAS 1 thread 3.4 s; 1 + 1 5.2 s; 1 + 2 5.2 s; 2 + 2 7.9 s.
 #include <omp.h>
 
+#include "framework/core/check.hpp"
+
 extern "C" void openblas_set_num_threads(int);
 
 namespace iclab {
 
 // threads <= 0: all cores OpenMP sees (OMP_NUM_THREADS or the machine's).
+// threads outside [0, 1024] is bad input (--threads 100000 crashed OpenMP; -1 was taken as "all").
 inline int configure_threads(int threads) {
+    ICLAB_INPUT_CHECK(threads >= 0 && threads <= 1024, "--threads must be from 0 (all cores) to 1024, got " << threads);
     openblas_set_num_threads(1);
     if (threads > 0) omp_set_num_threads(threads);
     return omp_get_max_threads();

@@ -1,5 +1,7 @@
 #include "framework/io/results_file.hpp"
 
+#include "framework/core/hash.hpp"
+
 #include <H5Cpp.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -35,6 +37,8 @@ auto hdf5_step(const std::filesystem::path& file, const std::string& action, Ste
         std::string causes;
         H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_error_description, &causes);
         throw Error("HDF5 error in " + context + error.getDetailMsg() + causes);
+    } catch (const InputError& error) {  // damaged or foreign input stays input (exit 2)
+        throw InputError("in " + context + error.what());
     } catch (const Error& error) {
         throw Error("in " + context + error.what());
     }
@@ -94,6 +98,16 @@ void write_string_attribute(const H5::H5Object& object, const std::string& name,
     write_attribute(object, name, utf8_string_type(), utf8_string_type(), &text);
 }
 
+// Every tensor carries "fnv1a64:<hex>" of its values' bytes (little-endian, as stored), verified when read: a flipped
+// bit or an edited value in a checkpoint is refused instead of computed with (issue 15).
+constexpr const char* kChecksumAttribute = "checksum";
+
+std::string checksum_text(const void* data, size_t bytes) {
+    Fnv1a64 hash;
+    if (bytes > 0) hash.mix(data, bytes);
+    return "fnv1a64:" + hash.hex();
+}
+
 size_t element_count(const std::vector<size_t>& shape) {
     return std::accumulate(shape.begin(), shape.end(), size_t{1}, std::multiplies<size_t>());
 }
@@ -119,7 +133,11 @@ void write_array(const H5::H5File& file, const std::filesystem::path& file_name,
         const std::string absolute = absolute_path(path);
         ICLAB_CHECK(data != nullptr || element_count(shape) == 0, "null data");
         const H5::DataSet dataset = create_dataset(file, absolute, shape, file_type, memory_type, data);
-        for (const auto& [name, value] : attributes) write_string_attribute(dataset, name, value);
+        for (const auto& [name, value] : attributes) {
+            ICLAB_CHECK(name != kChecksumAttribute, kChecksumAttribute << " is the writer's own attribute");
+            write_string_attribute(dataset, name, value);
+        }
+        write_string_attribute(dataset, kChecksumAttribute, checksum_text(data, element_count(shape) * memory_type.getSize()));
     });
 }
 
@@ -235,11 +253,13 @@ void ResultsWriter::write_columns(const std::string& group_path, const std::vect
         for (const Column& column : columns) {
             const std::string path = group_name + "/" + column.name;
             if (const auto* doubles = std::get_if<std::vector<double>>(&column.values)) {
-                create_dataset(file, path, {rows}, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE,
-                               doubles->data());
+                write_string_attribute(create_dataset(file, path, {rows}, H5::PredType::IEEE_F64LE, H5::PredType::NATIVE_DOUBLE,
+                                                      doubles->data()),
+                                       kChecksumAttribute, checksum_text(doubles->data(), rows * sizeof(double)));
             } else if (const auto* integers = std::get_if<std::vector<int64_t>>(&column.values)) {
-                create_dataset(file, path, {rows}, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64,
-                               integers->data());
+                write_string_attribute(create_dataset(file, path, {rows}, H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64,
+                                                      integers->data()),
+                                       kChecksumAttribute, checksum_text(integers->data(), rows * sizeof(int64_t)));
             } else {
                 // Variable-length strings are written from an array of C string pointers.
                 std::vector<const char*> pointers;
@@ -399,8 +419,33 @@ TensorData<T> read_numeric(const H5::H5File& file, const std::filesystem::path& 
         ICLAB_CHECK(!one_dimensional || dims.size() == 1, "it is not a 1-D column");
         TensorData<T> tensor;
         tensor.shape.assign(dims.begin(), dims.end());
-        tensor.values.resize(element_count(tensor.shape));
-        if (!tensor.values.empty()) dataset.read(tensor.values.data(), memory_type);
+        const size_t count = element_count(tensor.shape);
+        // A damaged header can claim any size (a sparse 10^7 x 10^7 dataset): check what is stored before allocating.
+        const size_t stored_size = dataset.getDataType().getSize();
+        ICLAB_INPUT_CHECK(stored_size > 0 && count <= dataset.getStorageSize() / stored_size,
+                          path << " claims " << count << " values but stores " << dataset.getStorageSize()
+                               << " bytes: the file is damaged or was not written by iclab");
+        tensor.values.resize(count);
+        if (count == 0) return tensor;
+        if (!dataset.attrExists(kChecksumAttribute)) {  // files written before checksums
+            dataset.read(tensor.values.data(), memory_type);
+            return tensor;
+        }
+        // Read in the stored type, verify, then convert (exactly: stored types are at most as wide as T's use).
+        std::string recorded;
+        dataset.openAttribute(kChecksumAttribute).read(utf8_string_type(), recorded);
+        const auto verified = [&](auto zero, const H5::PredType& native) {
+            std::vector<decltype(zero)> raw(count);
+            dataset.read(raw.data(), native);
+            ICLAB_INPUT_CHECK(checksum_text(raw.data(), count * sizeof(zero)) == recorded,
+                              path << " does not match its checksum (" << recorded
+                                   << "): the file was damaged or edited after it was written");
+            for (size_t i = 0; i < count; ++i) tensor.values[i] = static_cast<T>(raw[i]);
+        };
+        if (stored == H5T_FLOAT && stored_size == 4) verified(float{}, H5::PredType::NATIVE_FLOAT);
+        else if (stored == H5T_FLOAT) verified(double{}, H5::PredType::NATIVE_DOUBLE);
+        else if (stored_size == 4) verified(int32_t{}, H5::PredType::NATIVE_INT32);
+        else verified(int64_t{}, H5::PredType::NATIVE_INT64);
         return tensor;
     });
 }
@@ -424,11 +469,21 @@ T read_numeric_attribute(const H5::H5File& file, const std::filesystem::path& fi
 
 ResultsReader::ResultsReader(const std::filesystem::path& path) : path_(path) {
     H5::Exception::dontPrint();
-    hdf5_ = hdf5_step(path_, "opening",
-                      [&] { return std::make_unique<detail::Hdf5File>(path_.string(), H5F_ACC_RDONLY); });
+    ICLAB_INPUT_CHECK(std::filesystem::is_regular_file(path_), path_.string() << " is not a file");
+    try {
+        hdf5_ = hdf5_step(path_, "opening",
+                          [&] { return std::make_unique<detail::Hdf5File>(path_.string(), H5F_ACC_RDONLY); });
+    } catch (const Error& error) {  // empty, truncated, text: bad input, not a failure of iclab
+        throw InputError(path_.string() + " is not a readable HDF5 results file (" + error.what() + ")");
+    }
 }
 
 ResultsReader::~ResultsReader() = default;
+
+bool ResultsReader::holds_floats(const std::string& path) const {
+    return hdf5_step(path_, "reading the type of " + path,
+                     [&] { return open_dataset(hdf5_->file, absolute_path(path)).getTypeClass() == H5T_FLOAT; });
+}
 
 bool ResultsReader::has(const std::string& path) const {
     return hdf5_step(path_, "looking up " + path, [&] { return link_exists(hdf5_->file, absolute_path(path)); });
@@ -445,6 +500,16 @@ std::vector<std::string> ResultsReader::list(const std::string& group_path) cons
         for (hsize_t index = 0; index < group.getNumObjs(); ++index) names.push_back(group.getObjnameByIdx(index));
         std::sort(names.begin(), names.end());
         return names;
+    });
+}
+
+bool ResultsReader::has_attr(const std::string& object_path, const std::string& name) const {
+    return hdf5_step(path_, "looking up attribute " + name + " of " + object_path, [&] {
+        const std::string absolute = absolute_path(object_path);
+        const H5::H5File& file = hdf5_->file;
+        if (!link_exists(file, absolute)) return false;
+        if (absolute == "/" || file.childObjType(absolute) == H5O_TYPE_GROUP) return file.openGroup(absolute).attrExists(name);
+        return file.openDataSet(absolute).attrExists(name);
     });
 }
 

@@ -120,8 +120,10 @@ public:
     ResultsReader& operator=(const ResultsReader&) = delete;
 
     bool has(const std::string& path) const;                                 // group or dataset
+    bool holds_floats(const std::string& path) const;                        // a float32/float64 dataset
     std::vector<std::string> list(const std::string& group_path) const;      // member names, sorted
 
+    bool has_attr(const std::string& object_path, const std::string& name) const;
     std::string read_attr_string(const std::string& object_path, const std::string& name) const;
     int64_t read_attr_int64(const std::string& object_path, const std::string& name) const;
     double read_attr_double(const std::string& object_path, const std::string& name) const;

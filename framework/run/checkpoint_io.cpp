@@ -1,5 +1,7 @@
 #include "framework/run/checkpoint_io.hpp"
 
+#include <cmath>
+
 #include "framework/core/check.hpp"
 
 namespace iclab::run {
@@ -21,11 +23,17 @@ void read_parameter_tensors(const io::ResultsReader& reader, const std::string& 
         const std::string path = group + "/" + entry.name;
         ICLAB_INPUT_CHECK(reader.has(path), reader.path().string() << ": " << group << " has no tensor " << entry.name
                                                                    << " (was it written by another model?)");
-        // Read in the stored precision's own type: float32 values come back exactly either way.
+        ICLAB_INPUT_CHECK(reader.holds_floats(path), reader.path().string() << ": " << path << " does not hold floating-point values");
+        // Read in the stored precision's own type: float32 values come back exactly either way. The reader verifies
+        // the tensor's checksum.
         const auto tensor = reader.read_tensor_double(path);
         ICLAB_INPUT_CHECK(tensor.shape == entry.shape, reader.path().string() << ": " << path
                                                                               << " has another shape than the model's");
-        for (std::size_t i = 0; i < entry.size; ++i) buffer[entry.offset + i] = static_cast<T>(tensor.values[i]);
+        for (std::size_t i = 0; i < entry.size; ++i) {
+            ICLAB_INPUT_CHECK(std::isfinite(tensor.values[i]), reader.path().string() << ": " << path << " holds a non-finite value ("
+                                                                                      << tensor.values[i] << " at " << i << ")");
+            buffer[entry.offset + i] = static_cast<T>(tensor.values[i]);
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 #include "framework/run/experiment.hpp"
 
+#include <algorithm>
+
 #include <yaml-cpp/yaml.h>
 
 #include "framework/core/check.hpp"
@@ -53,12 +55,15 @@ std::string Catalog::peek_experiment_name(const std::string& config_path, const 
     for (const auto& o : overrides)
         if (o.rfind("experiment=", 0) == 0) return o.substr(11);
     std::filesystem::path path = config_path;
-    for (int depth = 0; depth < 32; ++depth) {
+    std::vector<std::string> seen;
+    for (std::size_t depth = 0; depth < config::kMaxInheritDepth; ++depth) {
+        const std::string identity = std::filesystem::weakly_canonical(path).string();
+        // A cycle or an over-deep chain: load_config names it with file and line; let it.
+        if (std::find(seen.begin(), seen.end(), identity) != seen.end()) return "";
+        seen.push_back(identity);
         YAML::Node root;
         try {
-            root = YAML::LoadFile(path.string());
-        } catch (const YAML::BadFile&) {
-            throw InputError("config error: cannot read config file '" + path.string() + "'");
+            root = YAML::Load(config::read_config_text(path.string()));  // regular file, size cap, no control characters
         } catch (const YAML::Exception&) {
             // A syntax error: load_config reports it with file and line; let it.
             return "";
@@ -66,6 +71,7 @@ std::string Catalog::peek_experiment_name(const std::string& config_path, const 
         if (root.IsMap() && root["experiment"] && root["experiment"].IsScalar()) return root["experiment"].as<std::string>();
         if (!root.IsMap() || !root["inherit"] || !root["inherit"].IsScalar()) break;
         path = path.parent_path() / root["inherit"].as<std::string>();
+        if (depth + 1 == config::kMaxInheritDepth) return "";
     }
     throw InputError("config error: " + config_path + ": missing top-level key 'experiment' (which experiment to run)");
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "framework/config/config.hpp"
 #include "framework/core/check.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/checkpoint_io.hpp"
@@ -22,6 +23,15 @@ InductionRun load_induction_run(const std::filesystem::path& run_dir, const Cata
                       who << ": " << run_dir.string() << " has no completed " << kResultsFile << " (did the run finish?)");
     InductionRun run;
     run.dir = run_dir;
+    {
+        // What predict and convert compute must be what the run trained: config.yaml is a copy for reading, the
+        // record is results.h5's `config` attribute. An edited copy (rope, feature_map, triggers) is refused.
+        const io::ResultsReader recorded(results_path);
+        ICLAB_INPUT_CHECK(config::read_config_text(config_path.string()) == recorded.read_attr_string("/", "config"),
+                          who << ": " << config_path.string() << " differs from the config recorded in " << results_path.string()
+                              << ": it was edited after the run; restore it (iclab show " << run_dir.string()
+                              << " prints the recorded one)");
+    }
     run.config = catalog.load_config(config_path.string(), {});
     const std::string experiment = run.config.get_string("experiment");
     ICLAB_INPUT_CHECK(run.config.has("task.triggers") && run.config.has("model.attention"),

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "framework/core/check.hpp"
+#include "framework/core/hash.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/run/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
@@ -223,6 +224,15 @@ void Trainer<T>::diverged(std::size_t step, const std::string& quantity, double 
     throw Error(message.str());
 }
 
+namespace {
+// FNV-1a of the scalar trainer state, bit for bit.
+std::string state_checksum(std::initializer_list<double> values) {
+    Fnv1a64 hash;
+    for (double v : values) hash.mix(&v, sizeof v);
+    return "fnv1a64:" + hash.hex();
+}
+}  // namespace
+
 template <class T>
 void Trainer<T>::write_checkpoint() {
     // Never checkpoint a bad state: parameters made non-finite by the last update stop the run here.
@@ -242,7 +252,8 @@ void Trainer<T>::write_checkpoint() {
 
     writer.set_attr("next_step", next_step_);
     writer.set_attr("total_steps", settings_.steps);
-    writer.set_attr("elapsed_s", elapsed_seconds());
+    const double elapsed = elapsed_seconds();  // once: the checksum below covers the same value
+    writer.set_attr("elapsed_s", elapsed);
     writer.set_attr("interval_loss_sum", interval_loss_);
     writer.set_attr("interval_grad_norm_sum", interval_grad_norm_);
     writer.set_attr("interval_train_seconds", interval_train_seconds_);
@@ -262,6 +273,12 @@ void Trainer<T>::write_checkpoint() {
     writer.write_tensor("/trainer/data_rng/words", words, {4}, {{"layout", "(4): xoshiro256** state, uint64 stored as int64 bits"}});
     writer.set_attr("data_rng_has_spare_normal", static_cast<std::int64_t>(rng.has_spare_normal ? 1 : 0));
     writer.set_attr("data_rng_spare_normal", rng.spare_normal);
+    // The scalar resume state lives in attributes, which carry no checksum of their own (tensors and columns do).
+    writer.set_attr("trainer_state_checksum",
+                    state_checksum({static_cast<double>(next_step_), static_cast<double>(settings_.steps), elapsed,
+                                    interval_loss_, interval_grad_norm_, interval_train_seconds_,
+                                    static_cast<double>(interval_steps_), static_cast<double>(optimizer_.steps_taken()),
+                                    rng.has_spare_normal ? 1.0 : 0.0, rng.spare_normal}));
 
     write_tables(writer);
     writer.commit();
@@ -312,7 +329,18 @@ void Trainer<T>::load_checkpoint() {
     std::memcpy(rng.words.data(), words.data(), sizeof(std::uint64_t) * 4);
     rng.has_spare_normal = reader.read_attr_int64("/", "data_rng_has_spare_normal") != 0;
     rng.spare_normal = reader.read_attr_double("/", "data_rng_spare_normal");
+    ICLAB_INPUT_CHECK(rng.words[0] | rng.words[1] | rng.words[2] | rng.words[3],
+                      file << ": /trainer/data_rng/words is all zero, which no xoshiro256** state can be (damaged file)");
     data_rng_.set_state(rng);
+    if (reader.has_attr("/", "trainer_state_checksum")) {  // checkpoints before the checksum resume as they are
+        const std::string expected =
+            state_checksum({static_cast<double>(next_step_), static_cast<double>(settings_.steps), elapsed_before_, interval_loss_,
+                            interval_grad_norm_, interval_train_seconds_, static_cast<double>(interval_steps_),
+                            static_cast<double>(optimizer_.steps_taken()), rng.has_spare_normal ? 1.0 : 0.0, rng.spare_normal});
+        ICLAB_INPUT_CHECK(reader.read_attr_string("/", "trainer_state_checksum") == expected,
+                          file << ": the trainer state (next_step, interval_*, optimizer_steps_taken, data_rng_*) does not match its "
+                                  "checksum: the checkpoint was damaged or edited");
+    }
 
     step_index_ = reader.read_column_int64("/steps/step");
     step_loss_ = reader.read_column_double("/steps/loss");
@@ -321,8 +349,15 @@ void Trainer<T>::load_checkpoint() {
     ICLAB_INPUT_CHECK(step_index_.size() == next_step_, file << ": /steps has " << step_index_.size() << " rows for "
                                                              << next_step_ << " steps");
     curve_names_ = split_commas(reader.read_attr_string("/curves", "column_order"));
+    ICLAB_INPUT_CHECK(step_loss_.size() == next_step_ && step_lr_.size() == next_step_ && step_grad_norm_.size() == next_step_,
+                      file << ": the columns of /steps differ in length (damaged file)");
     curve_columns_.clear();
-    for (const auto& name : curve_names_) curve_columns_.push_back(reader.read_column_double("/curves/" + name));
+    for (const auto& name : curve_names_) {
+        curve_columns_.push_back(reader.read_column_double("/curves/" + name));
+        ICLAB_INPUT_CHECK(curve_columns_.back().size() == curve_columns_.front().size(),
+                          file << ": /curves/" << name << " has " << curve_columns_.back().size() << " rows, /curves/"
+                               << curve_names_.front() << " " << curve_columns_.front().size() << " (damaged file)");
+    }
     // Metrics of the last evaluation, for the progress line and last_metrics().
     last_metrics_.clear();
     if (!curve_columns_.empty() && !curve_columns_[0].empty())
