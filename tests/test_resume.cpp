@@ -290,7 +290,7 @@ TEST_CASE("resuming is refused with exit 2 where it cannot be faithful", "[resum
 TEST_CASE("a damaged or edited checkpoint is refused with exit 2, never resumed into other results", "[resume]") {
     Scratch scratch;
     const std::string out = " output.dir=" + (scratch.path / "results").string();
-    const auto run = run_iclab("run " + kTiny + out + " --stop-after 5", scratch.path);
+    const auto run = run_iclab("run " + kTiny + out + " --stop-after 8", scratch.path);  // past the evaluation at step 6
     REQUIRE(run.status == 0);
     const fs::path run_dir = last_line(run.out), checkpoint = run_dir / "checkpoint.h5";
     const fs::path pristine = scratch.path / "pristine.h5";
