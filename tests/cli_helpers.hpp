@@ -27,10 +27,11 @@ inline std::string read_file(const fs::path& path) {
     return buffer.str();
 }
 
-// Runs `iclab <args>` from the repository root, capturing stdout and stderr.
-inline CommandResult run_iclab(const std::string& args, const fs::path& scratch) {
+// Runs `iclab <args>` from the repository root, capturing stdout and stderr; `environment` ("NAME=value ...") is
+// set for the command only.
+inline CommandResult run_iclab(const std::string& args, const fs::path& scratch, const std::string& environment = "") {
     const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-    const std::string command = "cd '" ICLAB_SOURCE_DIR "' && OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} '" ICLAB_BINARY "' " + args + " >'" +
+    const std::string command = "cd '" ICLAB_SOURCE_DIR "' && " + environment + " OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} '" ICLAB_BINARY "' " + args + " >'" +
                                 out.string() + "' 2>'" + err.string() + "'";
     const int raw = std::system(command.c_str());
     CommandResult result;

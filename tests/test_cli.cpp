@@ -3,6 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <cmath>
@@ -184,6 +187,38 @@ TEST_CASE("the same config and seed give identical curves, another seed does not
     }
     CHECK(ra.read_tensor_float("/checkpoint/unembedding.w").values == rb.read_tensor_float("/checkpoint/unembedding.w").values);
     CHECK(ra.read_column_double("/steps/loss") != rc.read_column_double("/steps/loss"));
+}
+
+TEST_CASE("results do not depend on thread count or wait policy while other processes load both cores", "[cli][determinism]") {
+    // Two busy processes hold both cores (as a shared node or a parallel ctest does); runs with 1 and 2 OpenMP threads,
+    // libgomp's spinning default and a passive policy must give the same numbers bit for bit.
+    std::vector<pid_t> load;
+    for (int i = 0; i < 2; ++i) {
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            for (volatile unsigned long spin = 0;; spin = spin + 1) {
+            }
+        }
+        load.push_back(pid);
+    }
+    Scratch scratch;
+    const std::string out = " output.dir=" + (scratch.path / "results").string();
+    const auto one = run_iclab("run " + kTiny + out + " output.name=t1 --threads 1", scratch.path);
+    const auto two = run_iclab("run " + kTiny + out + " output.name=t2 --threads 2", scratch.path);
+    const auto spin = run_iclab("run " + kTiny + out + " output.name=spin --threads 2", scratch.path, "GOMP_SPINCOUNT=300000");
+    const auto passive = run_iclab("run " + kTiny + out + " output.name=passive --threads 2", scratch.path, "OMP_WAIT_POLICY=PASSIVE");
+    for (pid_t pid : load) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+    }
+    for (const auto* run : {&one, &two, &spin, &passive}) REQUIRE(run->status == 0);
+    iclab::io::ResultsReader reference(fs::path(last_line(one.out)) / "results.h5");
+    for (const auto* run : {&two, &spin, &passive}) {
+        iclab::io::ResultsReader other(fs::path(last_line(run->out)) / "results.h5");
+        for (const char* curve : {"/steps/loss", "/steps/grad_norm", "/curves/eval_loss"})
+            CHECK(reference.read_column_double(curve) == other.read_column_double(curve));
+        CHECK(reference.read_tensor_float("/checkpoint/unembedding.w").values == other.read_tensor_float("/checkpoint/unembedding.w").values);
+    }
 }
 
 TEST_CASE("predict prints next-token predictions and writes logits", "[cli][predict]") {

@@ -311,6 +311,19 @@ TEST_CASE("a damaged or edited checkpoint is refused with exit 2, never resumed 
         }
         resume_refused("trainer state");
     }
+    SECTION("a checkpoint written with another OpenBLAS kernel resumes, with a warning") {
+        {
+            H5::H5File raw(checkpoint.string(), H5F_ACC_RDWR);
+            raw.removeAttr("blas_core");
+            const char* other = "SomeOtherCore";
+            H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+            raw.createAttribute("blas_core", type, H5::DataSpace(H5S_SCALAR)).write(type, &other);
+        }
+        const auto again = run_iclab("run --resume " + run_dir.string() + " --stop-after 9", scratch.path);
+        CHECK(again.status == 0);
+        CHECK_THAT(again.err, Catch::Contains("OpenBLAS kernel SomeOtherCore"));
+        fs::copy_file(pristine, checkpoint, fs::copy_options::overwrite_existing);
+    }
     SECTION("a parameter value edited") {
         {
             H5::H5File raw(checkpoint.string(), H5F_ACC_RDWR);

@@ -171,7 +171,7 @@ int command_run(const std::vector<std::string>& args) {
         "stop-after", po::value<std::size_t>()->default_value(0),
         "stop after this step with a checkpoint and without results.h5, as if interrupted (continue with --resume)")(
         "help-config", "list every config key of the config's experiment")(
-        "threads", po::value<int>()->default_value(0), "compute threads (0: all cores, or OMP_NUM_THREADS; with -m: per job, "
+        "threads", po::value<int>()->default_value(0), "compute threads (0: OMP_NUM_THREADS, else the cores not busy now; with -m: per job, "
                                                        "0 = cores / jobs)")("help,h", "this help");
     po::options_description sweep_flags("multirun (a sweep over the overrides: key=a,b,c or key=i:j for i, ..., j-1)");
     add_sweep_flags(sweep_flags);
@@ -339,7 +339,7 @@ int command_convert(const std::vector<std::string>& args) {
 int command_bench(const std::vector<std::string>& args) {
     po::options_description flags("usage: iclab bench CONFIG [key.path=value ...] [options]\noptions");
     cli::BenchOptions options;
-    flags.add_options()("threads", po::value<int>()->default_value(0), "compute threads (0: all cores, or OMP_NUM_THREADS)")(
+    flags.add_options()("threads", po::value<int>()->default_value(0), "compute threads (0: OMP_NUM_THREADS, else the cores not busy now)")(
         "warmup", po::value<int>(&options.warmup)->default_value(3), "untimed repetitions before each measurement")(
         "iters", po::value<int>(&options.iters)->default_value(10),
         "timed repetitions (the median is reported); 0: no timing, only --export")(
@@ -370,6 +370,7 @@ int command_bench(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    iclab::reexec_with_wait_policy(argv);
     try {
         if (argc < 2) {
             std::cerr << kUsage;

@@ -247,6 +247,8 @@ void Trainer<T>::write_checkpoint() {
     writer.set_attr("checkpoint_format", kCheckpointFormat);
     static const std::string commit = io::git_commit();
     writer.set_attr("git_commit", commit);
+    static const std::string blas_core = io::openblas_core();
+    writer.set_attr("blas_core", blas_core);
     writer.set_attr("iclab_version", io::iclab_version());
     writer.set_attr("dtype", dtype_name<T>());
 
@@ -302,6 +304,15 @@ void Trainer<T>::load_checkpoint() {
     if (commit != now) {
         const std::string warning = "warning: the checkpoint was written by iclab at commit " + commit + ", this is " + now +
                                     ": if the numerics changed, the resumed run differs from an uninterrupted one";
+        run_.log() << warning << "\n";
+        if (!options_.quiet) std::fprintf(stderr, "iclab: %s\n", warning.c_str());
+    }
+    // OpenBLAS picks its kernel per CPU (Haswell, SkylakeX, Cooperlake...): GEMM results differ in the last bits
+    // between kernels, so a run resumed on another CPU is not bit-identical to an uninterrupted one (issue 15).
+    if (reader.has_attr("/", "blas_core") && reader.read_attr_string("/", "blas_core") != io::openblas_core()) {
+        const std::string warning = "warning: the checkpoint was written with the OpenBLAS kernel " + reader.read_attr_string("/", "blas_core") +
+                                    ", this machine uses " + io::openblas_core() +
+                                    ": the resumed run will differ from an uninterrupted one in the last bits";
         run_.log() << warning << "\n";
         if (!options_.quiet) std::fprintf(stderr, "iclab: %s\n", warning.c_str());
     }
