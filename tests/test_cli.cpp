@@ -339,3 +339,14 @@ TEST_CASE("small things: --stop-after past the end, warmup as a fraction, predic
     CHECK(longer.status == 0);
     CHECK_THAT(longer.err, Catch::Contains("warning") && Catch::Contains("task.seq_len"));
 }
+
+TEST_CASE("a config that cannot fit in memory is refused at validation, before the run folder", "[cli]") {
+    Scratch scratch;
+    const std::string out = " output.dir=" + (scratch.path / "results").string();
+    for (const char* huge : {" model.width=4096 model.heads=32 model.layers=64", " task.seq_len=1048576 train.batch_size=1048576"}) {
+        const auto run = run_iclab("run configs/quick/induction_head.yaml" + out + huge, scratch.path);
+        CHECK(run.status == 2);
+        CHECK_THAT(run.err, Catch::Contains("GiB available") && Catch::Contains("needs about"));
+        CHECK_FALSE(fs::exists(scratch.path / "results"));
+    }
+}

@@ -7,6 +7,7 @@
 #include "framework/core/check.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/induction_training.hpp"
+#include "framework/run/memory_estimate.hpp"
 #include "framework/run/regression_training.hpp"
 
 namespace iclab::run {
@@ -28,6 +29,9 @@ config::Schema Experiment::schema() const {
     if (uses(KeyGroup::model)) add_model_keys(schema);
     if (uses(KeyGroup::train)) add_train_keys(schema);
     if (uses(KeyGroup::induction_task) && uses(KeyGroup::model)) add_induction_model_rules(schema);
+    // A model trained on a task: refuse at validation what cannot fit in memory.
+    if (uses(KeyGroup::model) && uses(KeyGroup::train) && (uses(KeyGroup::induction_task) || uses(KeyGroup::regression_task)))
+        schema.add_rule(check_training_memory);
     if (uses(KeyGroup::regression_task)) {
         ICLAB_CHECK(uses(KeyGroup::model) && uses(KeyGroup::train), "key group regression_task needs model and train");
         add_regression_task_keys(schema);
