@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# libFuzzer (clang) targets for the two readers of untrusted input: the config loader and the HDF5 results reader.
+#   scripts/fuzz.sh [config|results_reader] [RUNS]      default: both, 1000000 runs each
+# Builds tests/fuzz/fuzz_<target>.cpp with -fsanitize=fuzzer,address,undefined into build-fuzz/, seeds the corpus
+# (configs/**/*.yaml for the config loader; a small results file the target writes itself for the reader), runs
+# RUNS executions and prints libFuzzer's final stats. Findings are written to build-fuzz/<target>/crash-*.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/apt_ensure.sh
+apt_ensure "fuzz setup" clang libyaml-cpp-dev libhdf5-dev
+targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader)
+runs="${2:-1000000}"
+out=build-fuzz; mkdir -p "$out"
+hdf5_flags=$(pkg-config --cflags --libs hdf5-serial 2>/dev/null || echo "-I/usr/include/hdf5/serial -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5")
+common=(-std=c++17 -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
+export ICLAB_FUZZ_TMP=$(mktemp -d); trap 'rm -rf "$ICLAB_FUZZ_TMP"' EXIT
+for target in "${targets[@]}"; do
+  case "$target" in
+    config)
+      clang++ "${common[@]}" tests/fuzz/fuzz_config.cpp framework/config/config.cpp framework/config/load_config.cpp \
+        -lyaml-cpp -o "$out/fuzz_config"
+      mkdir -p "$out/config/corpus"; cp configs/*/*.yaml "$out/config/corpus/" 2>/dev/null || true
+      printf 'inherit: base.yaml\nmodel:\n  width: 64\n\xffmodel.heads=3\ntrain.lr=.inf\n' > "$out/config/corpus/overrides.yaml"
+      ;;
+    results_reader)
+      clang++ "${common[@]}" tests/fuzz/fuzz_results_reader.cpp framework/io/results_file.cpp $hdf5_flags -lhdf5_cpp \
+        -o "$out/fuzz_results_reader"
+      mkdir -p "$out/results_reader/corpus"
+      ICLAB_FUZZ_SEED="$out/results_reader/corpus/seed.h5" "$out/fuzz_results_reader" -runs=0 >/dev/null 2>&1 || true
+      ;;
+    *) echo "fuzz: unknown target $target (config, results_reader)" >&2; exit 2 ;;
+  esac
+  echo "== fuzz_$target: $runs runs" >&2
+  (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=1 "../fuzz_$target" -runs="$runs" -max_len=4096 -timeout=10 \
+     -rss_limit_mb=2048 -print_final_stats=1 corpus 2>&1 | grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done|ERROR|SUMMARY|crash-" )
+done
