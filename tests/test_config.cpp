@@ -348,6 +348,17 @@ TEST_CASE("config files that are not small text files are refused before reading
         binary << "seed: 1\nmodel:\n  layers: 2\x01\n";
     }
     expect_refused((dir / "binary.yaml").string(), ":3: control character");
+    {
+        // Invalid UTF-8 (yaml-cpp 0.7 loops forever on this one: found by the config fuzzer)
+        std::ofstream bad(dir / "latin1.yaml", std::ios::binary);
+        bad << "# Paper 000 \xc2\xa7" << "6.\xf8\xf8\xf8 (x\n seed: 1\n";
+    }
+    expect_refused((dir / "latin1.yaml").string(), ":1: invalid UTF-8");
+    {
+        std::ofstream good(dir / "utf8.yaml", std::ios::binary);
+        good << "# paper 000 \xc2\xa7" << "6.4, \xe2\x89\x88 0.45, \xf0\x9f\x93\x88\nseed: 1\n";
+    }
+    CHECK(iclab::config::read_config_text((dir / "utf8.yaml").string()).find("seed: 1") != std::string::npos);
     // A deep inherit chain stops at the cap, naming it; a cycle is named as a cycle.
     for (int i = 0; i < 40; ++i) {
         std::ofstream f(dir / ("c" + std::to_string(i) + ".yaml"));

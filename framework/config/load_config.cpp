@@ -6,6 +6,7 @@
 // runs over the merged leaves, so each error names the source that actually set the value.
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -131,13 +132,33 @@ std::string read_config_text(const std::string& path) {
     std::ostringstream text;
     text << stream.rdbuf();
     const std::string content = text.str();
-    for (std::size_t i = 0; i < content.size(); ++i) {
+    // Text: no control characters but tab, CR, LF, and valid UTF-8 (yaml-cpp 0.7 loops forever on some invalid
+    // UTF-8: found by tests/fuzz/fuzz_config.cpp).
+    const auto refuse = [&](std::size_t at, const std::string& what) {
+        const std::size_t line = 1 + static_cast<std::size_t>(std::count(content.begin(), content.begin() + static_cast<long>(at), '\n'));
+        throw InputError("config error: " + path + ":" + std::to_string(line) + ": " + what + " (not a text config file)");
+    };
+    for (std::size_t i = 0; i < content.size();) {
         const unsigned char c = static_cast<unsigned char>(content[i]);
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
-            const std::size_t line = 1 + static_cast<std::size_t>(std::count(content.begin(), content.begin() + i, '\n'));
-            throw InputError("config error: " + path + ":" + std::to_string(line) + ": control character " + std::to_string(c) +
-                             " (not a text config file)");
+        if (c < 0x80) {
+            if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') refuse(i, "control character " + std::to_string(c));
+            if (c == 0x7f) refuse(i, "control character 127");
+            ++i;
+            continue;
         }
+        // The length of the UTF-8 sequence by its lead byte; continuation bytes are 10xxxxxx; no overlong forms,
+        // no surrogates, nothing past U+10FFFF.
+        const std::size_t length = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        if (length == 0 || i + length > content.size()) refuse(i, "invalid UTF-8");
+        std::uint32_t code = c & (length == 2 ? 0x1f : length == 3 ? 0x0f : 0x07);
+        for (std::size_t k = 1; k < length; ++k) {
+            const unsigned char next = static_cast<unsigned char>(content[i + k]);
+            if ((next & 0xc0) != 0x80) refuse(i, "invalid UTF-8");
+            code = (code << 6) | (next & 0x3f);
+        }
+        if ((length == 3 && (code < 0x800 || (code >= 0xd800 && code <= 0xdfff))) || (length == 4 && (code < 0x10000 || code > 0x10ffff)))
+            refuse(i, "invalid UTF-8");
+        i += length;
     }
     return content;
 }
