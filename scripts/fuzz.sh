@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer (clang) targets for the two readers of untrusted input: the config loader and the HDF5 results reader.
 #   scripts/fuzz.sh [config|results_reader] [RUNS]      default: both, 1000000 runs each
+#   FUZZ_SECONDS=N stops each target after N seconds if RUNS are not done by then (libFuzzer -max_total_time)
 # Builds tests/fuzz/fuzz_<target>.cpp with -fsanitize=fuzzer,address,undefined into build-fuzz/, seeds the corpus
 # (configs/**/*.yaml for the config loader; a small results file the target writes itself for the reader), runs
 # RUNS executions and prints libFuzzer's final stats. Findings are written to build-fuzz/<target>/crash-*.
@@ -31,6 +32,6 @@ for target in "${targets[@]}"; do
     *) echo "fuzz: unknown target $target (config, results_reader)" >&2; exit 2 ;;
   esac
   echo "== fuzz_$target: $runs runs" >&2
-  (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=1 "../fuzz_$target" -runs="$runs" -max_len=4096 -timeout=10 \
-     -rss_limit_mb=2048 -print_final_stats=1 corpus 2>&1 | grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done|ERROR|SUMMARY|crash-" )
+  (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=1 "../fuzz_$target" -runs="$runs" -max_total_time="${FUZZ_SECONDS:-0}" -max_len=4096 -timeout=10 \
+     -rss_limit_mb=2048 -print_final_stats=1 corpus 2>&1 | grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done|ERROR|SUMMARY|crash-|timeout-|leak-" ) || true
 done
