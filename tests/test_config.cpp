@@ -359,6 +359,13 @@ TEST_CASE("config files that are not small text files are refused before reading
         good << "# paper 000 \xc2\xa7" << "6.4, \xe2\x89\x88 0.45, \xf0\x9f\x93\x88\nseed: 1\n";
     }
     CHECK(iclab::config::read_config_text((dir / "utf8.yaml").string()).find("seed: 1") != std::string::npos);
+    // Overrides are parsed as YAML too: the same text rules (another yaml-cpp hang the fuzzer found).
+    {
+        iclab::config::Schema seed_only;
+        seed_only.add_int("seed", 0, 0, 100, "seed");
+        CHECK_THROWS_WITH(iclab::config::load_config((dir / "utf8.yaml").string(), {"seed=\xff\xff1"}, seed_only),
+                          Catch::Contains("override") && Catch::Contains("invalid UTF-8"));
+    }
     // A deep inherit chain stops at the cap, naming it; a cycle is named as a cycle.
     for (int i = 0; i < 40; ++i) {
         std::ofstream f(dir / ("c" + std::to_string(i) + ".yaml"));

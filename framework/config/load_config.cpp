@@ -114,29 +114,13 @@ std::string file_identity(const std::string& file) {
     return canonical.string();
 }
 
-}  // namespace
-
-std::string read_config_text(const std::string& path) {
-    const auto fail = [&](const std::string& why) { throw InputError("config error: " + path + ": " + why); };
-    std::error_code error;
-    const fs::file_status status = fs::status(path, error);
-    if (!fs::exists(status)) fail("cannot open file: no such file");
-    if (fs::is_directory(status)) fail("cannot open file: it is a directory");
-    if (!fs::is_regular_file(status)) fail("cannot open file: not a regular file");
-    const std::uintmax_t size = fs::file_size(path, error);
-    if (error) fail("cannot read file: " + error.message());
-    if (size > kMaxConfigBytes)
-        fail("file of " + std::to_string(size) + " bytes: a config is at most " + std::to_string(kMaxConfigBytes) + " bytes");
-    std::ifstream stream(path, std::ios::binary);
-    if (!stream) fail("cannot open file");
-    std::ostringstream text;
-    text << stream.rdbuf();
-    const std::string content = text.str();
-    // Text: no control characters but tab, CR, LF, and valid UTF-8 (yaml-cpp 0.7 loops forever on some invalid
-    // UTF-8: found by tests/fuzz/fuzz_config.cpp).
+// Text: no control characters but tab, CR, LF, and valid UTF-8 (yaml-cpp 0.7 loops forever on some invalid
+// UTF-8: found by tests/fuzz/fuzz_config.cpp). `where(line)` names the place for the message.
+template <class Where>
+void check_text(const std::string& content, Where where) {
     const auto refuse = [&](std::size_t at, const std::string& what) {
         const std::size_t line = 1 + static_cast<std::size_t>(std::count(content.begin(), content.begin() + static_cast<long>(at), '\n'));
-        throw InputError("config error: " + path + ":" + std::to_string(line) + ": " + what + " (not a text config file)");
+        throw InputError("config error: " + where(line) + ": " + what + " (not text)");
     };
     for (std::size_t i = 0; i < content.size();) {
         const unsigned char c = static_cast<unsigned char>(content[i]);
@@ -160,6 +144,27 @@ std::string read_config_text(const std::string& path) {
             refuse(i, "invalid UTF-8");
         i += length;
     }
+}
+
+}  // namespace
+
+std::string read_config_text(const std::string& path) {
+    const auto fail = [&](const std::string& why) { throw InputError("config error: " + path + ": " + why); };
+    std::error_code error;
+    const fs::file_status status = fs::status(path, error);
+    if (!fs::exists(status)) fail("cannot open file: no such file");
+    if (fs::is_directory(status)) fail("cannot open file: it is a directory");
+    if (!fs::is_regular_file(status)) fail("cannot open file: not a regular file");
+    const std::uintmax_t size = fs::file_size(path, error);
+    if (error) fail("cannot read file: " + error.message());
+    if (size > kMaxConfigBytes)
+        fail("file of " + std::to_string(size) + " bytes: a config is at most " + std::to_string(kMaxConfigBytes) + " bytes");
+    std::ifstream stream(path, std::ios::binary);
+    if (!stream) fail("cannot open file");
+    std::ostringstream text;
+    text << stream.rdbuf();
+    const std::string content = text.str();
+    check_text(content, [&](std::size_t line) { return path + ":" + std::to_string(line); });
     return content;
 }
 
@@ -217,6 +222,7 @@ void Loader::read_file(const std::string& file, const std::string& inherited_at,
 
 // "key.path=value": the value is parsed as YAML, so 4 is an int, 3e-4 a float and [a,b] a list.
 void Loader::apply_override(const std::string& text) {
+    check_text(text, [&](std::size_t) { return std::string("command-line override"); });
     const Source source{"", text};
     const std::string where = source.origin(YAML::Mark());
     const std::size_t equals = text.find('=');
