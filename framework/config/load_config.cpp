@@ -183,9 +183,31 @@ void Loader::read_file(const std::string& file, const std::string& inherited_at,
         throw InputError(error.what() + via);
     }
 
-    std::vector<YAML::Node> documents;
+    // One document per file. yaml-cpp 0.7's LoadAll loops forever on some inputs (" ," — found by the config fuzzer),
+    // so the file is loaded with Load and a second document is found by its marker: a line "---" or "..." after
+    // the first document's content (or a second "---").
+    {
+        bool content = false, started = false;
+        std::size_t line_number = 0;
+        std::istringstream lines(text);
+        for (std::string line; std::getline(lines, line);) {
+            ++line_number;
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            const bool marker = (line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) &&
+                                (line.size() == 3 || line[3] == ' ' || line[3] == '\t');
+            if (marker) {
+                if (content || started || line[0] == '.')
+                    throw_error(file + ":" + std::to_string(line_number), "more than one YAML document in the file");
+                started = true;
+                continue;
+            }
+            const std::size_t first = line.find_first_not_of(" \t");
+            if (first != std::string::npos && line[first] != '#') content = true;
+        }
+    }
+    YAML::Node root;
     try {
-        documents = YAML::LoadAll(text);
+        root = YAML::Load(text);
     } catch (const YAML::ParserException& e) {
         const std::string where = e.mark.is_null() ? file : file + ":" + std::to_string(e.mark.line + 1);
         throw_error(where, "YAML syntax error: " + e.msg);
@@ -193,9 +215,7 @@ void Loader::read_file(const std::string& file, const std::string& inherited_at,
         throw_error(file, std::string("cannot read YAML: ") + e.what());
     }
     const Source source{file, ""};
-    if (documents.size() > 1) throw_error(source.origin(documents[1].Mark()), "more than one YAML document in the file");
-    if (documents.empty() || documents[0].IsNull()) return;  // an empty file sets nothing
-    const YAML::Node& root = documents[0];
+    if (root.IsNull()) return;  // an empty file sets nothing
     if (!root.IsMap()) throw_error(source.origin(root.Mark()), "expected a map of keys at the top level");
 
     chain.push_back(file);
