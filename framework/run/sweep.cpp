@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "framework/config/config.hpp"
 #include "framework/core/check.hpp"
 #include "framework/core/hash.hpp"
 #include "framework/run/run_folder.hpp"
@@ -129,7 +130,7 @@ SweepFile load_sweep_file(const std::string& path) {
     ICLAB_INPUT_CHECK(fs::is_regular_file(path), "sweep file " << path << " is not a readable file");
     YAML::Node root;
     try {
-        root = YAML::LoadFile(path);
+        root = YAML::Load(config::read_config_text(path));  // the config files' rules: size cap, UTF-8 text
     } catch (const YAML::Exception& e) {
         throw InputError("sweep file " + path + (e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1)) +
                          ": YAML error: " + e.msg);
