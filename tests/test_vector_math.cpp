@@ -29,3 +29,9 @@ TEST_CASE("exp_vectorizable clamps outside [-87, 88] and stays finite", "[vector
     CHECK(nn::exp_vectorizable(-87.0f) >= std::numeric_limits<float>::min());  // a normal float
     CHECK(nn::exp_elementwise(1.0) == std::exp(1.0));                          // double: libm
 }
+
+TEST_CASE("exp_vectorizable propagates NaN without undefined behaviour", "[vector_math]") {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    CHECK(std::isnan(iclab::nn::exp_vectorizable(nan)));
+    CHECK(std::isnan(iclab::nn::exp_vectorizable(-nan)));
+}

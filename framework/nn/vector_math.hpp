@@ -26,7 +26,10 @@ inline float exp_vectorizable(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     const float exp_r = (p * (r * r) + r) + 1.0f;
-    const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;  // 2^n
+    // 2^n; a NaN x (a diverging run) gives n = NaN, whose cast to int is undefined: cast 0 instead, the NaN
+    // still propagates through exp_r (found by the UBSan build).
+    const float n_finite = n == n ? n : 0.0f;
+    const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<std::int32_t>(n_finite) + 127) << 23;
     float two_n;
     std::memcpy(&two_n, &bits, sizeof two_n);
     return exp_r * two_n;
