@@ -17,7 +17,7 @@ struct SoftmaxCase {
     nn::AttentionShape shape{2, 7, 2, 4};
     std::vector<double> qkv;
     nn::RopeTable rope{16, 4, 10000.0};
-    nn::SoftmaxAttentionOptions options;
+    nn::SoftmaxAttentionOptions<double> options;
 };
 
 SoftmaxCase make_case(const MaskVariant& mask, bool rope, Rng& rng) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "framework/nn/kernel_features.hpp"
 #include "framework/nn/layers.hpp"
 #include "framework/nn/linear_attention_recurrent.hpp"
 
@@ -154,34 +155,8 @@ void Transformer<T>::init(Rng& rng) {
             // (D, R), column r = W_r ~ N(0, I_D); orthogonal: blocks of D columns orthonormalized (Gram-Schmidt)
             // and rescaled by independent chi(D) norms (Yu et al. 2016, Choromanski et al. 2020).
             const std::size_t D = entry.shape[0], R = entry.shape[1];
-            std::vector<double> w(D * R);  // column-major while building: column r at w[r*D]
-            for (auto& x : w) x = rng.normal(0.0, 1.0);
-            if (spec_.orthogonal_features) {
-                for (std::size_t first = 0; first < R; first += D) {
-                    const std::size_t last = std::min(R, first + D);
-                    for (std::size_t r = first; r < last; ++r) {
-                        double* col = w.data() + r * D;
-                        for (std::size_t prev = first; prev < r; ++prev) {
-                            const double* other = w.data() + prev * D;
-                            double dot = 0.0;
-                            for (std::size_t d = 0; d < D; ++d) dot += col[d] * other[d];
-                            for (std::size_t d = 0; d < D; ++d) col[d] -= dot * other[d];
-                        }
-                        double norm = 0.0;
-                        for (std::size_t d = 0; d < D; ++d) norm += col[d] * col[d];
-                        norm = std::sqrt(norm);
-                        for (std::size_t d = 0; d < D; ++d) col[d] /= norm;
-                    }
-                    for (std::size_t r = first; r < last; ++r) {
-                        double chi = 0.0;
-                        for (std::size_t d = 0; d < D; ++d) chi += std::pow(rng.normal(0.0, 1.0), 2);
-                        chi = std::sqrt(chi);
-                        for (std::size_t d = 0; d < D; ++d) w[r * D + d] *= chi;
-                    }
-                }
-            }
-            for (std::size_t d = 0; d < D; ++d)
-                for (std::size_t r = 0; r < R; ++r) p[d * R + r] = static_cast<T>(w[r * D + d]);
+            const std::vector<double> w = nn::draw_feature_directions(D, R, spec_.orthogonal_features, rng);
+            for (std::size_t i = 0; i < D * R; ++i) p[i] = static_cast<T>(w[i]);
         } else if (ends_with(".gamma")) {
             std::fill(p, p + entry.size, T(1));
         } else if (entry.weight_decay) {  // matrices
@@ -217,8 +192,8 @@ nn::LinearAttentionOptions Transformer<T>::attention_options() const {
 }
 
 template <class T>
-nn::SoftmaxAttentionOptions Transformer<T>::softmax_options() const {
-    nn::SoftmaxAttentionOptions options;
+nn::SoftmaxAttentionOptions<T> Transformer<T>::softmax_options() const {
+    nn::SoftmaxAttentionOptions<T> options;
     options.rope = spec_.rope ? &rope_ : nullptr;
     const nn::LinearAttentionOptions linear = attention_options();
     options.mask = linear.mask;
@@ -323,8 +298,12 @@ void Transformer<T>::forward_trunk() {
     nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
     shape.feature_dim = spec_.feature_dim();
     const nn::LinearAttentionOptions options = attention_options();
-    const nn::SoftmaxAttentionOptions soft = softmax_options();
+    nn::SoftmaxAttentionOptions<T> soft = softmax_options();
     const bool recurrent = use_recurrent_form();
+    if (softmax_prompt_ != nullptr && !softmax_prompt_->empty())
+        ICLAB_CHECK(spec_.attention == ModelSpec::Attention::softmax && softmax_prompt_->size() == spec_.layers,
+                    "a softmax prompt needs a softmax model and one entry per layer");
+    if (capture_qkv_) captured_qkv_.resize(spec_.layers);
 
     for (std::size_t l = 0; l < spec_.layers; ++l) {
         BlockActivations& a = blocks_[mode_ == Mode::training ? l : 0];
@@ -338,6 +317,8 @@ void Transformer<T>::forward_trunk() {
             normed = a.ln1.data();
         }
         nn::linear_forward(a.qkv.data(), normed, P + o.w_qkv, at(o.b_qkv), N, C, 3 * C);
+        if (capture_qkv_) captured_qkv_[l].assign(a.qkv.begin(), a.qkv.end());
+        soft.prompt = softmax_prompt_ != nullptr && !softmax_prompt_->empty() ? &(*softmax_prompt_)[l] : nullptr;
         if (spec_.attention == ModelSpec::Attention::softmax)
             nn::softmax_attention_forward(a.att.data(), a.softmax, a.qkv.data(), shape, soft);
         else if (recurrent)
@@ -420,6 +401,7 @@ void Transformer<T>::backward(const std::int32_t* targets, const T* weights) {
 template <class T>
 void Transformer<T>::backward_outputs(const T* d_outputs) {
     ICLAB_CHECK(mode_ == Mode::training, "backward needs a training-mode model");
+    ICLAB_CHECK(softmax_prompt_ == nullptr || softmax_prompt_->empty(), "backward with a softmax prompt term (inference only)");
     const std::size_t N = batch_ * time_, C = spec_.width, hidden = spec_.mlp_ratio * C, out = spec_.output_size();
     const T* P = params.data();
     T* G = grads.data();
@@ -428,7 +410,7 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
     nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
     shape.feature_dim = spec_.feature_dim();
     const nn::LinearAttentionOptions options = attention_options();
-    const nn::SoftmaxAttentionOptions soft = softmax_options();
+    const nn::SoftmaxAttentionOptions<T> soft = softmax_options();
     const bool recurrent = use_recurrent_form();
     const auto zeroed = [](std::vector<T>& buffer, std::size_t size) { buffer.assign(size, T(0)); };
 

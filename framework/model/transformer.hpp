@@ -138,6 +138,14 @@ public:
     const std::vector<T>& final_key_sum(std::size_t layer) const { return final_key_sums_.at(layer); }
     const nn::RopeTable* rope() const { return spec_.rope ? &rope_ : nullptr; }
 
+    // Softmax attention only (ICLAA, framework/icl/iclaa.hpp): the prompt terms of every layer that later forwards
+    // add to each query's attention (nn::SoftmaxPromptHead; per layer H or B·H heads); null or empty: none. The
+    // model does not own them: they must outlive the forwards. Inference only (backward refuses them).
+    void set_softmax_prompt(const std::vector<std::vector<nn::SoftmaxPromptHead<T>>>* prompt) { softmax_prompt_ = prompt; }
+    // With capture on, every forward pass also keeps each layer's q, k, v projections (B, T, 3C), pre-RoPE.
+    void capture_qkv(bool on) { capture_qkv_ = on; }
+    const std::vector<T>& captured_qkv(std::size_t layer) const { return captured_qkv_.at(layer); }
+
     // Per layer, the smallest kernel-normalizer value den_i = φ(q_i)ᵀ[Σφ(k_j) + b_D] + eps (Eq. 13) over batch,
     // heads and positions of the last forward; NaN for softmax or unnormalized attention. With trainable b_D
     // this can approach 0 or go negative (outputs num/den blow up): a diagnostic the experiments log.
@@ -170,7 +178,7 @@ private:
     void allocate(std::size_t batch, std::size_t time);
     void forward_trunk();  // blocks, final norm and read-out; the stream's first input is filled
     nn::LinearAttentionOptions attention_options() const;
-    nn::SoftmaxAttentionOptions softmax_options() const;
+    nn::SoftmaxAttentionOptions<T> softmax_options() const;
     bool use_recurrent_form() const;
     T* block_input(std::size_t l);        // where block l reads its input
     T* block_output(std::size_t l);       // where block l writes its output (the next block's input)
@@ -184,6 +192,9 @@ private:
     std::size_t output_offset_ = 0, output_bias_offset_ = 0;
     std::size_t prefix_length_ = 0;
     bool capture_states_ = false;
+    bool capture_qkv_ = false;
+    std::vector<std::vector<T>> captured_qkv_;                     // per layer, when capturing
+    const std::vector<std::vector<nn::SoftmaxPromptHead<T>>>* softmax_prompt_ = nullptr;
     std::vector<std::vector<T>> final_states_, final_key_sums_;  // per layer, when capturing
     std::vector<double> min_denominator_;                          // per layer, last forward
 

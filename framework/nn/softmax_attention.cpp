@@ -12,7 +12,8 @@ using namespace kernels;
 
 namespace {
 
-double score_scale(const AttentionShape& shape, const SoftmaxAttentionOptions& options) {
+template <class T>
+double score_scale(const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
     return options.scale > 0.0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(shape.head_dim));
 }
 
@@ -26,27 +27,89 @@ void rotate_rows(T* rot, const T* x, std::size_t time, std::size_t D, const Rope
     }
 }
 
-void check_options(const AttentionShape& shape, const SoftmaxAttentionOptions& options) {
+template <class T>
+void check_options(const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
     if (options.rope != nullptr) {
         ICLAB_CHECK(options.rope->features() == shape.head_dim,
                     "RoPE table built for " << options.rope->features() << " features, attention has " << shape.head_dim);
         ICLAB_CHECK(shape.time <= options.rope->max_positions(),
                     "sequence of " << shape.time << " tokens exceeds the RoPE table (" << options.rope->max_positions() << ")");
     }
+    if (options.prompt != nullptr) {
+        const std::size_t n = options.prompt->size();
+        ICLAB_CHECK(n == shape.heads || n == shape.batch * shape.heads,
+                    "a prompt needs one entry per head or per sequence and head, got " << n);
+        for (const auto& head : *options.prompt) {
+            ICLAB_CHECK(head.cache_keys.size() == head.cache_length * shape.head_dim &&
+                            head.cache_values.size() == head.cache_length * shape.head_dim,
+                        "prompt cache of " << head.cache_length << " tokens has the wrong size");
+            if (head.features != nullptr)
+                ICLAB_CHECK(head.features->dim == shape.head_dim && head.b_d.size() == head.features->features &&
+                                head.b_kv.size() == head.features->features * shape.head_dim,
+                            "prompt kernel biases do not fit F = " << head.features->features << ", D = " << shape.head_dim);
+        }
+    }
+}
+
+// The prompt's part of query q's attention (spec iclaa.md (A2), (A4)): un-normalized mass e^{shift}·mass and
+// numerator e^{shift}·num (D). shift = −inf when the prompt adds nothing.
+template <class T>
+struct PromptPart {
+    T shift = -std::numeric_limits<T>::infinity();
+    T mass = T(0);
+    std::vector<T> num, scores, phi;
+};
+
+template <class T>
+void prompt_part(PromptPart<T>& part, const T* rot_q, const T* q, const SoftmaxPromptHead<T>& head, std::size_t D, T scale) {
+    part.num.assign(D, T(0));
+    part.mass = T(0);
+    part.shift = -std::numeric_limits<T>::infinity();
+    const std::size_t K = head.cache_length;
+    if (K > 0) {  // exact cache: Σ_p e^{s'_p − m} [v'_p; 1]
+        part.scores.resize(K);
+        for (std::size_t p = 0; p < K; ++p) {
+            part.scores[p] = scale * kernels::dot_lanes(rot_q, head.cache_keys.data() + p * D, D);
+            part.shift = std::max(part.shift, part.scores[p]);
+        }
+        for (std::size_t p = 0; p < K; ++p) {
+            const T e = std::exp(part.scores[p] - part.shift);
+            part.mass += e;
+            kernels::axpy(part.num.data(), e, head.cache_values.data() + p * D, D);
+        }
+    }
+    if (head.features == nullptr) return;
+    // kernel: φ(q̃)ᵀb_D = e^{A + log_b_d}·Σ_r φ̂_r b̂_d,r ;  φ(q̃)ᵀb_KV = e^{A + log_b_kv}·Σ_r φ̂_r b̂_kv,r
+    const std::size_t F = head.features->features;
+    part.phi.resize(F);
+    const T A = kernel_features(part.phi.data(), head.rotate_query ? rot_q : q, *head.features);
+    const T den = kernels::dot_lanes(part.phi.data(), head.b_d.data(), F);
+    if (!(den > T(0)) || !std::isfinite(A)) return;  // a non-positive kernel mass adds nothing (positive maps: never)
+    const T shift = A + head.log_b_d + std::log(den);
+    const T top = std::max(part.shift, shift);
+    const T old_factor = std::exp(part.shift - top);  // 0 when there was no cache
+    for (auto& x : part.num) x *= old_factor;
+    part.mass = part.mass * old_factor + std::exp(shift - top);
+    // numerator in units of e^{top}: e^{A + log_b_kv − top} Σ_r φ̂_r b̂_kv,r
+    const T factor = std::exp(A + head.log_b_kv - top);
+    for (std::size_t r = 0; r < F; ++r)
+        if (part.phi[r] != T(0)) kernels::axpy(part.num.data(), factor * part.phi[r], head.b_kv.data() + r * D, D);
+    part.shift = top;
 }
 
 }  // namespace
 
 template <class T>
 void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T* qkv, const AttentionShape& shape,
-                               const SoftmaxAttentionOptions& options) {
+                               const SoftmaxAttentionOptions<T>& options) {
     check_options(shape, options);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, C = shape.width();
     cache.resize(shape);
     const T scale = static_cast<T>(score_scale(shape, options));
 #pragma omp parallel
     {
-        std::vector<T> q(TT * D), k(TT * D), v(TT * D), head_out(TT * D);
+        std::vector<T> q(TT * D), k(TT * D), v(TT * D), head_out(TT * D), prompt_out(options.prompt ? TT * D : 0);
+        PromptPart<T> part;
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
@@ -57,20 +120,34 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
             rotate_rows(rot_q, q.data(), TT, D, options.rope, false);
             rotate_rows(rot_k, k.data(), TT, D, options.rope, false);
             gemm<T>(matrix(probs, TT, TT), matrix<const T>(rot_q, TT, D), matrix<const T>(rot_k, TT, D), false, true, scale);
+            const SoftmaxPromptHead<T>* prompt = nullptr;
+            if (options.prompt != nullptr)
+                prompt = &(*options.prompt)[options.prompt->size() == H ? h : bh];
             for (std::size_t i = 0; i < TT; ++i) {  // row softmax over the visible keys, max-shifted
                 T* row = probs + i * TT;
                 T highest = -std::numeric_limits<T>::infinity();
                 for (std::size_t j = 0; j < TT; ++j)
                     if (options.mask.visible(i, j, TT)) highest = std::max(highest, row[j]);
+                if (prompt != nullptr) {
+                    prompt_part(part, rot_q + i * D, q.data() + i * D, *prompt, D, scale);
+                    highest = std::max(highest, part.shift);
+                }
                 T total = T(0);
                 for (std::size_t j = 0; j < TT; ++j) {
                     row[j] = options.mask.visible(i, j, TT) ? std::exp(row[j] - highest) : T(0);
                     total += row[j];
                 }
+                if (prompt != nullptr) total += part.mass * std::exp(part.shift - highest);
                 const T inverse = total > T(0) ? T(1) / total : T(0);  // no visible key: the output is 0
                 for (std::size_t j = 0; j < TT; ++j) row[j] *= inverse;
+                if (prompt != nullptr) {  // the prompt's numerator, on the same scale
+                    const T factor = std::exp(part.shift - highest) * inverse;
+                    for (std::size_t d = 0; d < D; ++d) prompt_out[i * D + d] = factor * part.num[d];
+                }
             }
             gemm<T>(matrix(head_out.data(), TT, D), matrix<const T>(probs, TT, TT), matrix<const T>(v.data(), TT, D), false, false);
+            if (prompt != nullptr)
+                for (std::size_t n = 0; n < TT * D; ++n) head_out[n] += prompt_out[n];
             for (std::size_t t = 0; t < TT; ++t)
                 std::copy(head_out.data() + t * D, head_out.data() + (t + 1) * D, out + (b * TT + t) * C + h * D);
         }
@@ -79,8 +156,9 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
 
 template <class T>
 void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const SoftmaxAttentionCache<T>& cache,
-                                const AttentionShape& shape, const SoftmaxAttentionOptions& options) {
+                                const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
     check_options(shape, options);
+    ICLAB_CHECK(options.prompt == nullptr, "softmax attention with a prompt term has no backward (inference only)");
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, C = shape.width();
     const T scale = static_cast<T>(score_scale(shape, options));
 #pragma omp parallel
@@ -119,13 +197,13 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
 }
 
 template void softmax_attention_forward<float>(float*, SoftmaxAttentionCache<float>&, const float*, const AttentionShape&,
-                                               const SoftmaxAttentionOptions&);
+                                               const SoftmaxAttentionOptions<float>&);
 template void softmax_attention_forward<double>(double*, SoftmaxAttentionCache<double>&, const double*,
-                                                const AttentionShape&, const SoftmaxAttentionOptions&);
+                                                const AttentionShape&, const SoftmaxAttentionOptions<double>&);
 template void softmax_attention_backward<float>(float*, const float*, const float*, const SoftmaxAttentionCache<float>&,
-                                                const AttentionShape&, const SoftmaxAttentionOptions&);
+                                                const AttentionShape&, const SoftmaxAttentionOptions<float>&);
 template void softmax_attention_backward<double>(double*, const double*, const double*,
                                                  const SoftmaxAttentionCache<double>&, const AttentionShape&,
-                                                 const SoftmaxAttentionOptions&);
+                                                 const SoftmaxAttentionOptions<double>&);
 
 }  // namespace iclab::nn

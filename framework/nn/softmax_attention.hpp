@@ -5,20 +5,46 @@
 //   p_ij = exp(s_ij − max_j s_ij) / Σ_{j∈V(i)} exp(s_ij − max_j s_ij)   for j ∈ V(i), 0 otherwise
 //   out_i = Σ_j p_ij v_j
 // Same qkv (B, T, 3C) and out (B, T, C) layouts as linear attention. No b_KV, b_D: softmax attention does not
-// separate (paper 000 Assumption 4.4); the kernel approximation of ICLAA works with performer features instead.
+// separate (paper 000 Assumption 4.4).
+//
+// A prompt X' of M tokens can stand beside the input (ICLAA, paper 000 §5 Eq. 17, corrected: spec iclaa.md (A2),
+// (A4)), per head, as two optional terms added to the un-normalized numerator and denominator of every query i:
+//   exact cache : Σ_p e^{s'_ip} v'_p and Σ_p e^{s'_ip},  s'_ip = (R_i q_i)ᵀ k̂_p · scale, k̂_p = R_{p−M} k'_p stored
+//   kernel      : φ(q̃_i)ᵀ b_KV and φ(q̃_i)ᵀ b_D,  q̃_i = D^{-1/4} R_i q_i (kernel_features.hpp)
+//   O_i = [Σ_{j≤i} e^{s_ij} v_j + cache + kernel numerator] / [Σ_{j≤i} e^{s_ij} + cache + kernel denominator]
+// Everything is combined under one max shift in the log domain (b_D, b_KV stored as e^{log scale} × a vector of
+// max-abs 1), so no term overflows or underflows against another. Inference only: backward refuses a prompt.
 #include <cstddef>
 #include <vector>
 
 #include "framework/nn/attention_mask.hpp"
+#include "framework/nn/kernel_features.hpp"
 #include "framework/nn/linear_attention.hpp"
 #include "framework/nn/rope.hpp"
 
 namespace iclab::nn {
 
+// The prompt's terms for one head (either part may be empty).
+template <class T>
+struct SoftmaxPromptHead {
+    std::size_t cache_length = 0;
+    std::vector<T> cache_keys;    // (K, D) prompt keys already rotated to their offset p − M: R_{p−M} k'_p
+    std::vector<T> cache_values;  // (K, D)
+    const KernelFeatures<T>* features = nullptr;  // null: no kernel part
+    bool rotate_query = true;     // q̃_i = D^{-1/4} R_i q_i (false: the unrotated q_i, a convention ablation)
+    std::vector<T> b_d;           // (F)    b_D  = e^{log_b_d} · b_d
+    std::vector<T> b_kv;          // (F, D) b_KV = e^{log_b_kv} · b_kv
+    T log_b_d = T(0), log_b_kv = T(0);
+};
+
+template <class T>
 struct SoftmaxAttentionOptions {
     const RopeTable* rope = nullptr;
     AttentionMask mask;
     double scale = 0.0;  // 0: 1/√D
+    // Per head (H entries, the same prompt for every sequence of the batch) or per sequence and head (B·H, index
+    // b·H + h); null: no prompt.
+    const std::vector<SoftmaxPromptHead<T>>* prompt = nullptr;
 };
 
 template <class T>
@@ -35,11 +61,11 @@ struct SoftmaxAttentionCache {
 
 template <class T>
 void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T* qkv, const AttentionShape& shape,
-                               const SoftmaxAttentionOptions& options);
+                               const SoftmaxAttentionOptions<T>& options);
 
 // d_qkv (B, T, 3C) += ∂/∂qkv of Σ d_out ⊙ out.
 template <class T>
 void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const SoftmaxAttentionCache<T>& cache,
-                                const AttentionShape& shape, const SoftmaxAttentionOptions& options);
+                                const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options);
 
 }  // namespace iclab::nn
