@@ -1,0 +1,271 @@
+#include "framework/icl/feature_fit.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "framework/core/check.hpp"
+#include "framework/core/measure.hpp"
+#include "framework/nn/gemm.hpp"
+#include "framework/train/optimizer.hpp"
+
+namespace iclab::icl {
+
+using nn::gemm;
+using nn::matrix;
+
+namespace {
+
+// out = R_{offset} in for offset >= 0, R_{offset} = R_{−offset}ᵀ otherwise; a copy without RoPE.
+void rotate_by(double* out, const double* in, long offset, std::size_t D, const nn::RopeTable* rope) {
+    if (rope == nullptr)
+        std::copy(in, in + D, out);
+    else if (offset >= 0)
+        rope->rotate(out, in, static_cast<std::size_t>(offset), false);
+    else
+        rope->rotate(out, in, static_cast<std::size_t>(-offset), true);
+}
+
+}  // namespace
+
+DistillationSample make_distillation_sample(const double* q, const double* k, const double* v, std::size_t time, std::size_t dim,
+                                            std::size_t split, const nn::RopeTable* rope) {
+    ICLAB_CHECK(split > 0 && split < time, "a split inside the sequence, got " << split << " of " << time);
+    const std::size_t D = dim, Nq = time - split;
+    const long S = static_cast<long>(split);
+    DistillationSample s;
+    s.time = time;
+    s.dim = D;
+    s.split = split;
+    s.x.resize(Nq * D);
+    s.y.resize(split * D);
+    s.values.assign(v, v + split * D);
+    std::vector<double> keys(time * D);  // every key rotated relative to the split
+    for (std::size_t j = 0; j < time; ++j) rotate_by(keys.data() + j * D, k + j * D, static_cast<long>(j) - S, D, rope);
+    std::copy(keys.begin(), keys.begin() + split * D, s.y.begin());
+    s.exact_shift.resize(Nq);
+    s.exact_mass.resize(Nq);
+    s.exact_num.assign(Nq * D, 0.0);
+    s.target.assign(Nq * D, 0.0);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+    std::vector<double> scores(time);
+    for (std::size_t n = 0; n < Nq; ++n) {
+        const std::size_t i = split + n;
+        double* x = s.x.data() + n * D;
+        rotate_by(x, q + i * D, static_cast<long>(n), D, rope);
+        double top_all = -std::numeric_limits<double>::infinity(), top_input = top_all;
+        for (std::size_t j = 0; j <= i; ++j) {
+            double dot = 0.0;
+            for (std::size_t d = 0; d < D; ++d) dot += x[d] * keys[j * D + d];
+            scores[j] = dot * scale;
+            top_all = std::max(top_all, scores[j]);
+            if (j >= split) top_input = std::max(top_input, scores[j]);
+        }
+        double total = 0.0;
+        for (std::size_t j = 0; j <= i; ++j) {
+            const double e = std::exp(scores[j] - top_all);
+            total += e;
+            for (std::size_t d = 0; d < D; ++d) s.target[n * D + d] += e * v[j * D + d];
+            if (j >= split) {
+                const double f = std::exp(scores[j] - top_input);
+                s.exact_mass[n] += f;
+                for (std::size_t d = 0; d < D; ++d) s.exact_num[n * D + d] += f * v[j * D + d];
+            }
+        }
+        for (std::size_t d = 0; d < D; ++d) s.target[n * D + d] /= total;
+        s.exact_shift[n] = top_input;
+    }
+    return s;
+}
+
+nn::KernelFeatures<double> two_sided_map(const std::vector<double>& w0, const std::vector<double>& c, std::size_t D) {
+    const std::size_t F = c.size(), half = F / 2;
+    ICLAB_CHECK(F % 2 == 0 && w0.size() == D * half, "a two-sided map needs w0 (D, F/2) and c (F) with F even");
+    nn::KernelFeatures<double> map;
+    map.kind = nn::KernelMapKind::exp_linear;
+    map.dim = D;
+    map.features = F;
+    map.lambda = 0.0;
+    map.input_scale = std::pow(static_cast<double>(D), -0.25);
+    map.c = c;
+    map.w.resize(D * F);
+    for (std::size_t d = 0; d < D; ++d)
+        for (std::size_t r = 0; r < half; ++r) {
+            map.w[d * F + r] = w0[d * half + r];
+            map.w[d * F + half + r] = -w0[d * half + r];
+        }
+    return map;
+}
+
+namespace {
+
+// Log-features A (rows, F) = s·X W + c with each row (or the whole block) shifted by its max; returns the shifts.
+void shifted_features(std::vector<double>& phi, std::vector<double>& shifts, const std::vector<double>& x, std::size_t rows,
+                      const nn::KernelFeatures<double>& map, bool per_row) {
+    const std::size_t D = map.dim, F = map.features;
+    phi.resize(rows * F);
+    gemm<double>(matrix(phi.data(), rows, F), matrix<const double>(x.data(), rows, D), matrix<const double>(map.w.data(), D, F),
+                 false, false, map.input_scale);
+    double global = -std::numeric_limits<double>::infinity();
+    shifts.assign(rows, global);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t f = 0; f < F; ++f) {
+            phi[r * F + f] += map.c[f];
+            shifts[r] = std::max(shifts[r], phi[r * F + f]);
+            global = std::max(global, phi[r * F + f]);
+        }
+    if (!per_row) std::fill(shifts.begin(), shifts.end(), global);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t f = 0; f < F; ++f) phi[r * F + f] = std::exp(phi[r * F + f] - shifts[r]);
+}
+
+}  // namespace
+
+DistillationLoss distillation_loss(const std::vector<DistillationSample>& samples, const nn::KernelFeatures<double>& map,
+                                   double* d_w0, double* d_c) {
+    ICLAB_CHECK(map.kind == nn::KernelMapKind::exp_linear && map.lambda == 0.0, "distillation fits two-sided exponential maps");
+    const std::size_t D = map.dim, F = map.features, half = F / 2;
+    const bool gradient = d_w0 != nullptr && d_c != nullptr;
+    DistillationLoss result;
+    std::vector<double> phi_x, phi_y, alpha, beta, kernel, kernel_v, out, g, gv, gamma, d_ax, d_ay, d_w(gradient ? D * F : 0, 0.0),
+        d_cf(gradient ? F : 0, 0.0);
+    for (const DistillationSample& s : samples) {
+        const std::size_t Nq = s.time - s.split, Mp = s.split;
+        shifted_features(phi_x, alpha, s.x, Nq, map, true);
+        shifted_features(phi_y, beta, s.y, Mp, map, false);
+        kernel.resize(Nq * Mp);
+        gemm<double>(matrix(kernel.data(), Nq, Mp), matrix<const double>(phi_x.data(), Nq, F), matrix<const double>(phi_y.data(), Mp, F),
+                     false, true);
+        kernel_v.resize(Nq * D);
+        gemm<double>(matrix(kernel_v.data(), Nq, D), matrix<const double>(kernel.data(), Nq, Mp),
+                     matrix<const double>(s.values.data(), Mp, D), false, false);
+        out.resize(Nq * D);
+        g.resize(Nq * D);
+        std::vector<double> kernel_scale(Nq), z(Nq);
+        for (std::size_t i = 0; i < Nq; ++i) {
+            const double log_kernel = alpha[i] + beta[0];
+            const double top = std::max(s.exact_shift[i], log_kernel);
+            const double e1 = std::exp(s.exact_shift[i] - top), e2 = std::exp(log_kernel - top);
+            double kernel_mass = 0.0;
+            for (std::size_t p = 0; p < Mp; ++p) kernel_mass += kernel[i * Mp + p];
+            z[i] = s.exact_mass[i] * e1 + e2 * kernel_mass;
+            kernel_scale[i] = e2 / z[i];
+            for (std::size_t d = 0; d < D; ++d) {
+                out[i * D + d] = (s.exact_num[i * D + d] * e1 + e2 * kernel_v[i * D + d]) / z[i];
+                const double diff = out[i * D + d] - s.target[i * D + d];
+                result.squared_error += diff * diff;
+                result.target_norm += s.target[i * D + d] * s.target[i * D + d];
+                g[i * D + d] = 2.0 * diff;  // ∂(Σ‖Ô − O‖²)/∂Ô; divided by Σ‖O‖² at the end
+            }
+        }
+        if (!gradient) continue;
+        // γ_ip = (e2/Z_i) gᵢᵀ(v_p − Ô_i) in the shifted units of κ̂
+        gv.resize(Nq * Mp);
+        gemm<double>(matrix(gv.data(), Nq, Mp), matrix<const double>(g.data(), Nq, D), matrix<const double>(s.values.data(), Mp, D),
+                     false, true);
+        gamma.resize(Nq * Mp);
+        for (std::size_t i = 0; i < Nq; ++i) {
+            double g_out = 0.0;
+            for (std::size_t d = 0; d < D; ++d) g_out += g[i * D + d] * out[i * D + d];
+            for (std::size_t p = 0; p < Mp; ++p) gamma[i * Mp + p] = kernel_scale[i] * (gv[i * Mp + p] - g_out);
+        }
+        d_ax.resize(Nq * F);
+        d_ay.resize(Mp * F);
+        gemm<double>(matrix(d_ax.data(), Nq, F), matrix<const double>(gamma.data(), Nq, Mp), matrix<const double>(phi_y.data(), Mp, F),
+                     false, false);
+        gemm<double>(matrix(d_ay.data(), Mp, F), matrix<const double>(gamma.data(), Nq, Mp), matrix<const double>(phi_x.data(), Nq, F),
+                     true, false);
+        for (std::size_t n = 0; n < Nq * F; ++n) d_ax[n] *= phi_x[n];
+        for (std::size_t n = 0; n < Mp * F; ++n) d_ay[n] *= phi_y[n];
+        // ℓ = s·W ᵀx + c:  dW += s (Xᵀ dA_x + Yᵀ dA_y),  dc += column sums
+        gemm<double>(matrix(d_w.data(), D, F), matrix<const double>(s.x.data(), Nq, D), matrix<const double>(d_ax.data(), Nq, F), true,
+                     false, map.input_scale, 1.0);
+        gemm<double>(matrix(d_w.data(), D, F), matrix<const double>(s.y.data(), Mp, D), matrix<const double>(d_ay.data(), Mp, F), true,
+                     false, map.input_scale, 1.0);
+        for (std::size_t i = 0; i < Nq; ++i)
+            for (std::size_t f = 0; f < F; ++f) d_cf[f] += d_ax[i * F + f];
+        for (std::size_t p = 0; p < Mp; ++p)
+            for (std::size_t f = 0; f < F; ++f) d_cf[f] += d_ay[p * F + f];
+    }
+    if (gradient) {  // w = [W₀ | −W₀]
+        const double inv = 1.0 / result.target_norm;
+        for (std::size_t d = 0; d < D; ++d)
+            for (std::size_t r = 0; r < half; ++r) d_w0[d * half + r] += inv * (d_w[d * F + r] - d_w[d * F + half + r]);
+        for (std::size_t f = 0; f < F; ++f) d_c[f] += inv * d_cf[f];
+    }
+    return result;
+}
+
+LayerHeadMaps fit_feature_maps(model::Transformer<double>& model, const SequenceSampler& sample, std::size_t time,
+                               const FeatureFitSettings& settings, Rng& rng, FeatureFitReport* report) {
+    const auto start = std::chrono::steady_clock::now();
+    const model::ModelSpec& spec = model.spec();
+    check_iclaa_assumptions(spec);
+    const std::size_t L = spec.layers, H = spec.heads, D = spec.head_dim(), C = spec.width, F = settings.features, half = F / 2;
+    ICLAB_INPUT_CHECK(F >= 2 && F % 2 == 0, "learned feature maps need an even number of features, got " << F);
+    ICLAB_INPUT_CHECK(settings.split_min >= 1 && settings.split_min <= settings.split_max && settings.split_max < time,
+                      "distillation splits " << settings.split_min << ".." << settings.split_max << " must lie inside sequences of "
+                                             << time);
+    // parameters per layer-head: [w0 (D, F/2) | c (F)], Adam (no weight decay) on each
+    model::ParameterLayout layout;
+    layout.add("w0", {D, half}, true, false, "(D, F/2)");
+    layout.add("c", {F}, true, false, "(F)");
+    std::vector<std::vector<double>> params(L * H, std::vector<double>(layout.total())), grads(L * H);
+    train::OptimizerSpec adam;
+    adam.kind = train::OptimizerKind::adam;
+    std::vector<train::Optimizer<double>> optimizers;
+    for (std::size_t n = 0; n < L * H; ++n) {
+        for (std::size_t i = 0; i < D * half; ++i) params[n][i] = rng.normal(0.0, std::pow(static_cast<double>(D), -0.25));
+        std::fill(params[n].begin() + D * half, params[n].end(), -0.5 * std::log(static_cast<double>(F)));
+        optimizers.emplace_back(adam, layout);
+    }
+    const auto map_of = [&](const std::vector<double>& p) {
+        return two_sided_map(std::vector<double>(p.begin(), p.begin() + D * half), std::vector<double>(p.begin() + D * half, p.end()), D);
+    };
+    if (report != nullptr) {
+        report->first_loss.assign(L, std::vector<double>(H, 0.0));
+        report->final_loss.assign(L, std::vector<double>(H, 0.0));
+    }
+    std::vector<std::int32_t> tokens;
+    std::vector<double> q(time * D), k(time * D), v(time * D);
+    for (std::size_t step = 0; step < settings.steps; ++step) {
+        sample(tokens, settings.batch, rng);
+        std::vector<std::size_t> splits(settings.batch);
+        for (auto& s : splits) s = settings.split_min + rng.uniform_int(settings.split_max - settings.split_min + 1);
+        model.capture_qkv(true);
+        model.forward(tokens.data(), settings.batch, time);
+        model.capture_qkv(false);
+        for (std::size_t l = 0; l < L; ++l)
+            for (std::size_t h = 0; h < H; ++h) {
+                const std::vector<double>& qkv = model.captured_qkv(l);
+                std::vector<DistillationSample> samples;
+                for (std::size_t b = 0; b < settings.batch; ++b) {
+                    for (std::size_t t = 0; t < time; ++t) {
+                        const double* row = qkv.data() + (b * time + t) * 3 * C;
+                        std::copy(row + h * D, row + (h + 1) * D, q.data() + t * D);
+                        std::copy(row + C + h * D, row + C + (h + 1) * D, k.data() + t * D);
+                        std::copy(row + 2 * C + h * D, row + 2 * C + (h + 1) * D, v.data() + t * D);
+                    }
+                    samples.push_back(make_distillation_sample(q.data(), k.data(), v.data(), time, D, splits[b], model.rope()));
+                }
+                const std::size_t n = l * H + h;
+                grads[n].assign(layout.total(), 0.0);
+                const DistillationLoss loss =
+                    distillation_loss(samples, map_of(params[n]), grads[n].data(), grads[n].data() + D * half);
+                ICLAB_CHECK(std::isfinite(loss.loss()), "feature-map fit diverged in layer " << l << " head " << h);
+                optimizers[n].step(params[n], grads[n], settings.lr);
+                if (report != nullptr) {
+                    if (step == 0) report->first_loss[l][h] = loss.loss();
+                    report->final_loss[l][h] = loss.loss();
+                }
+            }
+    }
+    LayerHeadMaps maps(L);
+    for (std::size_t l = 0; l < L; ++l)
+        for (std::size_t h = 0; h < H; ++h) maps[l].push_back(map_of(params[l * H + h]));
+    if (report != nullptr) report->seconds = seconds_since(start);
+    return maps;
+}
+
+}  // namespace iclab::icl

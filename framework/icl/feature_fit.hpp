@@ -1,0 +1,67 @@
+#pragma once
+// Learned feature maps for ICLAA (spec iclaa.md §4.1): per layer and head a two-sided exponential map
+//   log φ(x̃) = [W₀ᵀx̃ + c₁ ; −W₀ᵀx̃ + c₂],  x̃ = D^{-1/4} x,  W₀ (D, F/2)
+// (Hedgehog's map without its normalization over features: ICLAA needs the absolute scale of exp(qᵀk/√D)),
+// fitted once per model by "mixed-attention distillation": on task sequences the frozen model runs (teacher
+// forcing), a split M_s cuts each sequence into a pseudo-prompt and a pseudo-input; the queries after the split
+// see the keys after it exactly and the keys before it through φ, with RoPE relative to the split (the converted
+// model's convention, spec (A4)); the loss is the relative squared error of the attention outputs against the exact
+// causal softmax over all keys:
+//   L = Σ_i ‖Ô_i − O_i‖² / Σ_i ‖O_i‖²,  Ô_i = [Σ_{M_s≤j≤i} e^{s_ij} v_j + Σ_{p<M_s} κ_ip v_p] / [Σ e^{s_ij} + Σ κ_ip],
+//   κ_ip = φ(x_i)ᵀφ(y_p),  x_i = R_{i−M_s} q_i,  y_p = R_{p−M_s} k_p.
+// No test prompt is ever seen. Gradient (hand-written, checked by finite differences in tests/test_iclaa_fit.cpp):
+//   γ_ip = g_iᵀ(v_p − Ô_i)/Z_i,  ∂L/∂ℓ_f(x_i) = φ_f(x_i) Σ_p γ_ip φ_f(y_p),  ∂L/∂ℓ_f(y_p) = φ_f(y_p) Σ_i γ_ip φ_f(x_i).
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "framework/core/rng.hpp"
+#include "framework/icl/iclaa.hpp"
+
+namespace iclab::icl {
+
+// One head of one sequence with its split: pre-RoPE q, k, v (T, D) and what the loss needs that the map does not change.
+struct DistillationSample {
+    std::size_t time = 0, dim = 0, split = 0;
+    std::vector<double> x;       // (T − split, D) queries after the split, rotated by R_{i−split}
+    std::vector<double> y;       // (split, D) keys before the split, rotated by R_{p−split}
+    std::vector<double> values;  // (split, D) their values
+    std::vector<double> exact_shift, exact_mass, exact_num;  // per query: m_i, Σ_{j≥split} e^{s_ij−m_i}, Σ e^{s_ij−m_i} v_j (D)
+    std::vector<double> target;  // (T − split, D) O_i, the exact softmax output over every key j ≤ i
+};
+DistillationSample make_distillation_sample(const double* q, const double* k, const double* v, std::size_t time, std::size_t dim,
+                                            std::size_t split, const nn::RopeTable* rope);
+
+// The two-sided map of parameters w0 (D, F/2) and c (F) = [c₁; c₂].
+nn::KernelFeatures<double> two_sided_map(const std::vector<double>& w0, const std::vector<double>& c, std::size_t D);
+
+// Σ over samples of ‖Ô_i − O_i‖² (numerator of L) and Σ ‖O_i‖², and the gradients of L = num/den with respect to
+// w0 and c added into d_w0, d_c when they are non-null (den taken over the same samples).
+struct DistillationLoss {
+    double squared_error = 0.0, target_norm = 0.0;
+    double loss() const { return squared_error / target_norm; }
+};
+DistillationLoss distillation_loss(const std::vector<DistillationSample>& samples, const nn::KernelFeatures<double>& map,
+                                   double* d_w0, double* d_c);
+
+struct FeatureFitSettings {
+    std::size_t features = 16;  // F (even)
+    std::size_t steps = 300;
+    double lr = 1e-2;           // Adam
+    std::size_t batch = 32;     // sequences per step
+    std::size_t split_min = 8, split_max = 48;
+};
+struct FeatureFitReport {
+    std::vector<std::vector<double>> final_loss;  // [l][h]: L of the last step
+    std::vector<std::vector<double>> first_loss;  // [l][h]: L of the first step
+    double seconds = 0.0;
+};
+// Draws `batch` sequences of `time` tokens into tokens (batch·time) from rng.
+using SequenceSampler = std::function<void(std::vector<std::int32_t>& tokens, std::size_t batch, Rng& rng)>;
+
+// Fits every layer's and head's map independently (layers see the frozen model's own q, k, v).
+LayerHeadMaps fit_feature_maps(model::Transformer<double>& model, const SequenceSampler& sample, std::size_t time,
+                               const FeatureFitSettings& settings, Rng& rng, FeatureFitReport* report);
+
+}  // namespace iclab::icl
