@@ -1,14 +1,65 @@
 #include "experiments/cli/convert.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "experiments/registry.hpp"
+#include "framework/core/measure.hpp"
 #include "framework/icl/adapter_file.hpp"
+#include "framework/icl/feature_fit.hpp"
+#include "framework/icl/iclaa_adapter.hpp"
 #include "framework/icl/iclca.hpp"
 #include "framework/run/finished_run.hpp"
 
 namespace iclab::cli {
+
+namespace {
+
+// ICLAA: the base adapters' prompts, then this prompt, converted at once (composition by reconversion, spec §1.5).
+void convert_iclaa(const ConvertOptions& options, const std::vector<std::int32_t>& prompt, run::InductionRun& loaded) {
+    model::Transformer<double>& model = *loaded.model;
+    try {
+        icl::check_iclaa_assumptions(model.spec());
+    } catch (const InputError& error) {
+        throw InputError("iclab convert --method iclaa: cannot convert a prompt for " + options.run_dir.string() + ": " + error.what());
+    }
+    std::vector<std::int32_t> context;
+    std::string context_text;
+    for (const auto& file : options.adapters) {
+        const icl::IclaaAdapter base = icl::read_iclaa_adapter(file);
+        icl::check_iclaa_adapter(model, base, file.string());
+        context.insert(context.end(), base.prompt.begin(), base.prompt.end());
+        context_text += base.prompt_text;
+    }
+    context.insert(context.end(), prompt.begin(), prompt.end());
+    ICLAB_INPUT_CHECK(context.size() <= model.spec().max_seq_len,
+                      "iclab convert: the prompt (with its base adapters' prompts) has " << context.size() << " tokens, the model's RoPE table "
+                                                                                        << model.spec().max_seq_len);
+    icl::FeatureMapChoice choice;
+    choice.map = options.feature_map;
+    choice.features = options.feature_map == "elu1" ? model.spec().head_dim() : options.features;
+    choice.fit.steps = options.fit_steps;
+    Rng rng(options.seed);
+    icl::FeatureFitReport report;
+    const auto start = std::chrono::steady_clock::now();
+    icl::LayerHeadMaps maps = icl::build_feature_maps(model, choice, icl::induction_sequence_sampler(loaded.task),
+                                                      static_cast<std::size_t>(loaded.task.seq_len), rng, &report);
+    const icl::IclaaAdapter adapter = icl::iclaa_convert(model, context, context_text + options.prompt, std::move(maps), options.feature_map,
+                                                         options.seed, icl::parse_rope_convention(options.rope_convention));
+    const double seconds = seconds_since(start);
+    icl::write_iclaa_adapter(options.out, adapter, options.overwrite);
+    std::printf("method                ICLAA (approximate: kernel biases for softmax attention, paper 000 §5)\n");
+    std::printf("prompt length M       %zu%s\n", context.size(), options.adapters.empty() ? "" : " (base adapters' prompts included)");
+    std::printf("feature map           %s, F %zu, seed %llu, %s\n", options.feature_map.c_str(), adapter.features,
+                static_cast<unsigned long long>(options.seed), icl::rope_convention_name(adapter.convention));
+    std::printf("adapter bytes (fp32)  %.0f kernel biases + %.0f feature maps\n", adapter.bias_bytes(), adapter.map_bytes());
+    std::printf("exact prompt cache    %.0f bytes (fp32 keys and values of every layer and head)\n", adapter.exact_cache_bytes());
+    std::printf("conversion            %.2f s\n", seconds);
+    std::printf("%s\n", options.out.string().c_str());  // last line of stdout: the adapter file, for scripts
+}
+
+}  // namespace
 
 void convert(const ConvertOptions& options) {
     // Everything that can be refused is refused before the model is loaded.
@@ -25,6 +76,13 @@ void convert(const ConvertOptions& options) {
     // ICLCA rotates b_KV by R_{-M} (Eq. 14): the RoPE table needs position M.
     run::InductionRun loaded = run::load_induction_run(options.run_dir, experiments::catalog(), prompt.size() + 1, "iclab convert");
     model::Transformer<double>& model = *loaded.model;
+    const bool softmax = model.spec().attention == model::ModelSpec::Attention::softmax;
+    ICLAB_INPUT_CHECK(options.method == "auto" || options.method == "iclca" || options.method == "iclaa",
+                      "iclab convert: --method must be auto, iclca or iclaa, got '" << options.method << "'");
+    if (options.method == "iclaa" || (options.method == "auto" && softmax)) {
+        convert_iclaa(options, prompt, loaded);
+        return;
+    }
     try {
         icl::check_iclca_assumptions(model.spec());
     } catch (const InputError& error) {

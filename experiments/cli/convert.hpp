@@ -2,6 +2,8 @@
 // `iclab convert RUN_DIR --prompt LETTERS --out ADAPTER.h5`: ICLCA (paper 000 Algorithm 1) on a trained
 // induction-head run: the prompt becomes the b_KV, b_D of every layer, written as an adapter file
 // (framework/icl/adapter_file.hpp, docs/adapter_format.md) that `iclab predict --adapter` applies.
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -14,6 +16,14 @@ struct ConvertOptions {
     std::filesystem::path out;                   // the adapter file to write
     std::vector<std::filesystem::path> adapters; // applied in this order before converting (composition)
     bool overwrite = false;                      // replace an existing adapter file
+    // ICLAA (softmax models, framework/icl/iclaa_adapter.hpp): method "auto" picks ICLCA for linear attention and ICLAA
+    // for softmax attention. The base adapters of an ICLAA conversion are ICLAA adapters whose prompts are prepended.
+    std::string method = "auto";                 // auto | iclca | iclaa
+    std::string feature_map = "prf";             // prf | orf | elu1 | learned
+    std::size_t features = 256;                  // F (Performer's default nb_features)
+    std::uint64_t seed = 0;                      // of the random features or of the learned map's fit
+    std::string rope_convention = "rotate_then_map";
+    std::size_t fit_steps = 600;                 // learned maps: Adam steps of the fit
 };
 
 // Prints the prompt length M, the adapter's and the model's parameter counts, the percentage and, as the

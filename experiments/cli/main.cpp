@@ -12,6 +12,7 @@
 
 #include "experiments/cli/bench.hpp"
 #include "experiments/cli/convert.hpp"
+#include "framework/icl/iclaa.hpp"
 #include "experiments/cli/inspect.hpp"
 #include "experiments/cli/predict.hpp"
 #include "experiments/cli/sweep.hpp"
@@ -35,6 +36,7 @@ const char* kUsage =
     "  iclab show RUN_DIR\n"
     "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--adapter A.h5 ...] [--top K] [--out FILE.h5] [--overwrite]\n"
     "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
+    "                [--method auto|iclca|iclaa] [--feature-map prf|orf|elu1|learned] [--random-features F] [--seed S]\n"
     "  iclab bench CONFIG [key.path=value ...] [--threads N] [--warmup K] [--iters K] [--out FILE.h5] [--export FILE.h5] [--overwrite]\n"
     "  iclab help\n";
 
@@ -308,19 +310,38 @@ int command_convert(const std::vector<std::string>& args) {
     po::options_description flags(
         "usage: iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [options]\n"
         "ICLCA (paper 000 Algorithm 1): a prompt -> adapter file\noptions");
-    std::string prompt, prompt_file, out;
+    std::string prompt, prompt_file, out, method, feature_map, convention;
+    std::int64_t features = 256, seed = 0, fit_steps = 600;
     flags.add_options()("prompt", po::value<std::string>(&prompt), "the prompt X' as letters (a-z, A-Z)")(
         "prompt-file", po::value<std::string>(&prompt_file), "read the prompt's letters from a file (whitespace ignored)")(
         "out", po::value<std::string>(&out), "the adapter file to write (HDF5, docs/adapter_format.md)")(
         "adapter", po::value<std::vector<std::string>>()->composing(),
         "convert on top of this adapter file; repeat for a chain, in order (the new adapter records them as its base)")(
-        "overwrite", "replace an existing --out file")("help,h", "this help");
+        "overwrite", "replace an existing --out file")(
+        "method", po::value<std::string>(&method)->default_value("auto"),
+        "auto (ICLCA for linear attention, ICLAA for softmax), iclca (exact) or iclaa (approximate, softmax models)")(
+        "feature-map", po::value<std::string>(&feature_map)->default_value("prf"),
+        "ICLAA: prf | orf (Performer random features, the paper's method), elu1, or learned (a two-sided exponential "
+        "map fitted to the model once per conversion; much closer to the model with the prompt, experiments/iclaa)")(
+        "random-features", po::value<std::int64_t>(&features)->default_value(256), "ICLAA: F features per head (elu1: F = D)")(
+        "seed", po::value<std::int64_t>(&seed)->default_value(0), "ICLAA: seed of the random features or of the learned fit")(
+        "rope-convention", po::value<std::string>(&convention)->default_value("rotate_then_map"),
+        "ICLAA: rotate_then_map (spec: unbiased), absolute_prompt_positions or unrotated (ablations)")(
+        "fit-steps", po::value<std::int64_t>(&fit_steps)->default_value(600), "ICLAA learned maps: Adam steps of the fit")(
+        "help,h", "this help");
     const po::variables_map vm = parse_command(args, flags, "run_dir");
     if (vm.count("help")) {
         std::cout << flags;
         return 0;
     }
     ICLAB_INPUT_CHECK(vm.count("run_dir"), "iclab convert: missing RUN_DIR\n" << kUsage);
+    ICLAB_INPUT_CHECK(features >= 2 && features <= (1 << 20), "iclab convert: --random-features must be in [2, 1048576], got " << features);
+    ICLAB_INPUT_CHECK(seed >= 0, "iclab convert: --seed must be >= 0, got " << seed);
+    ICLAB_INPUT_CHECK(fit_steps >= 1 && fit_steps <= (1 << 24), "iclab convert: --fit-steps must be in [1, 16777216], got " << fit_steps);
+    ICLAB_INPUT_CHECK(feature_map == "prf" || feature_map == "orf" || feature_map == "elu1" || feature_map == "learned",
+                      "iclab convert: --feature-map must be prf, orf, elu1 or learned, got '" << feature_map << "'");
+    ICLAB_INPUT_CHECK(feature_map != "learned" || features % 2 == 0, "iclab convert: a learned map needs an even --random-features");
+    icl::parse_rope_convention(convention);
     ICLAB_INPUT_CHECK(prompt.empty() != prompt_file.empty(), "iclab convert: give exactly one of --prompt and --prompt-file");
     ICLAB_INPUT_CHECK(!out.empty(), "iclab convert: missing --out ADAPTER.h5");
     if (!prompt_file.empty()) prompt = read_letters_file(prompt_file, "--prompt-file");
@@ -332,6 +353,12 @@ int command_convert(const std::vector<std::string>& args) {
     options.overwrite = vm.count("overwrite") > 0;
     if (vm.count("adapter"))
         for (const auto& adapter : vm["adapter"].as<std::vector<std::string>>()) options.adapters.emplace_back(adapter);
+    options.method = method;
+    options.feature_map = feature_map;
+    options.features = static_cast<std::size_t>(features);
+    options.seed = static_cast<std::uint64_t>(seed);
+    options.rope_convention = convention;
+    options.fit_steps = static_cast<std::size_t>(fit_steps);
     cli::convert(options);
     return 0;
 }

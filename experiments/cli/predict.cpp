@@ -6,6 +6,7 @@
 
 #include "experiments/registry.hpp"
 #include "framework/icl/adapter_file.hpp"
+#include "framework/icl/iclaa_adapter.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/finished_run.hpp"
@@ -27,8 +28,27 @@ void predict(const PredictOptions& options) {
         std::fprintf(stderr, "iclab predict: warning: the text has %zu tokens, the model was trained on sequences of %d "
                              "(task.seq_len): predictions past position %d use RoPE offsets it never saw\n",
                      tokens.size(), task.seq_len, task.seq_len - 1);
-    // Adapters replace b_KV, b_D in order; without them the model keeps the checkpoint's own biases.
-    const icl::AppliedAdapters applied = icl::apply_adapter_files(model, options.adapters);
+    // ICLCA adapters replace b_KV, b_D in order; without them the model keeps the checkpoint's own biases. An ICLAA
+    // adapter (softmax models) adds its kernel terms to every attention layer instead, and stands alone.
+    std::size_t iclaa_files = 0;
+    for (const auto& file : options.adapters) iclaa_files += icl::is_iclaa_adapter_file(file);
+    ICLAB_INPUT_CHECK(iclaa_files == 0 || options.adapters.size() == 1,
+                      "iclab predict: an ICLAA adapter is applied alone (to stand for several prompts, convert them on top of "
+                      "each other: iclab convert --adapter BASE.h5 reconverts the prompts together)");
+    icl::IclaaAdapter iclaa;
+    icl::AppliedAdapters applied;
+    if (iclaa_files == 1) {
+        iclaa = icl::read_iclaa_adapter(options.adapters[0]);
+        icl::check_iclaa_adapter(model, iclaa, options.adapters[0].string());
+        model.set_softmax_prompt(&iclaa.terms);
+        applied.context = iclaa.prompt;
+        applied.chain.push_back({iclaa.model_fingerprint, iclaa.prompt.size(), iclaa.prompt_text, options.adapters[0].string()});
+        std::printf("ICLAA adapter (approximate, %s features, F %zu): the model reads every input as if it followed the prompt, "
+                    "up to the kernel's error\n",
+                    iclaa.feature_map.c_str(), iclaa.features);
+    } else {
+        applied = icl::apply_adapter_files(model, options.adapters);
+    }
     const std::vector<int> context(applied.context.begin(), applied.context.end());
     for (std::size_t i = 0; i < applied.chain.size(); ++i)
         std::printf("adapter %zu: %s (fingerprint %s, prompt length %zu)\n", i + 1, applied.chain[i].file.c_str(),

@@ -70,4 +70,26 @@ double available_memory_gib() {
     return kNaN;
 }
 
+Interval bootstrap_mean_interval(const std::vector<double>& values, double level, std::size_t resamples, Rng& rng) {
+    Interval interval;
+    const std::size_t n = values.size();
+    if (n == 0 || resamples == 0) return interval;
+    std::vector<double> means(resamples);
+    for (auto& mean : means) {
+        double sum = 0.0;
+        for (std::size_t i = 0; i < n; ++i) sum += values[rng.uniform_int(n)];
+        mean = sum / static_cast<double>(n);
+    }
+    std::sort(means.begin(), means.end());
+    const auto at = [&](double q) {
+        const double position = q * static_cast<double>(resamples - 1);
+        const std::size_t below = static_cast<std::size_t>(std::floor(position));
+        const std::size_t above = std::min(below + 1, resamples - 1);
+        return means[below] + (position - static_cast<double>(below)) * (means[above] - means[below]);
+    };
+    interval.low = at((1.0 - level) / 2.0);
+    interval.high = at((1.0 + level) / 2.0);
+    return interval;
+}
+
 }  // namespace iclab

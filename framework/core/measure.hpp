@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/core/check.hpp"
+#include "framework/core/rng.hpp"
 
 namespace iclab {
 
@@ -42,6 +43,13 @@ struct Spread {
     double min = std::numeric_limits<double>::quiet_NaN(), max = std::numeric_limits<double>::quiet_NaN();
 };
 Spread spread_of(const std::vector<double>& values);
+
+// Percentile bootstrap confidence interval of the mean: `resamples` resamples with replacement drawn from rng, the
+// (1 − level)/2 and (1 + level)/2 quantiles of their means. {NaN, NaN} for an empty list.
+struct Interval {
+    double low = std::numeric_limits<double>::quiet_NaN(), high = std::numeric_limits<double>::quiet_NaN();
+};
+Interval bootstrap_mean_interval(const std::vector<double>& values, double level, std::size_t resamples, Rng& rng);
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -268,4 +268,36 @@ LayerHeadMaps fit_feature_maps(model::Transformer<double>& model, const Sequence
     return maps;
 }
 
+LayerHeadMaps build_feature_maps(model::Transformer<double>& model, const FeatureMapChoice& choice, const SequenceSampler& sample,
+                                 std::size_t time, Rng& rng, FeatureFitReport* report) {
+    const model::ModelSpec& spec = model.spec();
+    const std::size_t L = spec.layers, H = spec.heads, D = spec.head_dim(), F = choice.features;
+    LayerHeadMaps maps(L);
+    if (choice.map == "prf" || choice.map == "orf") {
+        for (auto& layer : maps)  // one draw per layer, shared by its heads
+            layer.assign(H, nn::random_kernel_features<double>(D, F, choice.map == "orf", std::pow(static_cast<double>(D), -0.25), rng));
+        return maps;
+    }
+    if (choice.map == "elu1") {
+        nn::KernelFeatures<double> map;
+        map.kind = nn::KernelMapKind::elu1;
+        map.dim = map.features = D;
+        map.input_scale = 1.0;  // elu+1 of the raw (rotated) q and k, as linear attention uses it
+        for (auto& layer : maps) layer.assign(H, map);
+        return maps;
+    }
+    ICLAB_INPUT_CHECK(choice.map == "learned", "unknown feature map '" << choice.map << "' (known: prf, orf, elu1, learned)");
+    FeatureFitSettings settings = choice.fit;
+    settings.features = F;
+    return fit_feature_maps(model, sample, time, settings, rng, report);
+}
+
+SequenceSampler induction_sequence_sampler(const tasks::InductionHeadSpec& task) {
+    return [task](std::vector<std::int32_t>& tokens, std::size_t batch, Rng& rng) {
+        tasks::TokenBatch data;
+        tasks::sample_induction_batch(data, static_cast<int>(batch), task, rng);
+        tokens.assign(data.inputs.data(), data.inputs.data() + batch * static_cast<std::size_t>(task.seq_len));
+    };
+}
+
 }  // namespace iclab::icl

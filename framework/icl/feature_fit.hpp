@@ -14,10 +14,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "framework/core/rng.hpp"
 #include "framework/icl/iclaa.hpp"
+#include "framework/tasks/induction_head.hpp"
 
 namespace iclab::icl {
 
@@ -63,5 +65,24 @@ using SequenceSampler = std::function<void(std::vector<std::int32_t>& tokens, st
 // Fits every layer's and head's map independently (layers see the frozen model's own q, k, v).
 LayerHeadMaps fit_feature_maps(model::Transformer<double>& model, const SequenceSampler& sample, std::size_t time,
                                const FeatureFitSettings& settings, Rng& rng, FeatureFitReport* report);
+
+}  // namespace iclab::icl
+
+namespace iclab::icl {
+
+// The feature maps of every layer and head for one choice (spec §1.3 step 2, §4.1), drawn or fitted from rng:
+//   prf / orf  one random draw per layer (D, F), shared by its heads, input scale D^{-1/4}
+//   elu1       elu(x) + 1 of the raw rotated q, k (F = D)
+//   learned    fit_feature_maps with `settings` on sequences from `sample` (of `time` tokens)
+struct FeatureMapChoice {
+    std::string map = "prf";  // prf | orf | elu1 | learned
+    std::size_t features = 256;
+    FeatureFitSettings fit;   // learned only (fit.features is set to `features`)
+};
+LayerHeadMaps build_feature_maps(model::Transformer<double>& model, const FeatureMapChoice& choice, const SequenceSampler& sample,
+                                 std::size_t time, Rng& rng, FeatureFitReport* report);
+
+// Sequences of the induction-head task (for fitting learned maps on the task the model was trained on).
+SequenceSampler induction_sequence_sampler(const tasks::InductionHeadSpec& task);
 
 }  // namespace iclab::icl

@@ -27,9 +27,11 @@ void add_induction_task_keys(config::Schema& schema) {
         .add_string("task.successors", "non_trigger", {"non_trigger", "any"},
                     "draw committed successors from the non-trigger letters (default: avoids loops like "
                     "'aaaa') or from the whole vocabulary (the paper's literal wording)")
-        .add_string("task.loss_positions", "all", {"all", "icl"},
-                    "train on the next-token loss at all positions (language modelling) or only at "
-                    "positions holding an already-seen trigger");
+        .add_string("task.loss_positions", "all", {"all", "icl", "icl_plus_all"},
+                    "train on the next-token loss at all positions (language modelling), only at positions holding "
+                    "an already-seen trigger, or icl_plus_all: the mean loss over those positions plus the mean over "
+                    "all positions (every logit calibrated, as a language model's, with the induction signal kept "
+                    "strong; ICLAA's default, spec iclaa.md §2.1)");
     schema.add_rule([](const config::Config& cfg) {
         for (const auto& letter : cfg.get_string_list("task.triggers")) {
             const bool ok = letter.size() == 1 && std::isalpha(static_cast<unsigned char>(letter[0]));
@@ -142,7 +144,7 @@ InductionTraining train_induction_typed(const config::Config& cfg, const RunOpti
     const model::ModelSpec model_spec = model_spec_from_config(cfg, tasks::kInductionVocab, task.seq_len);
     const TrainerSettings settings = trainer_settings_from_config(cfg);
     const std::size_t batch_size = cfg.get_int("train.batch_size"), TT = task.seq_len;
-    const bool loss_on_icl_only = cfg.get_string("task.loss_positions") == "icl";
+    const std::string loss_positions = cfg.get_string("task.loss_positions");
 
     const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
     Rng init_rng = root.derive(kInitStream), data_rng = root.derive(kTrainDataStream), eval_rng = root.derive(kEvalDataStream);
@@ -159,13 +161,16 @@ InductionTraining train_induction_typed(const config::Config& cfg, const RunOpti
     TrainingTask training;
     training.train_step = [&](Rng& rng) {
         tasks::sample_induction_batch(batch, static_cast<int>(batch_size), task, rng);
-        // Loss weights sum to one: the mean next-token loss over the chosen positions.
-        std::size_t chosen = 0;
-        for (std::size_t n = 0; n < batch_size * TT; ++n)
-            chosen += (!loss_on_icl_only || batch.kinds.data()[n] == static_cast<std::uint8_t>(tasks::PositionKind::icl));
-        for (std::size_t n = 0; n < batch_size * TT; ++n) {
-            const bool use = !loss_on_icl_only || batch.kinds.data()[n] == static_cast<std::uint8_t>(tasks::PositionKind::icl);
-            weights[n] = use && chosen > 0 ? T(1.0 / chosen) : T(0);
+        // Loss weights: the mean next-token loss over the chosen positions (icl_plus_all: the sum of two means).
+        const std::size_t N = batch_size * TT;
+        std::size_t icl_positions = 0;
+        for (std::size_t n = 0; n < N; ++n)
+            icl_positions += batch.kinds.data()[n] == static_cast<std::uint8_t>(tasks::PositionKind::icl);
+        for (std::size_t n = 0; n < N; ++n) {
+            const bool icl = batch.kinds.data()[n] == static_cast<std::uint8_t>(tasks::PositionKind::icl);
+            const double on_icl = icl && icl_positions > 0 ? 1.0 / static_cast<double>(icl_positions) : 0.0;
+            const double on_all = 1.0 / static_cast<double>(N);
+            weights[n] = static_cast<T>(loss_positions == "icl" ? on_icl : loss_positions == "all" ? on_all : on_icl + on_all);
         }
         model.forward(batch.inputs.data(), batch_size, TT);
         const double loss = model.loss(batch.targets.data(), weights.data());
