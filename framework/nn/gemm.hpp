@@ -116,8 +116,9 @@ void gemm_compute(T* out, const T* a, std::size_t a_cols, const T* b, std::size_
         // out = beta out + Σ_p alpha op(a)[:, K_p] op(b)[K_p, :] over fixed inner blocks K_p, summed in order p = 0, 1, ...
         // (P, m, n), every block fully written below (beta 0): a buffer kept per thread, so the weight-gradient
         // products (k = B·T) do not allocate and page-fault megabytes each call (measured: 7 % of a paper-config step)
-        thread_local std::vector<T> partial;
-        if (partial.size() < inner_blocks * m * n) partial.resize(inner_blocks * m * n);
+        thread_local std::vector<T> scratch;
+        if (scratch.size() < inner_blocks * m * n) scratch.resize(inner_blocks * m * n);
+        T* const partial = scratch.data();  // the calling thread's buffer, shared with the team below
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
         for (std::size_t p = 0; p < inner_blocks; ++p) {
             const std::size_t first = p * kGemmInnerBlock, terms = std::min(kGemmInnerBlock, k - first);
@@ -125,7 +126,7 @@ void gemm_compute(T* out, const T* a, std::size_t a_cols, const T* b, std::size_
             const T* a_block = transpose_a ? a + first * a_cols : a + first;
             const T* b_block = transpose_b ? b + first : b + first * b_cols;
             blas_gemm(transpose_a, transpose_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(terms), alpha,
-                      a_block, lda, b_block, ldb, T(0), partial.data() + p * m * n, ldc);
+                      a_block, lda, b_block, ldb, T(0), partial + p * m * n, ldc);
         }
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
         for (std::size_t i = 0; i < m * n; ++i) {
