@@ -403,11 +403,17 @@ TEST_CASE("convert refuses models outside ICLCA's assumptions, naming the assump
         CHECK_THAT(r.err, Catch::Contains("model.mask") && Catch::Contains("prefix"));
         CHECK_FALSE(fs::exists(scratch.path / "results"));
     }
-    SECTION("softmax attention (Assumption 4.4)") {
+    SECTION("softmax attention (Assumption 4.4): --method iclca is refused, the default converts with ICLAA") {
         const std::string run = train_tiny(scratch, "train.steps=2 train.warmup_steps=1 eval.every=2 model.attention=softmax");
-        const auto r = run_iclab("convert " + run + " --prompt abc --out " + out.string(), scratch.path);
+        const auto r = run_iclab("convert " + run + " --prompt abc --method iclca --out " + out.string(), scratch.path);
         CHECK(r.status == 2);
         CHECK_THAT(r.err, Catch::Contains("Assumption 4.4") && Catch::Contains("softmax"));
+        CHECK_FALSE(fs::exists(out));
+        const fs::path approximate = scratch.path / "iclaa.h5";
+        const auto a = run_iclab("convert " + run + " --prompt abc --random-features 8 --out " + approximate.string(), scratch.path);
+        CHECK(a.status == 0);
+        CHECK_THAT(a.out, Catch::Contains("ICLAA"));
+        CHECK(fs::exists(approximate));
     }
     CHECK_FALSE(fs::exists(out));
 }
