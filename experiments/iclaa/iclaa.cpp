@@ -114,6 +114,20 @@ Methods build_methods(const config::Config& cfg, model::Transformer<double>& net
             add({Method::learned, "learned F=" + std::to_string(F), static_cast<std::size_t>(F), 0, icl::RopeConvention::rotate_then_map,
                  maps_of(std::move(maps)), icl::kernel_bytes(F, D), (D * F / 2.0 + F) * kBytes});
         }
+    // hybrid rows: the recent-k exact cache + the smallest learned map for the older prompt tokens
+    const auto smallest_learned = std::find_if(methods.rows.begin(), methods.rows.end(), [](const Row& r) { return r.method == Method::learned; });
+    if (smallest_learned != methods.rows.end() && cfg.get_bool("iclaa.hybrid")) {
+        const Row learned = *smallest_learned;
+        for (const auto k : cfg.get_int_list("iclaa.keep_tokens")) {
+            if (static_cast<std::size_t>(k) >= M) continue;
+            Row row = learned;
+            row.method = Method::hybrid;
+            row.label = "recent k=" + std::to_string(k) + " + " + learned.label;
+            row.keep = static_cast<std::size_t>(k);
+            row.bytes = icl::cache_bytes(k, D) + learned.bytes;
+            add(row);
+        }
+    }
     return methods;
 }
 
@@ -193,7 +207,10 @@ void declare_keys(config::Schema& schema) {
         .add_int("iclaa.learned.batch", 32, 1, 1 << 16, "task sequences per fit step (never a test prompt)")
         .add_int("iclaa.learned.split_min", 8, 1, 1 << 16, "smallest pseudo-prompt length of the fit's splits")
         .add_int("iclaa.learned.split_max", 48, 1, 1 << 16, "largest pseudo-prompt length (< task.seq_len)")
-        .add_int("iclaa.bootstrap", 1000, 0, 1 << 20, "bootstrap resamples of the 95% interval of the mean error");
+        .add_int("iclaa.bootstrap", 1000, 0, 1 << 20, "bootstrap resamples of the 95% interval of the mean error")
+        .add_bool("iclaa.hybrid", true,
+                  "hybrid rows: the exact cache of the k most recent prompt tokens (each iclaa.keep_tokens) plus the "
+                  "smallest learned map for the older tokens (LoLCATs' window + linear attention, spec §2.3)");
     schema.add_rule([](const config::Config& cfg) {
         for (const auto F : cfg.get_int_list("iclaa.learned.features"))
             if (F % 2 != 0) cfg.fail({"iclaa.learned.features"}, "learned maps need an even F, got " + std::to_string(F));

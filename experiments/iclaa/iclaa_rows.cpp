@@ -17,6 +17,7 @@ const char* method_name(Method method) {
         case Method::orf: return "orf";
         case Method::elu1: return "elu1";
         case Method::learned: return "learned";
+        case Method::hybrid: return "hybrid";
     }
     return "?";
 }
@@ -32,6 +33,10 @@ void add_row_terms(icl::PromptTerms& terms, std::size_t slot, const Row& row, co
         case Method::orf:
         case Method::elu1:
         case Method::learned: icl::add_kernel_terms(terms, slot, kv, b, *row.maps, rope, row.convention); return;
+        case Method::hybrid:
+            icl::add_cache_terms(terms, slot, kv, b, icl::CacheSelection::recent, row.keep, rope);
+            icl::add_kernel_terms(terms, slot, kv, b, *row.maps, rope, row.convention, row.keep);
+            return;
     }
 }
 

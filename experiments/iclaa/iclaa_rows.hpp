@@ -12,7 +12,7 @@
 
 namespace iclab::experiments::iclaa_detail {
 
-enum class Method { before, exact_cache, recent, heavy, prf, orf, elu1, learned };
+enum class Method { before, exact_cache, recent, heavy, prf, orf, elu1, learned, hybrid };
 const char* method_name(Method method);
 
 struct Row {
@@ -24,6 +24,7 @@ struct Row {
     const icl::LayerHeadMaps* maps = nullptr;  // kernel rows
     double bytes = 0.0;           // fp32 bytes per layer-head of what stands for the prompt
     double map_bytes = 0.0;       // fp32 bytes per layer-head of the map itself (learned: W₀ and c)
+    std::size_t keep = 0;         // hybrid: the k most recent tokens kept exactly, the kernel (maps, F = size) for the rest
 };
 
 // Fills terms[l][slot·H + h] for prompt b of kv (nothing for `before`).

@@ -116,8 +116,8 @@ void rotate_prompt_key(double* out, const double* k, std::size_t p, std::size_t 
 }  // namespace
 
 void add_kernel_terms(PromptTerms& terms, std::size_t slot, const PromptKeysValues& kv, std::size_t b, const LayerHeadMaps& maps,
-                      const nn::RopeTable* rope, RopeConvention convention) {
-    const std::size_t H = kv.heads, D = kv.dim, M = kv.length;
+                      const nn::RopeTable* rope, RopeConvention convention, std::size_t skip_recent) {
+    const std::size_t H = kv.heads, D = kv.dim, M = kv.length, summed = M - std::min(skip_recent, M);
     ICLAB_CHECK(maps.size() == terms.size() && kv.keys.size() == terms.size(), "maps, terms and keys disagree on the layers");
     std::vector<double> y(D), phi, log_scale(M);
     std::vector<std::vector<double>> features(M);
@@ -131,7 +131,7 @@ void add_kernel_terms(PromptTerms& terms, std::size_t slot, const PromptKeysValu
             head.rotate_query = convention != RopeConvention::unrotated;
             // φ(k̃'_p) = e^{A_p} φ̂_p; the sums under the common shift G = max_p A_p (spec §1.4)
             double G = -std::numeric_limits<double>::infinity();
-            for (std::size_t p = 0; p < M; ++p) {
+            for (std::size_t p = 0; p < summed; ++p) {
                 rotate_prompt_key(y.data(), kv.key(l, b, h, p), p, M, D, rope, convention);
                 features[p].resize(F);
                 log_scale[p] = nn::kernel_features(features[p].data(), y.data(), map);
@@ -139,7 +139,7 @@ void add_kernel_terms(PromptTerms& terms, std::size_t slot, const PromptKeysValu
             }
             head.b_d.assign(F, 0.0);
             head.b_kv.assign(F * D, 0.0);
-            for (std::size_t p = 0; p < M; ++p) {
+            for (std::size_t p = 0; p < summed; ++p) {
                 const double weight = std::exp(log_scale[p] - G);
                 const double* v = kv.value(l, b, h, p);
                 for (std::size_t r = 0; r < F; ++r) {

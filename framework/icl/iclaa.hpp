@@ -52,9 +52,11 @@ using LayerHeadMaps = std::vector<std::vector<nn::KernelFeatures<double>>>;
 using PromptTerms = std::vector<std::vector<nn::SoftmaxPromptHead<double>>>;
 PromptTerms empty_prompt_terms(std::size_t layers, std::size_t heads_times_batch);
 
-// Step (2): the kernel biases of prompt b of `kv`, written into terms[l][slot·H + h] for every l, h.
+// Step (2): the kernel biases of prompt b of `kv`, written into terms[l][slot·H + h] for every l, h. With
+// skip_recent = k, the last k prompt tokens are left out of the kernel sums (a hybrid row keeps them in an exact
+// recent-k cache: LoLCATs' sliding window + linear attention, with the prompt as the linear part).
 void add_kernel_terms(PromptTerms& terms, std::size_t slot, const PromptKeysValues& kv, std::size_t b, const LayerHeadMaps& maps,
-                      const nn::RopeTable* rope, RopeConvention convention);
+                      const nn::RopeTable* rope, RopeConvention convention, std::size_t skip_recent = 0);
 
 // Exact cache of prompt b: all M keys, the `keep` most recent, or the `keep` with the largest column mass (per
 // layer and head). Keys are stored rotated to offset p − M.

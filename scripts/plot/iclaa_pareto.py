@@ -30,7 +30,8 @@ def main():
         rel, accuracy = column(t, "rel_error_mean"), column(t, "icl_accuracy")
         exact = float(f.attrs["exact_cache_bytes_per_layer_head"])
     styles = {"recent": ("tab:blue", "s"), "heavy": ("tab:cyan", "D"), "prf": ("tab:red", "o"), "orf": ("tab:orange", "^"),
-              "elu1": ("tab:gray", "v"), "learned": ("tab:green", "*"), "exact cache": ("black", "P")}
+              "elu1": ("tab:gray", "v"), "learned": ("tab:green", "*"), "hybrid": ("tab:purple", "X"),
+              "exact cache": ("black", "P")}
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for family, (color, marker) in styles.items():
         rows = [i for i in range(len(label)) if kind[i] == family and convention[i] in ("rotate_then_map", "-")]
