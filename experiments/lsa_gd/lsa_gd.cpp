@@ -32,10 +32,15 @@ void declare_keys(config::Schema& schema) {
         .add_float("lsa.eta_causal2", 0.1, 0.0, 100.0,
                    "eta of causalLM2's layer dynamics (Eq. 18; the paper shows only its stationary points; needs eta < 2/|x_1|^2)")
         .add_float_list("lsa.eta_sweep", {0.1, 0.2, 0.4, 0.8, 1.6, 3.2}, 0.0, 100.0, "E.1's eta ablation")
+        .add_int("lsa.eta_sweep_replicates", 1, 1, 100, "replicates the eta ablation runs on (the spec's [ours] used seed 0)")
         .add_float("lsa.w0_std", 1.0, 0.0, 100.0, "Prop 6: w0 ~ N(0, w0_std^2 I), one w0 for all sequences")
         .add_bool("lsa.fp32", true, "also run Props 1 and 2 in fp32 (band 1e-4)")
         .add_int("rates.rate_layer", 200, 1, 100000, "layer at which the successive-error ratio is compared with the spectral radius")
         .add_int("rates.convergence_layers", 500, 1, 100000, "depth at which a(l) = a* and the LSA = stationary point are checked")
+        .add_int("rates.deep_queries", 20, 1, 100000,
+                  "queries carried by the convergence_layers-deep LSA runs (isolated queries: a subset changes nothing else)")
+        .add_int("rates.power_steps", 5000, 1, 10000000,
+                 "steps of the normalized iteration e <- e M / ||e M|| whose ratio estimates the asymptotic rate")
         .add_int("stationary.examples", 300, 1, 4096, "largest n of Figure 2 right / Figure 4 (paper 300)")
         .add_int("stationary.step", 20, 1, 4096, "n grid step of the stationary table (paper 20)")
         .add_int("stationary.replicates", 2, 1, 100, "independent data draws for the stationary study")
@@ -55,6 +60,9 @@ Settings settings_from_config(const config::Config& cfg) {
     s.eta_sweep = cfg.get_float_list("lsa.eta_sweep");
     s.w0_std = cfg.get_float("lsa.w0_std");
     s.fp32 = cfg.get_bool("lsa.fp32");
+    s.eta_sweep_replicates = static_cast<std::size_t>(cfg.get_int("lsa.eta_sweep_replicates"));
+    s.deep_queries = static_cast<std::size_t>(cfg.get_int("rates.deep_queries"));
+    s.power_steps = static_cast<std::size_t>(cfg.get_int("rates.power_steps"));
     s.rate_layer = static_cast<std::size_t>(cfg.get_int("rates.rate_layer"));
     s.convergence_layers = static_cast<std::size_t>(cfg.get_int("rates.convergence_layers"));
     s.stationary_examples = static_cast<std::size_t>(cfg.get_int("stationary.examples"));

@@ -37,12 +37,19 @@ std::vector<double> times(const std::vector<double>& e, const std::vector<double
     return out;
 }
 
-// The linear-rate study of one iteration e_l = e_{l−1} M (Props 3, 4): the identity's worst relative residual over
-// layers 1..identity_layers, and the successive-error ratio ‖e_l‖/‖e_{l−1}‖ at l = rate_layer, or earlier at the
-// first layer where ‖e_l‖ < 1e-6 ‖e_0‖ (beyond it rounding of w⁽ˡ⁾ itself, ~1e-16, enters the ratio).
-struct RateResult {
-    double identity = 0.0, ratio = kNaN, rho = kNaN;
-};
+// The asymptotic rate of e ← e M (Props 3, 4) from e0: ‖e_l‖/‖e_{l−1}‖ of the normalized iteration after `steps`
+// steps. The recursions' own error e_l = w⁽ˡ⁾ − w* reaches rounding (~1e-16 ‖w*‖) long before the ratio settles when
+// M is non-normal with near-equal eigenvalues (causal T); the identity e_l = e_{l−1} M is checked on the recursion
+// itself, and the rate of that M here, where normalizing keeps e far from rounding and underflow.
+double power_rate(std::vector<double> e, const std::vector<double>& m, std::size_t n, std::size_t steps) {
+    double ratio = norm(e);
+    for (std::size_t step = 0; step <= steps; ++step) {
+        for (double& v : e) v /= ratio;
+        e = times(e, m, n);
+        ratio = norm(e);
+    }
+    return ratio;
+}
 
 
 // A6 / A7 gates on the stationary curves (index u·replicates + r; entry j = query MSE with n = j ICEs).
@@ -134,6 +141,7 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
 
     // ---- A4: Props 3 and 4, every sequence of replicate 0 ------------------------------------------------------
     double prefix_identity = 0, prefix_rate_dev = 0, prefix_rate_worst_ratio = 0, prefix_truth = 0;
+    double prefix_power = 0, causal_power = 0;
     double causal_identity = 0, causal_rate_dev = 0, causal_rate_above = 0, causal_converged = 0, causal_solve = 0, causal_form = 0;
     for (std::size_t b = 0; b < data.batch; ++b) {
         const double* x = data.x.data() + b * TT * d;
@@ -160,6 +168,11 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
         for (std::size_t i = 0; i < n * n; ++i) mt[i] = (i % (n + 1) == 0 ? 1.0 : 0.0) - s.eta / static_cast<double>(n) * t_matrix[i];
         for (std::size_t j = 0; j < n; ++j) rho_t = std::max(rho_t, std::abs(mt[j * n + j]));  // triangular: eigenvalues = diagonal
 
+        {  // Props 3, 4: the asymptotic rate is the spectral radius (T triangular: its diagonal)
+            std::vector<double> e0(w_star), ea0(a_star);
+            prefix_power = std::max(prefix_power, std::abs(power_rate(e0, m, d, s.power_steps) / rho - 1));
+            causal_power = std::max(causal_power, std::abs(power_rate(ea0, mt, n, s.power_steps) / rho_t - 1));
+        }
         bool prefix_rate_done = false, causal_rate_done = false;
         const double prefix_e0 = norm(w_star);  // w⁽⁰⁾ = 0
         const double causal_e0 = norm(a_star);
@@ -203,8 +216,11 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
                       "<= 1e-10 relative, LAPACK dgesv"));
     c.push_back(gated("A4", "prop3_rate_identity", "Prop 3: w(l) - w* = (w(l-1) - w*)(I - (eta/n) XX^T)", prefix_identity, 0, 1e-10,
                       "<= 1e-10 relative, layers 1..L"));
-    c.push_back(gated("A4", "prop3_rate_ratio_vs_rho", "Prop 3: linear rate rho = max|1 - (eta/n) lambda_i(XX^T)| (LAPACK dsyev)",
-                      prefix_rate_dev, 0, 1e-2, "|ratio/rho - 1| <= 1e-2, " + rate_at));
+    const std::string power_at = "|ratio/rho - 1| <= 1e-3, ratio of e <- eM/||eM|| after " + std::to_string(s.power_steps) + " steps";
+    c.push_back(gated("A4", "prop3_asymptotic_rate_vs_rho", "Prop 3: linear rate rho = max|1 - (eta/n) lambda_i(XX^T)| (LAPACK dsyev)",
+                      prefix_power, 0, 1e-3, power_at));
+    c.push_back(reported("A4", "prop3_recursion_ratio_deviation", "Prop 3: the recursion's own ratio at a finite layer", prefix_rate_dev,
+                         "max |ratio/rho - 1|, " + rate_at));
     c.push_back(gated("A4", "prop4_a_star_forward_vs_lapack", "Prop 4: y = a*T by forward substitution = LAPACK dgesv", causal_solve, 0, 1e-10,
                       "<= 1e-10 relative"));
     c.push_back(gated("A4", "prop4_form_w_equals_sum_a_x", "Prop 4: w_j(l) of Eq. 10 = sum_(i<=j) a_i(l) x_i of Eq. 15", causal_form, 0, 1e-10,
@@ -213,10 +229,11 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
                       "<= 1e-10 relative, layers 1..L"));
     c.push_back(gated("A4", "prop4_converged_a", "Prop 4: a(l) -> a*", causal_converged, 0, 1e-8,
                       "||a(" + std::to_string(s.convergence_layers) + ") - a*|| / ||a*|| <= 1e-8"));
-    c.push_back(gated("A4", "prop4_rate_ratio_at_most_rho", "Prop 4: linear rate rho_T = max_j |1 - (eta/n)|x_j|^2| (T triangular)",
-                      causal_rate_above, 0, 1.0 + 1e-2, "ratio/rho_T <= 1.01, " + rate_at));
-    c.push_back(reported("A4", "prop4_rate_ratio_deviation", "Prop 4: how close the causal ratio is to rho_T", causal_rate_dev,
-                         "max |ratio/rho_T - 1|; T is non-normal with near-equal diagonal entries, so the ratio approaches rho_T slowly"));
+    c.push_back(gated("A4", "prop4_asymptotic_rate_vs_rho", "Prop 4: linear rate rho_T = max_j |1 - (eta/n)|x_j|^2| (T triangular)",
+                      causal_power, 0, 1e-3, power_at));
+    c.push_back(reported("A4", "prop4_recursion_ratio_deviation", "Prop 4: the recursion's own ratio at a finite layer", causal_rate_dev,
+                         "max |ratio/rho_T - 1| (largest ratio/rho_T " + std::to_string(causal_rate_above) + "), " + rate_at +
+                             "; T is non-normal with near-equal diagonal entries, so the ratio settles slowly"));
 
     // ---- A6 / A7: stationary query MSE vs n, per μ (Figure 2 right, Figure 4), and A5 on the μ = 0 data -------------
     const std::size_t N = s.stationary_examples;

@@ -18,7 +18,8 @@ struct Settings {
     std::size_t dim = 16, examples = 40, queries = 200, sequences = 64, replicates = 3, layers = 50;
     double eta = 1.6, eta_causal2 = 0.1, w0_std = 1.0;
     std::vector<double> eta_sweep{0.1, 0.2, 0.4, 0.8, 1.6, 3.2};
-    std::size_t rate_layer = 200, convergence_layers = 500;
+    std::size_t eta_sweep_replicates = 1;
+    std::size_t rate_layer = 200, convergence_layers = 500, deep_queries = 20, power_steps = 5000;
     bool fp32 = true;
     std::size_t stationary_examples = 300, stationary_step = 20, stationary_replicates = 2;
     std::vector<double> mus{0.0, 1.0, 2.0, 3.0};
