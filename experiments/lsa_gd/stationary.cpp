@@ -115,7 +115,10 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
     const std::size_t rate_layers = std::max({s.rate_layer, s.convergence_layers, s.layers});
 
     // ---- causalLM2 layer dynamics (Prop 7): rate I − ηS has diagonal 1 − η|x_j|²/j, so η < 2/|x_1|² is needed ------
-    for (double eta : {0.3, s.eta_causal2, s.eta}) {
+    std::vector<double> causal2_etas{s.eta_causal2};  // the chosen η, the spec's 0.3 and the paper's 1.6
+    for (double eta : {0.3, s.eta})
+        if (eta != s.eta_causal2) causal2_etas.push_back(eta);
+    for (double eta : causal2_etas) {
         double unstable = 0, worst = 0;
         for (std::size_t r = 0; r < s.replicates; ++r) {
             const RegressionSequences rdata = replicate_data(s, data_root, r, n);
