@@ -3,6 +3,7 @@
 // recursions (Props 1, 2, 6), Figure 2 (error vs layers, stationary error vs n and μ), the η ablation, the
 // stationary points and rates (Props 3, 4, 7), the online-GD identities (Props 5, 8) and App. D's κ claim.
 // One table row per check: the claim, our value, the band, pass/FAIL.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -148,6 +149,7 @@ RunOutcome run_lsa_gd(const RunContext& context) {
     run.log() << "layer study done after " << seconds_since(start) << " s\n" << std::flush;
     study_stationary(s, context.stream(kLayerData), context.stream(kStationaryData), study);
     const double wall = seconds_since(start);
+    std::stable_sort(study.checks.begin(), study.checks.end(), [](const Check& a, const Check& b) { return a.section < b.section; });
     io::ResultsWriter& w = run.results();
     write_tables(w, study);
     std::size_t failed = 0;
