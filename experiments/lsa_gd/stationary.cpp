@@ -311,7 +311,10 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
             for (std::size_t j = 1; j <= N; ++j) causal[j] /= count, causal2[j] /= count;
             for (std::size_t j = s.stationary_step; j <= N; j += s.stationary_step) {
                 prefix[j] = j < d ? kNaN : prefix[j] / count;
-                if (j >= d) (s.mus[u] == 0.0 ? prefix_ls_mu0 : prefix_ls_max) = std::max(s.mus[u] == 0.0 ? prefix_ls_mu0 : prefix_ls_max, prefix[j]);
+                if (j >= d) {
+                    double& worst = s.mus[u] == 0.0 ? prefix_ls_mu0 : prefix_ls_max;  // μ = 0 gated, μ ≠ 0 reported
+                    worst = std::max(worst, prefix[j]);
+                }
                 study.stationary.push_back({s.mus[u], static_cast<std::int64_t>(j), static_cast<std::int64_t>(r), causal[j], causal2[j], prefix[j]});
             }
         }
