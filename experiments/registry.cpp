@@ -10,7 +10,8 @@
     X(iclca_exactness)       \
     X(iclca_induction)       \
     X(bias_training)         \
-    X(iclaa)
+    X(iclaa)                 \
+    X(lsa_gd)
 
 namespace iclab::experiments {
 

@@ -1,0 +1,80 @@
+#pragma once
+// Experiment-internal header of `lsa_gd` (paper 003 Part A): settings, the rows of the checks table and of the
+// data tables, and the two halves of the study (layer dynamics; stationary points and rates).
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "framework/core/rng.hpp"
+#include "framework/icl/lsa_gd.hpp"
+
+namespace iclab::experiments::lsa_study {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Settings {
+    std::size_t dim = 16, examples = 40, queries = 200, sequences = 64, replicates = 3, layers = 50;
+    double eta = 1.6, eta_causal2 = 0.1, w0_std = 1.0;
+    std::vector<double> eta_sweep{0.1, 0.2, 0.4, 0.8, 1.6, 3.2};
+    std::size_t eta_sweep_replicates = 1;
+    std::size_t rate_layer = 200, convergence_layers = 500, deep_queries = 20, power_steps = 5000;
+    bool fp32 = true;
+    std::size_t stationary_examples = 300, stationary_step = 20, stationary_replicates = 2;
+    std::vector<double> mus{0.0, 1.0, 2.0, 3.0};
+};
+
+// One row of /tables/checks: a claim of the paper (or of the spec's reading of it), our number, the band.
+// verdict: "pass" / "FAIL" for gated rows, "report" for numbers shown without a gate.
+struct Check {
+    std::string section, name, claim;
+    double ours = kNaN, paper = kNaN;  // paper: a number the paper states, NaN when it states none
+    std::string band, verdict;
+};
+
+// pass when lo <= ours <= hi (NaN ours fails).
+Check gated(const std::string& section, const std::string& name, const std::string& claim, double ours, double lo, double hi,
+            const std::string& band, double paper = kNaN);
+Check reported(const std::string& section, const std::string& name, const std::string& claim, double ours,
+               const std::string& note, double paper = kNaN);
+
+struct LayerRow {  // /tables/layers: Figure 2 left/middle, per mask, replicate and layer
+    std::string mask;
+    std::int64_t replicate = 0, layer = 0;
+    double eta = 0, ice_mse = 0, query_mse = 0, exactness = 0;  // exactness: max |LSA − recursion| / max(1, |recursion|)
+};
+struct EtaRow {  // /tables/eta_ablation (E.1), layer = settings.layers
+    std::string mask;
+    std::int64_t replicate = 0;
+    double eta = 0, ice_mse = 0, query_mse = 0, spectral_radius_max = 0, spectral_radius_min = 0;
+    std::int64_t ice_mse_increases = 0;  // layers l with ICE MSE(l) > ICE MSE(l − 1)
+};
+struct StationaryRow {  // /tables/stationary: Figure 2 right and Figure 4, per μ, n and replicate
+    double mu = 0;
+    std::int64_t examples = 0, replicate = 0;
+    double causal_mse = 0, causal2_mse = 0, prefix_mse = 0;
+};
+struct KappaRow {  // /tables/kappa: App. D's κ claim, means over sequences
+    std::int64_t examples = 0;
+    double eig_ratio = 0, cond2_ratio = 0, half_n = 0;
+};
+
+struct Study {
+    std::vector<Check> checks;
+    std::vector<LayerRow> layers;
+    std::vector<EtaRow> etas;
+    std::vector<StationaryRow> stationary;
+    std::vector<KappaRow> kappa;
+};
+
+// The data of replicate r: draw_regression_sequences from root.derive(r).
+icl::RegressionSequences replicate_data(const Settings& s, const Rng& root, std::size_t replicate, std::size_t examples,
+                                        double mu = 0.0);
+
+// A1 (Props 1, 2, 6: LSA == GD recursions), A2 (Figure 2 left/middle), A3 (η ablation), A4's LSA at depth 500.
+void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, Study& study);
+// A4 (Props 3, 4: stationary points, rates), A5 (Props 5, 8), A6 (Figure 2 right), A7 (App. D, causalLM2).
+void study_stationary(const Settings& s, const Rng& data_root, const Rng& stationary_root, Study& study);
+
+}  // namespace iclab::experiments::lsa_study

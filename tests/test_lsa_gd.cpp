@@ -1,0 +1,160 @@
+// Paper 003 Part A (experiment lsa_gd): the constructed LSA on iclab's linear attention equals the weight-space GD
+// recursions (Props 1, 2, 6; Eq. 3, 10, 18) to rounding in fp64, and does not when the mask or η is wrong; the
+// stationary points (Props 3, 4, 7) solve their systems; the LAPACK wrapper checks its info codes; the quick
+// config runs end to end through the iclab binary with every gated check passing.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "framework/core/dense_linalg.hpp"
+#include "framework/core/rng.hpp"
+#include "framework/icl/gd_recursions.hpp"
+#include "framework/icl/lsa_gd.hpp"
+#include "framework/io/results_file.hpp"
+#include "tests/cli_helpers.hpp"
+
+using namespace iclab;
+using namespace iclab_test;
+
+namespace {
+
+double dot(const double* a, const double* b, std::size_t d) {
+    double s = 0.0;
+    for (std::size_t k = 0; k < d; ++k) s += a[k] * b[k];
+    return s;
+}
+
+// The recursion's prediction of every position after `layers` layers: prefix ŷ_t = w⁽ᴸ⁾x_t (Eq. 3); causal and
+// causalLM2 ỹ_j = w_j⁽ᴸ⁾x_j on ICEs and ŷ_q = w_n⁽ᴸ⁾x_q on queries (Eq. 10, 18).
+std::vector<double> recursion(const icl::RegressionSequences& data, icl::LsaMask mask, double eta, std::size_t layers,
+                              const std::vector<double>& w0) {
+    const std::size_t n = data.examples, d = data.dim, T = data.time();
+    std::vector<double> out(data.batch * T);
+    for (std::size_t b = 0; b < data.batch; ++b) {
+        const double* x = data.x.data() + b * T * d;
+        const double* y = data.y.data() + b * T;
+        if (mask == icl::LsaMask::prefix) {
+            const auto w = icl::prefix_gd(x, y, n, d, eta, layers, w0);
+            for (std::size_t t = 0; t < T; ++t) out[b * T + t] = dot(w.data() + layers * d, x + t * d, d);
+        } else {
+            const auto w = icl::causal_gd(x, y, n, d, eta, layers, w0, mask == icl::LsaMask::causal2);
+            for (std::size_t t = 0; t < T; ++t) out[b * T + t] = dot(w.data() + (layers * n + std::min(t, n - 1)) * d, x + t * d, d);
+        }
+    }
+    return out;
+}
+
+// max |LSA − recursion| / max(1, |recursion|) after `layers` layers of the LSA with (mask, eta) against the
+// recursion with (reference_mask, reference_eta).
+double lsa_error(const icl::RegressionSequences& data, icl::LsaMask mask, double eta, icl::LsaMask reference_mask,
+                 double reference_eta, std::size_t layers, const std::vector<double>& w0) {
+    std::vector<double> prediction;
+    icl::lsa_forward<double>(data, mask, eta, layers, w0, [&](std::size_t l, const std::vector<double>& delta) {
+        if (l == layers) prediction = icl::lsa_readout<double>(data, delta, w0);
+    });
+    const std::vector<double> reference = recursion(data, reference_mask, reference_eta, layers, w0);
+    double worst = 0.0;
+    for (std::size_t i = 0; i < reference.size(); ++i)
+        worst = std::max(worst, std::abs(prediction[i] - reference[i]) / std::max(1.0, std::abs(reference[i])));
+    return worst;
+}
+
+icl::RegressionSequences small_data(std::uint64_t seed) {
+    Rng rng(seed);
+    return icl::draw_regression_sequences(rng, 4, 40, 10, 16);  // 4 sequences, n 40, 10 queries, d 16 (paper's n and d)
+}
+
+}  // namespace
+
+TEST_CASE("lsa_gd: the constructed LSA equals the GD recursions to 1e-12 in fp64 (Props 1, 2, 6)", "[lsa_gd]") {
+    const auto data = small_data(7);
+    Rng rng(8);
+    std::vector<double> w0(16);
+    for (double& v : w0) v = rng.normal();
+    for (const std::vector<double>& start : {std::vector<double>{}, w0}) {
+        INFO("w0 " << (start.empty() ? "0" : "random"));
+        CHECK(lsa_error(data, icl::LsaMask::prefix, 1.6, icl::LsaMask::prefix, 1.6, 30, start) <= 1e-12);    // Prop 1 / 6
+        CHECK(lsa_error(data, icl::LsaMask::causal, 1.6, icl::LsaMask::causal, 1.6, 30, start) <= 1e-12);    // Prop 2
+        CHECK(lsa_error(data, icl::LsaMask::causal2, 0.1, icl::LsaMask::causal2, 0.1, 30, start) <= 1e-12);  // Eq. 18
+    }
+}
+
+TEST_CASE("lsa_gd: a wrong mask or a perturbed eta breaks the equality (negative controls)", "[lsa_gd]") {
+    const auto data = small_data(7);
+    CHECK(lsa_error(data, icl::LsaMask::causal, 1.6, icl::LsaMask::prefix, 1.6, 30, {}) >= 1e-4);
+    CHECK(lsa_error(data, icl::LsaMask::prefix, 1.6, icl::LsaMask::causal, 1.6, 30, {}) >= 1e-4);
+    CHECK(lsa_error(data, icl::LsaMask::prefix, 1.6 * 1.01, icl::LsaMask::prefix, 1.6, 30, {}) >= 1e-4);
+    CHECK(lsa_error(data, icl::LsaMask::causal, 1.6, icl::LsaMask::causal2, 1.6, 5, {}) >= 1e-4);  // η/n vs η/j
+}
+
+TEST_CASE("lsa_gd: stationary points solve their systems and the recursions reach them (Props 3, 4, 7)", "[lsa_gd]") {
+    const auto data = small_data(11);
+    const std::size_t n = data.examples, d = data.dim, T = data.time();
+    for (std::size_t b = 0; b < data.batch; ++b) {
+        const double* x = data.x.data() + b * T * d;
+        const double* y = data.y.data() + b * T;
+        for (bool normalized : {false, true}) {
+            INFO("sequence " << b << (normalized ? " causalLM2" : " causalLM"));
+            const auto a = icl::causal_stationary_coefficients(x, y, n, d, normalized);
+            const auto m = icl::causal_system_matrix(x, n, d, normalized);
+            for (std::size_t i = 0; i < n; ++i) {  // y = a*T (Prop 4) or y = a*S (Prop 7)
+                double fitted = 0.0;
+                for (std::size_t k = 0; k < n; ++k) fitted += a[k] * m[k * n + i];
+                CHECK(std::abs(fitted - y[i]) <= 1e-10 * std::max(1.0, std::abs(y[i])));
+            }
+            std::vector<double> iterate(n, 0.0);  // Eq. 15 / Prop 7's update converges to a*
+            for (int l = 0; l < 3000; ++l) icl::causal_coefficients_step(iterate, x, y, n, d, normalized ? 0.1 : 1.6, normalized);
+            double diff = 0.0, norm = 0.0;
+            for (std::size_t i = 0; i < n; ++i) diff += (iterate[i] - a[i]) * (iterate[i] - a[i]), norm += a[i] * a[i];
+            CHECK(std::sqrt(diff / norm) <= 1e-8);
+        }
+        const auto w_star = icl::prefix_stationary_weights(x, y, n, d);  // Prop 3, noise-free: the task itself
+        for (std::size_t k = 0; k < d; ++k) CHECK(std::abs(w_star[k] - data.w[b * d + k]) <= 1e-10);
+    }
+}
+
+TEST_CASE("lsa_gd: the LAPACK wrapper computes eigenvalues, solves and refuses a singular matrix", "[lsa_gd]") {
+    const std::vector<double> a{2, 1, 0, 1, 2, 0, 0, 0, 5};  // eigenvalues 1, 3, 5
+    const auto eigenvalues = linalg::symmetric_eigenvalues(a, 3);
+    REQUIRE(eigenvalues.size() == 3);
+    CHECK(eigenvalues[0] == Approx(1.0).margin(1e-14));
+    CHECK(eigenvalues[1] == Approx(3.0).margin(1e-14));
+    CHECK(eigenvalues[2] == Approx(5.0).margin(1e-14));
+    const auto x = linalg::solve({1, 2, 3, 4}, 2, {5, 6}, 1);  // [[1, 2], [3, 4]] x = (5, 6): x = (−4, 4.5)
+    CHECK(x[0] == Approx(-4.0).margin(1e-13));
+    CHECK(x[1] == Approx(4.5).margin(1e-13));
+    CHECK(linalg::condition_number_2({2, 0, 0, 0.5}, 2) == Approx(4.0).margin(1e-12));
+    CHECK_THROWS_WITH(linalg::solve({1, 2, 2, 4}, 2, {1, 1}, 1), Catch::Contains("dgesv") && Catch::Contains("singular"));
+}
+
+TEST_CASE("lsa_gd: the quick config writes the checks table with every gated check passing", "[lsa_gd][cli]") {
+    Scratch scratch;
+    const auto result = run_iclab("run configs/quick/lsa_gd.yaml output.dir=" + scratch.path.string(), scratch.path);
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    CHECK_THAT(result.out, Catch::Contains("paper 003 Part A") && Catch::Contains("0 FAIL"));
+    const fs::path run_dir = last_line(result.out);
+    io::ResultsReader reader((run_dir / "results.h5").string());
+    CHECK(reader.read_attr_int64("/", "checks_failed") == 0);
+    const auto names = reader.read_column_string("/tables/checks/check");
+    const auto verdicts = reader.read_column_string("/tables/checks/pass");
+    const auto ours = reader.read_column_double("/tables/checks/ours");
+    REQUIRE(names.size() == verdicts.size());
+    REQUIRE(names.size() >= 40);
+    std::size_t gated = 0;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        INFO(names[i] << " = " << ours[i]);
+        CHECK((verdicts[i] == "pass" || verdicts[i] == "report"));
+        gated += verdicts[i] == "pass";
+    }
+    CHECK(gated >= 35);
+    for (const std::string name : {"prop1_prefix_lsa_equals_gd_fp64", "prop2_causal_lsa_equals_gd_fp64", "fig2_causal_query_mse_l50_min",
+                                   "prop4_asymptotic_rate_vs_rho", "fig2r_mu0_first_n_below_1e-2_min", "kappa_eig_ratio_S_over_T_n40"})
+        CHECK(std::count(names.begin(), names.end(), name) == 1);
+    const auto layers = reader.read_column_int64("/tables/layers/layer");
+    CHECK(*std::max_element(layers.begin(), layers.end()) == 50);
+    CHECK(reader.has("/tables/stationary/causal_query_mse"));
+    CHECK(reader.has("/tables/kappa/eig_ratio_S_over_T"));
+    CHECK_THAT(reader.read_attr_string("/tables/checks", "paper_bands"), Catch::Contains("ours paper"));
+}
