@@ -9,7 +9,8 @@
     X(forward_pass)          \
     X(iclca_exactness)       \
     X(iclca_induction)       \
-    X(bias_training)
+    X(bias_training)         \
+    X(gd_duals)
 
 namespace iclab::experiments {
 

@@ -70,6 +70,7 @@ TEMPLATE_TEST_CASE("gd_duals: paper 002 Theorem 1, a prompt equals one GD step",
     for (auto map : {nn::FeatureMap::identity, nn::FeatureMap::elu1, nn::FeatureMap::relu, nn::FeatureMap::performer})
         for (std::size_t m : {1, 4})
             for (double eta_over_m : {0.1, 1.0, 10.0}) {
+                if (sizeof(TestType) == 4 && eta_over_m != 1.0) continue;  // fp32 only at η/m = 1 (spec §1)
                 icl::Thm1Setting s;
                 s.feature_map = map;
                 s.features = 16;
@@ -79,9 +80,11 @@ TEMPLATE_TEST_CASE("gd_duals: paper 002 Theorem 1, a prompt equals one GD step",
                 const auto r = icl::check_002_thm1<TestType>(s, rng);
                 INFO(nn::feature_map_name(map) << " m " << m << " eta/m " << eta_over_m);
                 CHECK(r.err <= single_bar<TestType>());
+                CHECK(r.prompt_effect >= 1e-3);  // these instances have a prompt that matters
                 CHECK(r.err_no_half >= kControlFloor);
-                CHECK(r.err_no_w0 >= kControlFloor);
-                if (eta_over_m == 1.0) CHECK(r.err_iclca <= single_bar<TestType>());
+                if (eta_over_m >= 1.0) CHECK(r.err_no_w0 >= kControlFloor);
+                else CHECK(r.err_no_w0 < 0.0);  // not applicable below η/m = 1
+                if (eta_over_m == 1.0 && sizeof(TestType) == 8) CHECK(r.err_iclca <= single_bar<TestType>());  // fp64 cross-check
             }
 }
 
@@ -188,7 +191,7 @@ TEMPLATE_TEST_CASE("gd_duals: von Oswald's constructed LSA equals K GD steps", "
                 const auto r = icl::check_vo_construct<TestType>(s, rng);
                 INFO("K " << K << " w0_zero " << w0_zero << " shared " << shared);
                 CHECK(r.err <= (K == 1 ? single_bar<TestType>() : multi_bar<TestType>()));
-                if (!w0_zero) CHECK(r.err_ctrl >= 1e-3);
+                if (!w0_zero) CHECK(r.err_ctrl >= 1e-3);  // η = 0.5, N = 10: the query's value is large enough
                 else CHECK(r.err_ctrl < 0.0);
             }
 }

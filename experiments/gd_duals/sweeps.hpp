@@ -9,7 +9,7 @@
 #include "framework/config/config.hpp"
 #include "framework/core/rng.hpp"
 
-namespace iclab::experiments::gd_duals {
+namespace iclab::experiments::duals {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -18,6 +18,7 @@ struct InstanceRow {
     std::string check, cell, dtype;
     std::int64_t instance = 0;
     double err = 0.0, control = kNaN;
+    double conditioning = kNaN;  // 002 checks: κ of Theorem 1's step (framework/icl/gd_dual.hpp)
 };
 
 // One summary row: the worst error against the bar, the weakest control against its floor.
@@ -33,7 +34,7 @@ struct Results {
     std::vector<SummaryRow> summary;
     // Adds an instance row and folds it into the summary row (check, dtype), created with bar/floor/description.
     void add(const std::string& check, const std::string& dtype, const std::string& cell, std::int64_t instance, double err,
-             double control, double bar, double control_floor, const std::string& description);
+             double control, double bar, double control_floor, const std::string& description, double conditioning = kNaN);
 };
 
 // Runs one check's sweep (its config keys, for both dtypes listed) from its own stream; appends to `results`.
@@ -45,4 +46,4 @@ void sweep_vo_construct(const config::Config& cfg, const Rng& stream, const std:
 
 void declare_sweep_keys(config::Schema& schema);
 
-}  // namespace iclab::experiments::gd_duals
+}  // namespace iclab::experiments::duals

@@ -26,7 +26,10 @@ struct Thm1Setting {
     double eta_over_m = 1.0;
 };
 struct Thm1Result {
-    double err = 0, err_no_half = 0, err_no_w0 = 0;
+    double err = 0, err_no_half = 0, err_no_w0 = 0;  // controls −1 where they cannot fail: prompt_effect < 1e-3;
+    // err_no_w0 also at η/m < 1 or W_0 x_i ≈ 0
+    double prompt_effect = 0;  // err(S_0, W_0 φ(W_Q p)): how much the prompt moves the outputs
+    double conditioning = 0;   // κ: size of the term that cancels in W_0 x_i − y_i over max(1, max|S_0|); rounding ≈ eps·κ
     double err_iclca = -1;  // η = m only: ‖(W_1 − W_0) − the attention state of X'‖ (ICLCA's b_KV); −1 otherwise
 };
 template <class T>
@@ -42,6 +45,7 @@ struct Alg1Setting {
 };
 struct Alg1Result {
     double err_final = 0, err_max_layer = 0, err_causal_control = 0;
+    double conditioning = 0;  // max over LSA layers of Theorem 1's κ (Thm1Result) relative to max(1, max|h|)
     double frac_layers_loss_decreased = 0;  // over LSA layers: L_l(W_1) < L_l(W_0) (diagnostic, spec §2)
     std::vector<double> err_layer, loss_before, loss_after;  // per layer (losses NaN for FFN layers)
 };
@@ -89,7 +93,9 @@ struct VoSetting {
 };
 struct VoResult {
     double err_query = 0, err_context = 0, err = 0;
-    double err_ctrl = -1;  // query among keys and values (C2); −1 when W_0 = 0 (the control needs W_0 ≠ 0)
+    // Query among keys and values (C2); −1 when W_0 = 0 or the query's extra value (η_1/N)·2|W_0 x_q| < 1e-3
+    // (the control needs W_0 ≠ 0 and cannot fail by more than that).
+    double err_ctrl = -1;
 };
 template <class T>
 VoResult check_vo_construct(const VoSetting& s, Rng& rng);

@@ -36,12 +36,13 @@ std::vector<T> block(const std::vector<T>& a, std::size_t stride, std::size_t ro
 }
 
 template <class T>
-nn::FeatureMapParams<T> feature_params(nn::FeatureMap map, const std::vector<T>& random, std::size_t features) {
+nn::FeatureMapParams<T> feature_params(nn::FeatureMap map, const std::vector<T>& random, std::size_t features,
+                                       double input_scale = 1.0) {
     nn::FeatureMapParams<T> p;
     p.map = map;
     p.random = map == nn::FeatureMap::performer ? random.data() : nullptr;
     p.random_features = map == nn::FeatureMap::performer ? features : 0;
-    p.input_scale = 1.0;  // any temperature is folded into the projections (spec §0.3)
+    p.input_scale = input_scale;  // performer's s (feature_map.hpp); 004 folds its temperature into the projections
     return p;
 }
 
@@ -68,10 +69,11 @@ inline nn::AttentionShape shape_of(std::size_t time, std::size_t width, std::siz
 template <class T>
 std::vector<T> attention(const std::vector<T>& qkv, std::size_t time, std::size_t width, std::size_t heads,
                          nn::FeatureMap map, const std::vector<T>& random, std::size_t features, bool normalize,
-                         const nn::AttentionMask& mask, nn::LinearAttentionCache<T>& cache) {
+                         const nn::AttentionMask& mask, nn::LinearAttentionCache<T>& cache, double input_scale = 1.0) {
     const nn::AttentionShape shape = shape_of(time, width, heads, map, features);
     nn::LinearAttentionOptions options;
     options.feature_map = map;
+    options.performer_input_scale = input_scale;
     options.normalize = normalize;
     options.eps = 0.0;  // exact kernel normalizer D (paper 004 Eq. 2)
     options.unnormalized_scale = 1.0;
