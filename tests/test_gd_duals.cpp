@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 #include <string>
 
+#include "experiments/gd_duals/sweeps.hpp"
 #include "framework/icl/gd_dual.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/nn/losses.hpp"
@@ -13,6 +15,7 @@
 #include "tests/gradient_check.hpp"
 
 using namespace iclab;
+using namespace iclab_test;
 using iclab::testing::check_gradient;
 using iclab::testing::random_vector;
 
@@ -194,4 +197,66 @@ TEMPLATE_TEST_CASE("gd_duals: von Oswald's constructed LSA equals K GD steps", "
                 if (!w0_zero) CHECK(r.err_ctrl >= 1e-3);  // η = 0.5, N = 10: the query's value is large enough
                 else CHECK(r.err_ctrl < 0.0);
             }
+}
+
+namespace {
+// Every check at one or two instances on a cut-down grid: seconds.
+const std::string kTinyDuals =
+    "configs/quick/gd_duals.yaml thm1_002.instances=2 thm1_002.widths=[8] thm1_002.prompts=[4] thm1_002.inputs=[4] "
+    "thm1_002.eta_over_m=[1e-3,1] alg1_002.instances=1 alg1_002.patterns=[AF] alg1_002.prompts=[4] alg1_002.inputs=[4] "
+    "thm1_004.instances=2 thm1_004.kernels=[prf120,softmax] thm1_004.demos=[15] variants_004.instances=1 "
+    "variants_004.negatives=[3] variants_004.betas=[0.1] vo_construct.instances=2 vo_construct.demos=[10] "
+    "vo_construct.layers=[1,4] --threads 1";
+}  // namespace
+
+TEST_CASE("gd_duals: the quick config runs end to end and every row passes", "[gd_duals][cli]") {
+    Scratch scratch;
+    const auto result = run_iclab("run " + kTinyDuals + " output.dir=" + scratch.path.string(), scratch.path);
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    CHECK_THAT(result.out, Catch::Contains("002-T1") && Catch::Contains("004-T1 softmax kernel") && Catch::Contains("VO-C K=1") &&
+                               Catch::Contains("every check passes"));
+    const fs::path run_dir = last_line(result.out);
+    iclab::io::ResultsReader reader((run_dir / "results.h5").string());
+    const std::string g = "/tables/gd_duals/";
+    const auto checks = reader.read_column_string(g + "check");
+    const auto dtypes = reader.read_column_string(g + "dtype");
+    const auto pass = reader.read_column_string(g + "pass");
+    const auto max_error = reader.read_column_double(g + "max_error"), bar = reader.read_column_double(g + "bar");
+    const auto control = reader.read_column_double(g + "control_error"), floor = reader.read_column_double(g + "control_floor");
+    const auto instances = reader.read_column_int64(g + "instances");
+    const auto paper = reader.read_column_double(g + "paper_value"), ours = reader.read_column_double(g + "ours");
+    std::set<std::string> seen(checks.begin(), checks.end());
+    for (const std::string name : {"002-T1", "002-T1 corners", "002-A1", "004-T1", "004-T1 full-batch", "004-T1 softmax kernel",
+                                   "004-V reg (Eq. 14)", "004-V Eq. 15 - Eq. 14", "004-V aug (Eq. 16)", "004-V neg (Eq. 17-18)",
+                                   "VO-C K=1", "VO-C K<=16"}) {
+        INFO(name);
+        CHECK(seen.count(name) == 1);
+    }
+    for (std::size_t r = 0; r < checks.size(); ++r) {
+        INFO(checks[r] << " " << dtypes[r]);
+        CHECK(pass[r] == "true");
+        CHECK(instances[r] > 0);
+        CHECK(paper[r] == 0.0);
+        CHECK(ours[r] == max_error[r]);
+        if (!std::isnan(bar[r])) CHECK(max_error[r] <= bar[r]);
+        if (!std::isnan(floor[r])) CHECK(control[r] >= floor[r]);
+        if (dtypes[r] == "float32" && checks[r].find("004") == 0) CHECK(max_error[r] > 1e-9);  // fp32 really ran in fp32
+    }
+    CHECK(reader.read_attr_string("/tables/gd_duals", "paper_bands") == "ours paper_value abs 1e-5");
+    CHECK(reader.read_attr_string("/", "all_pass") == "true");
+    CHECK(reader.read_column_string("/tables/gd_duals_instances/check").size() > checks.size());
+}
+
+TEST_CASE("gd_duals: a row fails when its error exceeds the bar or its control does not fail", "[gd_duals]") {
+    iclab::experiments::duals::SummaryRow row;
+    row.max_error = 2e-12;
+    row.bar = 1e-12;
+    row.control_error = 1.0;
+    row.control_floor = 1e-4;
+    CHECK_FALSE(row.pass());
+    row.max_error = 1e-13;
+    CHECK(row.pass());
+    row.control_error = 1e-5;  // a control that did not fail makes the row fail
+    CHECK_FALSE(row.pass());
 }

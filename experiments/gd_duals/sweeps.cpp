@@ -325,7 +325,7 @@ void sweep_vo_construct(const config::Config& cfg, const Rng& stream, const std:
 
 void declare_sweep_keys(config::Schema& schema) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
-    schema.add_float_list("gd_duals.max_conditioning", {1e3, 10.0}, 0.0, kInf,
+    schema.add_float_list("gd_duals.max_conditioning", {1e3, 5.0}, 0.0, kInf,
                           "[fp64, fp32] 002 checks: instances whose kappa (Theorem 1's cancelled term over the output scale; "
                           "rounding ~ eps*kappa) exceeds this go to the ill-conditioned rows (bar 1e-10 fp64, fp32 reported only)")
         .add_int("thm1_002.instances", 20, 0, 1 << 20, "seeds per cell of 002-T1 (0: not run)")

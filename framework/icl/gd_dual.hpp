@@ -93,7 +93,7 @@ struct VoSetting {
 };
 struct VoResult {
     double err_query = 0, err_context = 0, err = 0;
-    // Query among keys and values (C2); −1 when W_0 = 0 or the query's extra value (η_1/N)·2|W_0 x_q| < 1e-3
+    // Query among keys and values (C2); −1 when W_0 = 0 or the query's extra value (η_1/N)·2|W_0 x_q| < 1e-2
     // (the control needs W_0 ≠ 0 and cannot fail by more than that).
     double err_ctrl = -1;
 };
