@@ -10,7 +10,8 @@
     X(iclca_exactness)       \
     X(iclca_induction)       \
     X(bias_training)         \
-    X(gd_duals)
+    X(gd_duals)              \
+    X(vo_trained)
 
 namespace iclab::experiments {
 
