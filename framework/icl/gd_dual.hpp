@@ -84,6 +84,19 @@ struct Thm1004Result {
 template <class T>
 Thm1004Result check_004_thm1(const Thm1004Setting& s, Rng& rng);
 
+// The same dual on given weights and tokens (a trained layer, spec §5): h (T, C = 12) with h_{N+1} = [x_{N+1}; 0];
+// w_qkv (C, 3C) = [W_Q | W_K | W_V] row convention without the temperature, applied as q = s W_Q h, k = s W_K h;
+// random (C, R) performer directions; g1, g2, g2b (C, C) for the augmented variant only. y_true is left 0. With
+// trajectory_y, the batch-1 run records the y-slot of W^{(s)} φ(q) for s = 0..N·N_CL (Fig. 3 left).
+template <class T>
+struct Dual004Weights {
+    std::vector<T> w_qkv, random, g1, g2, g2b;
+    double scale = 1.0;  // s
+};
+template <class T>
+Thm1004Result dual_004(const std::vector<T>& h, const Dual004Weights<T>& weights, const Thm1004Setting& s,
+                       std::vector<double>* trajectory_y);
+
 // ---- von Oswald et al. 2023, Proposition 1: constructed LSA equals K GD steps (spec §10) ----------------------
 struct VoSetting {
     std::size_t dx = 10, dy = 1, demos = 10, layers = 1;  // d_x, d_y, N, K

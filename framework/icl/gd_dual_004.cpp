@@ -46,6 +46,7 @@ struct GdRun {
     bool with_w0 = true, full_batch = false, softmax = false;
     double normalizer = 0.0, eta_loss = 1.0, alpha = 0.0;
     std::size_t epochs = 1;
+    std::vector<double>* steps_y = nullptr;  // batch-1 runs: the y-slot of W^{(s)} φ(q) for s = 0..N·N_CL
 };
 
 // Theorem 1's GD side (Eq. 9-11): W_0 = D^{-1} y_{N+1} φ(x_{N+1})ᵀ; per-sample loss −(1/(η D)) y_iᵀ W φ(x_i); batch-1
@@ -80,6 +81,7 @@ std::vector<std::vector<T>> run_gd(const DualData<T>& d, std::size_t N, const Gd
         for (std::size_t c = 0; c < C; ++c) model.weight()[f * C + c] = d.inputs[N * F + f] * w0_coefficient[c];
     model.predict(y.data(), d.test.data(), 1);
     trajectory.push_back(y);
+    if (r.steps_y != nullptr) r.steps_y->assign(1, static_cast<double>(y[C - 1]));
     if (r.full_batch) {
         loss.l2 = r.alpha / r.eta_loss;
         model.step(d.inputs.data(), d.targets.data(), N, loss, r.eta_loss);
@@ -88,8 +90,12 @@ std::vector<std::vector<T>> run_gd(const DualData<T>& d, std::size_t N, const Gd
         return trajectory;
     }
     for (std::size_t e = 0; e < r.epochs; ++e) {
-        for (std::size_t i = 0; i < N; ++i)
+        for (std::size_t i = 0; i < N; ++i) {
             model.step(d.inputs.data() + i * F, d.targets.data() + i * C, 1, loss, r.eta_loss / r.epochs);
+            if (r.steps_y == nullptr) continue;
+            model.predict(y.data(), d.test.data(), 1);  // the per-step prediction recorder (spec §3.2)
+            r.steps_y->push_back(static_cast<double>(y[C - 1]));
+        }
         model.predict(y.data(), d.test.data(), 1);
         trajectory.push_back(y);
     }
@@ -103,10 +109,6 @@ Thm1004Result check_004_thm1(const Thm1004Setting& s, Rng& rng) {
     const std::size_t C = kWidth, N = s.demos, TT = N + 1;
     const bool performer = !s.softmax && s.feature_map == nn::FeatureMap::performer;
     const std::size_t F = s.softmax ? C : performer ? s.features : C;
-    const bool reg = s.variant == "reg", aug = s.variant == "aug", neg = s.variant == "neg";
-    ICLAB_CHECK(s.variant == "none" || reg || aug || neg, "unknown variant '" << s.variant << "'");
-    ICLAB_CHECK(!reg || s.epochs == 1, "the regularized dual (Eq. 14) is exact for one full-batch step (N_CL = 1) only");
-    ICLAB_CHECK(!neg || (s.negatives >= 1 && s.negatives < N), "negatives k must lie in [1, N)");
     // Instance: one task w ~ N(0, I), x ~ U(−1, 1)^11 (A10), tokens h_j = [x_j; y_j], h_{N+1} = [x_{N+1}; 0] (A11);
     // W_Q, W_K, W_V ~ U(±1/√C); G ~ U(±1/√C); ω ~ N(0, I) (performer).
     const auto w = normal_draws<T>(kInputs, rng, 1.0);
@@ -122,15 +124,40 @@ Thm1004Result check_004_thm1(const Thm1004Setting& s, Rng& rng) {
         else y_true = y;
     }
     const double bound = 1.0 / std::sqrt(static_cast<double>(C));
-    const auto w_qkv = uniform_draws<T>(C * 3 * C, rng, -bound, bound);
-    const auto g1 = uniform_draws<T>(C * C, rng, -bound, bound), g2 = uniform_draws<T>(C * C, rng, -bound, bound);
-    const auto g2b = uniform_draws<T>(C * C, rng, -bound, bound);
-    const auto random = performer ? normal_draws<T>(C * F, rng, 1.0) : std::vector<T>();
+    Dual004Weights<T> weights;
+    weights.w_qkv = uniform_draws<T>(C * 3 * C, rng, -bound, bound);
+    weights.g1 = uniform_draws<T>(C * C, rng, -bound, bound);
+    weights.g2 = uniform_draws<T>(C * C, rng, -bound, bound);
+    weights.g2b = uniform_draws<T>(C * C, rng, -bound, bound);
+    weights.random = performer ? normal_draws<T>(C * F, rng, 1.0) : std::vector<T>();
+    weights.scale = std::pow(static_cast<double>(C), -0.25);
+    Thm1004Result result = dual_004(h, weights, s, nullptr);
+    result.y_true = y_true;
+    return result;
+}
+
+template <class T>
+Thm1004Result dual_004(const std::vector<T>& h, const Dual004Weights<T>& weights, const Thm1004Setting& s,
+                       std::vector<double>* trajectory_y) {
+    const std::size_t C = kWidth, N = s.demos, TT = N + 1;
+    const bool performer = !s.softmax && s.feature_map == nn::FeatureMap::performer;
+    const std::size_t F = s.softmax ? C : performer ? s.features : C;
+    const bool reg = s.variant == "reg", aug = s.variant == "aug", neg = s.variant == "neg";
+    ICLAB_CHECK(s.variant == "none" || reg || aug || neg, "unknown variant '" << s.variant << "'");
+    ICLAB_CHECK(!reg || s.epochs == 1, "the regularized dual (Eq. 14) is exact for one full-batch step (N_CL = 1) only");
+    ICLAB_CHECK(!neg || (s.negatives >= 1 && s.negatives < N), "negatives k must lie in [1, N)");
+    ICLAB_CHECK(h.size() == TT * C && weights.w_qkv.size() == C * 3 * C && (!performer || weights.random.size() == C * F),
+                "dual_004: tokens, weights or random features of the wrong size");
+    const auto& w_qkv = weights.w_qkv;
+    const auto& g1 = weights.g1;
+    const auto& g2 = weights.g2;
+    const auto& g2b = weights.g2b;
+    const auto& random = weights.random;
     const auto params = feature_params(s.softmax ? nn::FeatureMap::identity : s.feature_map, random, F);
 
     // q = s W_Q h_{N+1}, k_j = s W_K h_j, v_j = W_V h_j with s = C^{-1/4} (spec §0.3); Eq. 16: k̃ = s g2(W_K h),
     // ṽ = g1(W_V h), queries not augmented.
-    const T scale = static_cast<T>(std::pow(static_cast<double>(C), -0.25));
+    const T scale = static_cast<T>(weights.scale);
     const auto raw = project(h, TT, w_qkv, C, 3 * C);
     auto q = block(raw, 3 * C, 0, TT, 0, C), k = block(raw, 3 * C, 0, TT, C, C), v = block(raw, 3 * C, 0, TT, 2 * C, C);
     auto k_aug = k, v_aug = v;
@@ -214,7 +241,9 @@ Thm1004Result check_004_thm1(const Thm1004Setting& s, Rng& rng) {
     run.epochs = s.epochs;
     run.full_batch = reg;
     run.alpha = s.alpha;
+    run.steps_y = trajectory_y;
     const auto trajectory = run_gd(dual, N, run);
+    run.steps_y = nullptr;  // the other runs below do not record
     Thm1004Result result;
     result.err = dual_error(h_att.data(), trajectory.back().data(), C);
     // §3.3.2: y^{(eN)} = W_0φ(q) + (e/N_CL)(ĥ − W_0φ(q)) at every epoch boundary (batch-1 runs).
@@ -267,13 +296,16 @@ Thm1004Result check_004_thm1(const Thm1004Setting& s, Rng& rng) {
         result.eq15_vs_gd = dual_error(eq15.data(), trajectory.back().data(), C);
         result.eq15_minus_eq14_residual = dual_error(eq15.data(), predicted.data(), C);
     }
-    result.y_true = y_true;
     result.y_tf = static_cast<double>(h_att[C - 1]);
     result.y_cl = static_cast<double>(trajectory.back()[C - 1]);
     return result;
 }
 
 template Thm1004Result check_004_thm1<float>(const Thm1004Setting&, Rng&);
+template Thm1004Result dual_004<float>(const std::vector<float>&, const Dual004Weights<float>&, const Thm1004Setting&,
+                                       std::vector<double>*);
+template Thm1004Result dual_004<double>(const std::vector<double>&, const Dual004Weights<double>&, const Thm1004Setting&,
+                                        std::vector<double>*);
 template Thm1004Result check_004_thm1<double>(const Thm1004Setting&, Rng&);
 
 }  // namespace iclab::icl
