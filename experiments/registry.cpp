@@ -11,7 +11,8 @@
     X(iclca_induction)       \
     X(bias_training)         \
     X(gd_duals)              \
-    X(vo_trained)
+    X(vo_trained)            \
+    X(gd004_example)
 
 namespace iclab::experiments {
 
