@@ -270,7 +270,7 @@ void sweep_variants_004(const config::Config& cfg, const Rng& stream, const std:
                 Rng rng = stream.derive(c + 1).derive(i);
                 const auto r = icl::check_004_thm1<T>(s, rng);
                 if (s.variant == "reg") {
-                    results.add("004-V reg (Eq. 14)", dtype, name, i, r.err, r.err_ctrl_base, single_bar(dtype), 1e-4,
+                    results.add("004-V reg (Eq. 14)", dtype, name, i, r.err, r.err_ctrl_base >= 0.0 ? r.err_ctrl_base : kNaN, single_bar(dtype), 1e-4,
                                 "paper 004 Eq. 13-14: one full-batch step with (alpha/2eta)|W|^2; control: base dual");
                     results.add("004-V Eq. 15 - Eq. 14", dtype, name, i, r.eq15_minus_eq14_residual, r.eq15_vs_gd, single_bar(dtype),
                                 1e-4, "typo A8: Eq. 15 - Eq. 14 = -alpha (1 - a_N+1) v_N+1; control: Eq. 15 as the dual");

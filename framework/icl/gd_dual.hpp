@@ -76,7 +76,8 @@ struct Thm1004Result {
     double err_full_batch = 0;   // one full-batch step with η_gd = η_loss (§3.3.4)
     double err_ctrl_w0 = -1;     // W_0 := 0 (−1 when a_{N+1}|v_{N+1}| < 1e-3, skipped per §3.5)
     double err_ctrl_d = 0;       // D over keys 1..N only
-    double err_ctrl_base = 0;    // variants: the base-model dual against the modified attention (§7)
+    double err_ctrl_base = 0;    // variants: the base-model dual against the modified attention (§7); reg: −1 when
+                                 // α a_{N+1} |v_{N+1}| < 1e-3 (it cannot fail)
     double eq15_vs_gd = 0;       // reg: Eq. 15 as printed against the dual (typo A8)
     double eq15_minus_eq14_residual = 0;  // reg: (Eq. 15 − Eq. 14) − (−α(1 − a_{N+1}) v_{N+1})
     double y_true = 0, y_tf = 0, y_cl = 0;

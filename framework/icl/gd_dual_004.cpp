@@ -286,6 +286,8 @@ Thm1004Result dual_004(const std::vector<T>& h, const Dual004Weights<T>& weights
         DualData<T> plain = dual_data(k, v);
         base.normalizer = plain.normalizer;
         result.err_ctrl_base = dual_error(h_att.data(), run_gd(plain, N, base).back().data(), C);
+        // Eq. 14 moves the output by α a_{N+1} v_{N+1} only: below 1e-3 the control cannot fail (the §3.5 rule).
+        if (reg && std::abs(s.alpha) * a[N] * v_norm < 1e-3) result.err_ctrl_base = -1.0;
     }
     if (reg) {  // Eq. 15 as printed: ĥ − α v_{N+1}; it differs from Eq. 14 by −α(1 − a_{N+1}) v_{N+1} (typo A8)
         std::vector<T> eq15(C), predicted(C);
