@@ -11,7 +11,10 @@
     X(iclca_induction)       \
     X(bias_training)         \
     X(iclaa)                 \
-    X(lsa_gd)
+    X(lsa_gd)                \
+    X(gd_duals)              \
+    X(vo_trained)            \
+    X(gd004_example)
 
 namespace iclab::experiments {
 

@@ -20,7 +20,7 @@ namespace iclab::run {
 
 namespace {
 
-enum Stream : std::uint64_t { kInitStream = 1, kTrainDataStream = 2, kEvalDataStream = 3 };
+enum Stream : std::uint64_t { kInitStream = 1, kTrainDataStream = 2, kEvalDataStream = 3, kFixedTaskStream = 4 };
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using Position = tasks::RegressionPosition;
@@ -264,6 +264,9 @@ void add_regression_task_keys(config::Schema& schema) {
         .add_int("task.classes", 3, 2, 4096, "classes of the classification task")
         .add_float("task.noise_std", 0.0, 0.0, 1e6, "std of Gaussian noise on y (linear, sigmoid)")
         .add_bool("task.sigmoid_shift", false, "sigmoid task: y = sigmoid(W x) - 0.5")
+        .add_string("task.w_mode", "per_sequence", {"per_sequence", "fixed"},
+                    "per_sequence: a fresh task W per sequence; fixed: one W ~ N(0, 1) drawn once from the seed and used "
+                    "for every training and eval sequence (paper 004 A.3's single task)")
         .add_string("task.loss_positions", "query", {"query", "all"},
                     "squared error at the query positions only, or also at the in-context prediction positions "
                     "(meaningful for the interleaved format)");
@@ -306,6 +309,11 @@ tasks::RegressionSpec regression_spec_from_config(const config::Config& cfg) {
     spec.classes = cfg.get_int("task.classes");
     spec.noise_std = cfg.get_float("task.noise_std");
     spec.sigmoid_shift = cfg.get_bool("task.sigmoid_shift");
+    if (cfg.get_string("task.w_mode") == "fixed") {  // one W per run: its own stream of the seed
+        Rng task_rng = Rng(static_cast<std::uint64_t>(cfg.get_int("seed"))).derive(kFixedTaskStream);
+        spec.fixed_weights.resize(tasks::regression_output_dim(spec) * spec.x_dim);
+        for (double& w : spec.fixed_weights) w = task_rng.normal();
+    }
     tasks::validate_regression_spec(spec);
     return spec;
 }

@@ -78,8 +78,15 @@ void sample_regression_batch(RegressionBatch<T>& out, std::size_t batch, const R
     const std::size_t D = regression_token_dim(spec);      // d_in = X + Y
 
     // 1. Task weights W_b (Y, X), entries N(0, 1): the linear map, or the class vectors w_c as rows.
+    // With spec.fixed_weights (paper 004 A.3's single task) every sequence uses that one W and nothing is drawn.
     std::vector<double> weights(B * Y * X);  // (B, Y, X)
-    for (double& w : weights) w = rng.normal();
+    if (spec.fixed_weights.empty()) {
+        for (double& w : weights) w = rng.normal();
+    } else {
+        ICLAB_INPUT_CHECK(spec.fixed_weights.size() == Y * X,
+                          "regression: the fixed task has " << spec.fixed_weights.size() << " weights, expected " << Y * X);
+        for (std::size_t b = 0; b < B; ++b) std::copy(spec.fixed_weights.begin(), spec.fixed_weights.end(), weights.begin() + b * Y * X);
+    }
 
     // 2. Inputs x_{b,i}, context examples first, then queries.
     std::vector<double> xs(B * M * X);  // (B, M, X)

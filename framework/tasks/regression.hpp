@@ -42,7 +42,8 @@
 //   regularizer). Experiments on the stacked format normally take the loss at query positions only.
 //
 // Draw order (fixed; the same Rng state gives the same batch). Three phases over the whole batch:
-//   1. task weights: for b in [0, B), W_b row-major (row r, column j), rng.normal() each;
+//   1. task weights: for b in [0, B), W_b row-major (row r, column j), rng.normal() each (none drawn when
+//                    spec.fixed_weights holds the one task of every sequence, paper 004 A.3's single task);
 //   2. inputs:       for b, for example i in [0, N+Q) (context first), for j in [0, x_dim):
 //                    rng.uniform(-1, 1) or rng.normal();
 //   3. noise:        only when noise_std > 0: for b, for i, for r in [0, y_dim): noise_std * rng.normal().
@@ -54,6 +55,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
@@ -83,6 +85,7 @@ struct RegressionSpec {
     std::size_t classes = 3;    // classification only, >= 2
     double noise_std = 0.0;     // linear / sigmoid only
     bool sigmoid_shift = false; // sigmoid only: subtract 0.5
+    std::vector<double> fixed_weights;  // empty: a fresh W per sequence; else the one W (Y, x_dim) of every sequence
 };
 
 // Throws iclab::InputError naming the field: x_dim, examples or queries 0; y_dim 0 (linear, sigmoid);

@@ -90,6 +90,11 @@ def figures_of(run, out_dir, stem):
         script = os.path.join(os.path.dirname(__file__), "..", "plot", "iclaa_pareto.py")
         if subprocess.run([sys.executable, script, run.run_dir, path], capture_output=True).returncode == 0:
             made.append(("ICLAA: relative logit error and ICL accuracy against the bytes standing for the prompt", path))
+    if run.attrs.get("experiment") == "gd004_example":
+        path = os.path.join(out_dir, f"{stem}_fig3_left.png")
+        script = os.path.join(os.path.dirname(__file__), "..", "plot", "gd004_fig3_left.py")
+        if subprocess.run([sys.executable, script, run.run_dir, path], capture_output=True).returncode == 0:
+            made.append(("Paper 004 Fig. 3 (left) / Fig. 8: GD-CL prediction against the SGD step", path))
     if run.curves is None:
         return made
     for metric in ("icl_accuracy", "relative_query_mse", "query_mse", "eval_loss"):

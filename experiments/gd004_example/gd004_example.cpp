@@ -1,0 +1,244 @@
+// Experiment `gd004_example` (paper 004 §5.2, Fig. 3 left, App. A.4 Fig. 8; specs/gd_duals.md §5): pre-train the
+// single Performer attention layer of §5.1 on one fixed linear task (A.3), then, on a test sequence of that task,
+// run Theorem 1's GD-CL reference (framework/icl/gd_dual.hpp `dual_004`: Linear over the layer's own φ, contrastive
+// loss, batch-1 SGD for N_CL epochs) and record its prediction after every step. Claims: y_CL(S) = y_TF exactly,
+// the trajectory is linear at epoch boundaries, and the layer's accuracy |y_TF − y| beside the paper's example.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "framework/core/measure.hpp"
+#include "framework/icl/gd_dual.hpp"
+#include "framework/run/experiment.hpp"
+#include "framework/run/regression_training.hpp"
+#include "framework/tasks/regression.hpp"
+
+namespace iclab::experiments {
+
+using namespace iclab::run;
+
+namespace {
+
+constexpr std::uint64_t kTestStream = 102;  // the test sequences (the trainer's own streams differ)
+
+// Paper 004 §5.2 (N = 15) and App. A.4 (N = 31): the example's label and the layer's prediction.
+struct PaperExample {
+    std::size_t demos;
+    double y_true, y_tf;
+};
+constexpr PaperExample kPaper[] = {{15, -0.5927, -0.6490}, {31, 0.2767, 0.2915}};
+
+void declare_keys(config::Schema& schema) {
+    schema.add_int("example.epochs", 10, 1, 1000, "N_CL epochs of the GD-CL reference (paper: 10)")
+        .add_int("example.test_sequences", 1000, 1, 1 << 20, "test sequences of the trained task for |y_TF - y|")
+        .add_int("example.dual_sequences", 100, 1, 1 << 20, "of those, how many also get the exact dual (fp64 and fp32)")
+        .add_rule([](const config::Config& cfg) {
+            auto need = [&](bool ok, const char* key, const std::string& what) {
+                if (!ok) cfg.fail({key}, std::string("gd004_example needs paper 004's single layer: ") + what);
+            };
+            need(cfg.get_int("model.layers") == 1 && cfg.get_int("model.heads") == 1, "model.layers", "one layer, one head");
+            need(cfg.get_int("model.width") == 12 && cfg.get_int("task.x_dim") == 11 && cfg.get_int("task.y_dim") == 1,
+                 "model.width", "width 12 = d_x 11 + d_y 1");
+            need(cfg.get_string("model.attention") == "linear" && cfg.get_string("model.feature_map") == "performer" &&
+                     cfg.get_string("model.normalizer") == "kernel",
+                 "model.feature_map", "kernel attention with performer features");
+            need(cfg.get_float("model.normalizer_eps") == 0.0, "model.normalizer_eps", "normalizer_eps 0 (Theorem 1's D exactly)");
+            need(!cfg.get_bool("model.residual") && !cfg.get_bool("model.output_projection") && !cfg.get_bool("model.qkv_bias") &&
+                     !cfg.get_bool("model.layernorm") && !cfg.get_bool("model.mlp") && !cfg.get_bool("model.rope"),
+                 "model.residual", "no residual, W_o, q/k/v bias, LayerNorm, MLP or RoPE");
+            need(!cfg.get_bool("model.isolate_queries") && cfg.get_string("model.mask") != "prefix", "model.isolate_queries",
+                 "the query attends to all N + 1 keys, its own included (A7)");
+            need(cfg.get_string("model.read_in") == "identity" && cfg.get_string("model.read_out") == "slice", "model.read_out",
+                 "read_in identity, read_out slice");
+            need(cfg.get_string("task.format") == "stacked" && cfg.get_int("task.queries") == 1 && cfg.get_string("task.kind") == "linear",
+                 "task.format", "stacked tokens, one query, linear task");
+            need(cfg.get_int("example.dual_sequences") <= cfg.get_int("example.test_sequences"), "example.dual_sequences",
+                 "at most example.test_sequences");
+        });
+}
+
+double quantile(std::vector<double> values, double q) {
+    std::sort(values.begin(), values.end());
+    const double position = q * static_cast<double>(values.size() - 1);
+    const std::size_t lo = static_cast<std::size_t>(position);
+    const std::size_t hi = std::min(lo + 1, values.size() - 1);
+    return values[lo] + (position - static_cast<double>(lo)) * (values[hi] - values[lo]);
+}
+
+template <class T>
+icl::Dual004Weights<T> layer_weights(const RegressionTraining& training) {
+    const model::ParameterLayout layout = model::build_parameter_layout(training.spec);
+    icl::Dual004Weights<T> w;
+    const auto& qkv = layout.find("blocks.0.attn.w_qkv");
+    const auto& random = layout.find("blocks.0.attn.random_features");
+    for (std::size_t i = 0; i < qkv.size; ++i) w.w_qkv.push_back(static_cast<T>(training.parameters[qkv.offset + i]));
+    for (std::size_t i = 0; i < random.size; ++i) w.random.push_back(static_cast<T>(training.parameters[random.offset + i]));
+    w.scale = training.spec.performer_input_scale;
+    return w;
+}
+
+RunOutcome run_gd004_example(const RunContext& context) {
+    const config::Config& cfg = context.config;
+    RunFolder run(cfg, context.options);
+    const RegressionTraining training = train_regression_model(cfg, context.options, run);
+    if (!training.completed) return {run.path(), false, training.steps_done, training.steps_total};
+    const std::size_t N = training.task.examples, TT = N + 1, C = 12, R = training.spec.random_features;
+    const std::size_t tests = static_cast<std::size_t>(cfg.get_int("example.test_sequences"));
+    const std::size_t duals = static_cast<std::size_t>(cfg.get_int("example.dual_sequences"));
+    // Attention side: the trained model itself, in fp64 (fp32 parameters convert exactly).
+    model::Transformer<double> net(training.spec, model::Transformer<double>::Mode::inference);
+    net.params = training.parameters;
+    net.set_prefix_length(tasks::regression_prefix_length(training.task));
+    tasks::RegressionBatch<double> data;
+    Rng test_rng = context.stream(kTestStream);
+    tasks::sample_regression_batch(data, tests, training.task, test_rng);
+    net.forward(data.inputs.data(), tests, TT);
+    std::vector<double> y_model(tests), abs_err(tests), abs_y(tests);
+    for (std::size_t b = 0; b < tests; ++b) {
+        y_model[b] = net.outputs()[b * TT + N];
+        abs_err[b] = std::abs(y_model[b] - data.targets.data()[b * TT + N]);
+        abs_y[b] = std::abs(data.targets.data()[b * TT + N]);
+    }
+    // GD side: Theorem 1's reference on the first `duals` sequences, fp64 and fp32; sequence 0 is the example.
+    icl::Thm1004Setting s;
+    s.feature_map = nn::FeatureMap::performer;
+    s.features = R;
+    s.demos = N;
+    s.epochs = static_cast<std::size_t>(cfg.get_int("example.epochs"));
+    const auto w64 = layer_weights<double>(training);
+    const auto w32 = layer_weights<float>(training);
+    std::vector<double> trajectory;
+    double max64 = 0.0, max_epochs64 = 0.0, max_model64 = 0.0, max32 = 0.0, max_epochs32 = 0.0, min_ctrl = 1e300;
+    icl::Thm1004Result example;
+    for (std::size_t b = 0; b < duals; ++b) {
+        const double* tokens = data.inputs.data() + b * TT * C;
+        const std::vector<double> h64(tokens, tokens + TT * C);
+        const std::vector<float> h32(h64.begin(), h64.end());
+        const auto r64 = icl::dual_004(h64, w64, s, b == 0 ? &trajectory : nullptr);
+        const auto r32 = icl::dual_004(h32, w32, s, nullptr);
+        if (b == 0) example = r64;
+        max64 = std::max(max64, r64.err);
+        max_epochs64 = std::max(max_epochs64, r64.err_epochs);
+        max_model64 = std::max(max_model64, std::abs(r64.y_cl - y_model[b]) / std::max(1.0, std::abs(y_model[b])));
+        max32 = std::max(max32, r32.err);
+        max_epochs32 = std::max(max_epochs32, r32.err_epochs);
+        min_ctrl = std::min(min_ctrl, r64.err_ctrl_d);
+        if (r64.err_ctrl_w0 >= 0.0) min_ctrl = std::min(min_ctrl, r64.err_ctrl_w0);
+    }
+    // The §7 variant duals on the trained weights (spec §7: "50 instances × {random, trained} weights"): the
+    // regularized Eq. 14 (one full-batch step) and negative samples (Eq. 17-18, N_CL epochs); fp64.
+    struct VariantRow {
+        std::string name;
+        icl::Thm1004Setting setting;
+        double max_err = 0.0, min_ctrl = std::numeric_limits<double>::quiet_NaN();
+    };
+    std::vector<VariantRow> variants;
+    for (double alpha : {0.01, 0.1}) {
+        VariantRow row{"reg alpha=" + std::string(alpha == 0.01 ? "0.01" : "0.1"), s};
+        row.setting.variant = "reg";
+        row.setting.alpha = alpha;
+        row.setting.epochs = 1;
+        variants.push_back(row);
+    }
+    for (bool renorm : {false, true}) {
+        VariantRow row{std::string("neg k=3 beta=0.1 ") + (renorm ? "uniform" : "none"), s};
+        row.setting.variant = "neg";
+        row.setting.negatives = 3;
+        row.setting.beta = 0.1;
+        row.setting.renorm = renorm;
+        variants.push_back(row);
+    }
+    for (auto& row : variants)
+        for (std::size_t b = 0; b < duals; ++b) {
+            const double* tokens = data.inputs.data() + b * TT * C;
+            const auto r = icl::dual_004(std::vector<double>(tokens, tokens + TT * C), w64, row.setting, nullptr);
+            row.max_err = std::max(row.max_err, r.err);
+            if (r.err_ctrl_base >= 0.0)  // −1: the control cannot fail on this sequence
+                row.min_ctrl = std::isnan(row.min_ctrl) ? r.err_ctrl_base : std::min(row.min_ctrl, r.err_ctrl_base);
+        }
+    const double y_true = data.targets.data()[N];
+    double paper_true = std::numeric_limits<double>::quiet_NaN(), paper_tf = std::numeric_limits<double>::quiet_NaN();
+    for (const auto& p : kPaper)
+        if (p.demos == N) paper_true = p.y_true, paper_tf = p.y_tf;
+    const double median_err = quantile(abs_err, 0.5), p90_err = quantile(abs_err, 0.9), median_y = quantile(abs_y, 0.5);
+    bool pass = max64 <= 1e-11 && max_model64 <= 1e-11 && max32 <= 1e-5 && max_epochs64 <= 1e-11 && min_ctrl >= 1e-4;
+    for (const auto& row : variants)
+        pass = pass && row.max_err <= (row.setting.variant == "reg" ? 1e-12 : 1e-11) && (std::isnan(row.min_ctrl) || row.min_ctrl >= 1e-4);
+
+    io::ResultsWriter& w = run.results();
+    auto one = [](double v) { return std::vector<double>{v}; };
+    w.write_columns("/tables/004_example",
+                    {{"N", std::vector<std::int64_t>{static_cast<std::int64_t>(N)}},
+                     {"seed", std::vector<std::int64_t>{cfg.get_int("seed")}},
+                     {"y_true", one(y_true)}, {"y_tf", one(y_model[0])}, {"y_cl", one(example.y_cl)},
+                     {"abs_cl_minus_tf", one(std::abs(example.y_cl - y_model[0]))},
+                     {"abs_tf_minus_true", one(std::abs(y_model[0] - y_true))},
+                     {"median_abs_err", one(median_err)}, {"p90_abs_err", one(p90_err)}, {"median_abs_y", one(median_y)},
+                     {"paper_y_true", one(paper_true)}, {"paper_y_tf", one(paper_tf)},
+                     {"paper_abs_tf_minus_true", one(std::abs(paper_tf - paper_true))}},
+                    // The paper's one example against our median over the test sequences: the same scale (factor 3).
+                    {{"paper_bands", "median_abs_err paper_abs_tf_minus_true ratio 3"}});
+    w.write_columns("/tables/004_example_duals",
+                    {{"dtype", std::vector<std::string>{"float64", "float32"}},
+                     {"sequences", std::vector<std::int64_t>{static_cast<std::int64_t>(duals), static_cast<std::int64_t>(duals)}},
+                     {"max_err", std::vector<double>{max64, max32}},
+                     {"max_err_epochs", std::vector<double>{max_epochs64, max_epochs32}},
+                     {"bar", std::vector<double>{1e-11, 1e-5}},
+                     {"pass", std::vector<std::string>{max64 <= 1e-11 && max_epochs64 <= 1e-11 ? "true" : "false",
+                                                       max32 <= 1e-5 && max_epochs32 <= 1e-5 ? "true" : "false"}}});
+    {
+        std::vector<std::string> names, pass_v;
+        std::vector<double> errs, bars, ctrls;
+        for (const auto& row : variants) {
+            const double bar = row.setting.variant == "reg" ? 1e-12 : 1e-11;  // single full-batch step / N·N_CL steps
+            names.push_back(row.name);
+            errs.push_back(row.max_err);
+            bars.push_back(bar);
+            ctrls.push_back(row.min_ctrl);
+            pass_v.push_back(row.max_err <= bar && (std::isnan(row.min_ctrl) || row.min_ctrl >= 1e-4) ? "true" : "false");
+        }
+        w.write_columns("/tables/004_variants_trained",
+                        {{"variant", names}, {"sequences", std::vector<std::int64_t>(names.size(), static_cast<std::int64_t>(duals))},
+                         {"max_err", errs}, {"bar", bars}, {"control_error", ctrls}, {"pass", pass_v}},
+                        {{"control_error", "minimum over sequences of the base-model dual against the variant (must be >= 1e-4); "
+                                           "NaN: on no sequence could it fail (reg: alpha a_N+1 |v_N+1| < 1e-3)"}});
+    }
+    std::vector<std::int64_t> steps, epochs;
+    for (std::size_t i = 0; i < trajectory.size(); ++i) {
+        steps.push_back(static_cast<std::int64_t>(i));
+        epochs.push_back(static_cast<std::int64_t>(i / N));
+    }
+    w.write_columns("/tables/004_example_traj", {{"step", steps}, {"epoch", epochs}, {"y_cl", trajectory}});
+    w.set_attr("model_vs_dual_max_error", max_model64);
+    w.set_attr("control_min_error", min_ctrl);
+    w.set_attr("all_pass", pass ? "true" : "false");
+    run.commit();
+    if (!context.options.quiet) {
+        print_regression_evaluation(training, cfg);
+        std::printf("\npaper 004 §5.2 example (N = %zu, N_CL = %zu): y = %.4f, y_TF = %.4f, y_CL(S = %zu) = %.4f  (paper: y = %.4f, "
+                    "y_TF = %.4f)\n", N, s.epochs, y_true, y_model[0], trajectory.size() - 1, example.y_cl, paper_true, paper_tf);
+        std::printf("|y_TF - y| over %zu test sequences: median %.4f, p90 %.4f (paper's example %.4f; zero predictor median %.4f)\n",
+                    tests, median_err, p90_err, std::abs(paper_tf - paper_true), median_y);
+        std::printf("Theorem 1 on %zu sequences: fp64 max err %.2e (epochs %.2e, model forward vs y_CL %.2e), fp32 %.2e (epochs %.2e); "
+                    "weakest control %.2e\n", duals, max64, max_epochs64, max_model64, max32, max_epochs32, min_ctrl);
+        for (const auto& row : variants)
+            std::printf("  variant dual on the trained weights, %-28s fp64 max err %.2e, base-dual control %.2e\n", row.name.c_str(),
+                        row.max_err, row.min_ctrl);
+        std::printf("%s\n", pass ? "pass" : "FAIL");
+    }
+    return {run.path(), true, training.steps_total, training.steps_total};
+}
+
+}  // namespace
+
+Experiment gd004_example() {
+    return {"gd004_example", "paper 004 §5.2 / Fig. 3 left / Fig. 8: trained Performer layer vs its GD-CL reference",
+            {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
+            declare_keys,
+            run_gd004_example};
+}
+
+}  // namespace iclab::experiments

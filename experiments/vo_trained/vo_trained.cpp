@@ -1,0 +1,116 @@
+// Experiment `vo_trained` (von Oswald et al. 2023 §3, Fig. 2; specs/gd_duals.md §11): train one linear
+// self-attention layer (identity features, no normalizer, residual, projection P, keys and values the context
+// only) on in-context linear regression with the training service of framework/run, then compare it on fixed
+// eval tasks with one GD step from W_0 = 0 at the best learning rate η* (framework/icl/gd_alignment.hpp):
+// loss gap, prediction difference, and the cosine / distance of the sensitivities ∂ŷ/∂x_q.
+#include <cmath>
+#include <cstdio>
+
+#include "framework/icl/gd_alignment.hpp"
+#include "framework/run/experiment.hpp"
+#include "framework/run/regression_training.hpp"
+#include "framework/tasks/regression.hpp"
+
+namespace iclab::experiments {
+
+using namespace iclab::run;
+
+namespace {
+
+constexpr std::uint64_t kEvalTasks = 101;  // stream of the fixed eval tasks (the trainer's own streams differ)
+
+void declare_keys(config::Schema& schema) {
+    schema.add_int("vo.eval_tasks", 10000, 1, 1 << 24, "fixed eval tasks of the comparison (von Oswald's `analyse`: 10,000)")
+        .add_float("vo.max_rel_loss_gap", 0.05, 0.0, 1e300, "bar: |loss_TF - loss_GD| / loss_GD at the end (ours, spec §11.2)")
+        .add_float("vo.min_model_cos", 0.99, -1.0, 1.0, "bar: mean cosine of the sensitivities at the end (ours, spec §11.2)")
+        .add_rule([](const config::Config& cfg) {
+            if (cfg.get_string("task.kind") != "linear" || cfg.get_int("task.y_dim") != 1 || cfg.get_int("task.queries") != 1 ||
+                cfg.get_string("task.format") != "stacked")
+                cfg.fail({"task.kind", "task.y_dim", "task.queries", "task.format"},
+                         "vo_trained compares with GD on linear regression: task.kind linear, y_dim 1, queries 1, stacked tokens");
+            if (cfg.get_string("model.read_out") != "slice" || cfg.get_int("model.layers") != 1)
+                cfg.fail({"model.read_out", "model.layers"}, "vo_trained reads the query's y-slot of one layer (read_out slice, layers 1)");
+        });
+}
+
+// The trained model in double on `tasks` eval tasks: predictions ŷ_TF (B) and, since one LSA layer is linear in
+// x_q (keys and values exclude the query), the sensitivities ∂ŷ_TF/∂x_q = ŷ(x_q = e_k) − ŷ(x_q = 0) (B, d_x).
+void trained_predictions(model::Transformer<double>& net, const tasks::RegressionBatch<double>& data, const tasks::RegressionSpec& task,
+                         std::vector<double>& y_tf, std::vector<double>& s_tf) {
+    const std::size_t B = data.inputs.shape()[0], TT = data.inputs.shape()[1], d_in = data.inputs.shape()[2], d = task.x_dim;
+    const std::size_t N = task.examples, probes = d + 2;  // the task itself, x_q = 0, x_q = e_1..e_d
+    net.set_prefix_length(tasks::regression_prefix_length(task));
+    y_tf.assign(B, 0.0);
+    s_tf.assign(B * d, 0.0);
+    std::vector<double> batch(probes * TT * d_in);
+    for (std::size_t b = 0; b < B; ++b) {
+        const double* tokens = data.inputs.data() + b * TT * d_in;
+        for (std::size_t p = 0; p < probes; ++p) {
+            std::copy(tokens, tokens + TT * d_in, batch.begin() + p * TT * d_in);
+            if (p == 0) continue;
+            double* query = batch.data() + (p * TT + N) * d_in;
+            for (std::size_t k = 0; k < d; ++k) query[k] = (p >= 2 && k == p - 2) ? 1.0 : 0.0;
+        }
+        net.forward(batch.data(), probes, TT);
+        const double* out = net.outputs();  // (probes, T, 1)
+        y_tf[b] = out[N];
+        for (std::size_t k = 0; k < d; ++k) s_tf[b * d + k] = out[(k + 2) * TT + N] - out[TT + N];
+    }
+}
+
+RunOutcome run_vo_trained(const RunContext& context) {
+    const config::Config& cfg = context.config;
+    RunFolder run(cfg, context.options);
+    const RegressionTraining training = train_regression_model(cfg, context.options, run);
+    if (!training.completed) return {run.path(), false, training.steps_done, training.steps_total};
+    model::Transformer<double> net(training.spec, model::Transformer<double>::Mode::inference);
+    net.params = training.parameters;
+    tasks::RegressionBatch<double> data;
+    Rng eval_rng = context.stream(kEvalTasks);
+    const std::size_t B = static_cast<std::size_t>(cfg.get_int("vo.eval_tasks")), N = training.task.examples, d = training.task.x_dim;
+    tasks::sample_regression_batch(data, B, training.task, eval_rng);
+    std::vector<double> y_tf, s_tf;
+    trained_predictions(net, data, training.task, y_tf, s_tf);
+    const std::vector<double> x(data.x.begin(), data.x.end()), y(data.y.begin(), data.y.end());
+    const icl::AlignmentMetrics m = icl::gd_alignment(x, y, B, N, d, y_tf, s_tf);
+    const double max_gap = cfg.get_float("vo.max_rel_loss_gap"), min_cos = cfg.get_float("vo.min_model_cos");
+    const bool pass = m.rel_loss_gap <= max_gap && m.model_cos >= min_cos;
+    io::ResultsWriter& w = run.results();
+    w.write_columns("/tables/vo_trained",
+                    {{"seed", std::vector<std::int64_t>{cfg.get_int("seed")}},
+                     {"steps", std::vector<std::int64_t>{static_cast<std::int64_t>(training.steps_total)}},
+                     {"eval_tasks", std::vector<std::int64_t>{static_cast<std::int64_t>(B)}},
+                     {"eta_star", std::vector<double>{m.eta_star}},
+                     {"loss_tf", std::vector<double>{m.loss_tf}},
+                     {"loss_gd", std::vector<double>{m.loss_gd}},
+                     {"rel_loss_gap", std::vector<double>{m.rel_loss_gap}},
+                     {"max_rel_loss_gap", std::vector<double>{max_gap}},
+                     {"preds_diff", std::vector<double>{m.preds_diff}},
+                     {"model_cos", std::vector<double>{m.model_cos}},
+                     {"min_model_cos", std::vector<double>{min_cos}},
+                     {"paper_model_cos", std::vector<double>{1.0}},
+                     {"model_diff", std::vector<double>{m.model_diff}},
+                     {"pass", std::vector<std::string>{pass ? "true" : "false"}}},
+                    // von Oswald Fig. 2: cos -> ~1 (qualitative); the band is our bar 0.99.
+                    {{"paper_bands", "model_cos paper_model_cos abs 0.01"}});
+    run.commit();
+    if (!context.options.quiet) {
+        print_regression_evaluation(training, cfg);
+        std::printf("\ntrained LSA vs one GD step at eta* = %.4f on %zu eval tasks (von Oswald et al. Fig. 2):\n", m.eta_star, B);
+        std::printf("  loss_TF %.5f  loss_GD %.5f  rel. gap %.4f (bar %.2f)\n", m.loss_tf, m.loss_gd, m.rel_loss_gap, max_gap);
+        std::printf("  preds_diff %.5f  model_cos %.5f (bar %.2f)  model_diff %.5f\n", m.preds_diff, m.model_cos, min_cos, m.model_diff);
+        std::printf("  %s\n", pass ? "pass" : "FAIL");
+    }
+    return {run.path(), true, training.steps_total, training.steps_total};
+}
+
+}  // namespace
+
+Experiment vo_trained() {
+    return {"vo_trained", "trained one-layer LSA vs one GD step at the best eta (von Oswald et al. 2023 Fig. 2; spec §11)",
+            {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
+            declare_keys,
+            run_vo_trained};
+}
+
+}  // namespace iclab::experiments
