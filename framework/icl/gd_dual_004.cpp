@@ -179,7 +179,7 @@ Thm1004Result dual_004(const std::vector<T>& h, const Dual004Weights<T>& weights
     std::vector<T> h_hat(C), a(TT);
     if (s.softmax) {
         nn::AttentionShape shape = shape_of(TT, C, 1, nn::FeatureMap::identity, 0);
-        nn::SoftmaxAttentionOptions options;
+        nn::SoftmaxAttentionOptions<T> options;
         options.scale = 1.0;  // the temperature is in q and k
         nn::SoftmaxAttentionCache<T> cache;
         std::vector<T> out(TT * C);
