@@ -178,12 +178,13 @@ TEST_CASE("gd004_figures: the quick config's tables through the iclab binary", "
     const auto closed = reader.read_column_double("/tables/004_fig10_summary/max_err_closed_form");
     const auto full = reader.read_column_double("/tables/004_fig10_summary/max_err_fullbatch");
     const auto rel = reader.read_column_double("/tables/004_fig10_summary/median_rel_deviation");
+    const auto split = reader.read_column_string("/tables/004_fig10_summary/reg_split");
     REQUIRE(closed.size() == 2 * 2);  // N_CL {1, 10} × two splits
     for (std::size_t i = 0; i < closed.size(); ++i) {
         CHECK(closed[i] <= 1e-11);
         CHECK(full[i] <= 1e-11);
         CHECK(rel[i] > 1e-11);  // batch-1 regularized SGD is not Eq. 14 exactly (Fig. 10)
-        CHECK(rel[i] < 0.05);
+        if (split[i] == "per_sample") CHECK(rel[i] < 0.05);  // the default split: "slight" (per_step is ~N/2 times larger)
     }
     CHECK(reader.read_column_double("/tables/004_fig10_traj/y_cl_per_sample").size() == 15 * 10 + 1);
 }
