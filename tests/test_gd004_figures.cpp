@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "framework/core/rng.hpp"
+#include "framework/icl/gd_dual.hpp"
 #include "framework/icl/performer_error.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/nn/kernel_features.hpp"
@@ -187,4 +188,30 @@ TEST_CASE("gd004_figures: the quick config's tables through the iclab binary", "
         if (split[i] == "per_sample") CHECK(rel[i] < 0.05);  // the default split: "slight" (per_step is ~N/2 times larger)
     }
     CHECK(reader.read_column_double("/tables/004_fig10_traj/y_cl_per_sample").size() == 15 * 10 + 1);
+}
+
+TEST_CASE("gd004_figures: batch-1 regularized GD-CL equals its closed form, full batch equals Eq. 14 (Fig. 10)", "[gd004_figures]") {
+    iclab::Rng rng(11);
+    for (const char* split : {"per_sample", "per_step"})
+        for (std::size_t epochs : {1, 10}) {
+            iclab::icl::Thm1004Setting s;
+            s.features = 120;
+            s.variant = "reg";
+            s.alpha = 0.01;
+            s.reg_split = split;
+            s.epochs = epochs;
+            const auto r = iclab::icl::check_004_thm1<double>(s, rng);
+            INFO(split << " N_CL " << epochs << ": deviation " << r.err << " closed form " << r.err_closed_form);
+            CHECK(r.err_closed_form <= 1e-12);
+            CHECK(r.err_full_batch <= 1e-12);  // §8: one full-batch step (N_CL = 1) is Eq. 14 exactly
+            CHECK(r.err_eta <= 1e-12);         // η cancels with the regularizer's α/η as well
+            CHECK(r.err > 1e-9);               // batch-1 with the regularizer is not exact: Fig. 10's deviation
+        }
+    iclab::icl::Thm1004Setting bad;
+    bad.variant = "reg";
+    bad.alpha = 0.01;
+    bad.epochs = 10;  // full_batch split with N_CL > 1 is refused, as is an unknown split
+    CHECK_THROWS(iclab::icl::check_004_thm1<double>(bad, rng));
+    bad.reg_split = "per_epoch";
+    CHECK_THROWS(iclab::icl::check_004_thm1<double>(bad, rng));
 }
