@@ -14,7 +14,8 @@
     X(lsa_gd)                \
     X(gd_duals)              \
     X(vo_trained)            \
-    X(gd004_example)
+    X(gd004_example)         \
+    X(gd004_figures)
 
 namespace iclab::experiments {
 

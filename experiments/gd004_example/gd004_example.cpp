@@ -13,6 +13,7 @@
 #include "framework/core/measure.hpp"
 #include "framework/icl/gd_dual.hpp"
 #include "framework/run/experiment.hpp"
+#include "framework/run/gd004_layer.hpp"
 #include "framework/run/regression_training.hpp"
 #include "framework/tasks/regression.hpp"
 
@@ -36,27 +37,9 @@ void declare_keys(config::Schema& schema) {
         .add_int("example.test_sequences", 1000, 1, 1 << 20, "test sequences of the trained task for |y_TF - y|")
         .add_int("example.dual_sequences", 100, 1, 1 << 20, "of those, how many also get the exact dual (fp64 and fp32)")
         .add_rule([](const config::Config& cfg) {
-            auto need = [&](bool ok, const char* key, const std::string& what) {
-                if (!ok) cfg.fail({key}, std::string("gd004_example needs paper 004's single layer: ") + what);
-            };
-            need(cfg.get_int("model.layers") == 1 && cfg.get_int("model.heads") == 1, "model.layers", "one layer, one head");
-            need(cfg.get_int("model.width") == 12 && cfg.get_int("task.x_dim") == 11 && cfg.get_int("task.y_dim") == 1,
-                 "model.width", "width 12 = d_x 11 + d_y 1");
-            need(cfg.get_string("model.attention") == "linear" && cfg.get_string("model.feature_map") == "performer" &&
-                     cfg.get_string("model.normalizer") == "kernel",
-                 "model.feature_map", "kernel attention with performer features");
-            need(cfg.get_float("model.normalizer_eps") == 0.0, "model.normalizer_eps", "normalizer_eps 0 (Theorem 1's D exactly)");
-            need(!cfg.get_bool("model.residual") && !cfg.get_bool("model.output_projection") && !cfg.get_bool("model.qkv_bias") &&
-                     !cfg.get_bool("model.layernorm") && !cfg.get_bool("model.mlp") && !cfg.get_bool("model.rope"),
-                 "model.residual", "no residual, W_o, q/k/v bias, LayerNorm, MLP or RoPE");
-            need(!cfg.get_bool("model.isolate_queries") && cfg.get_string("model.mask") != "prefix", "model.isolate_queries",
-                 "the query attends to all N + 1 keys, its own included (A7)");
-            need(cfg.get_string("model.read_in") == "identity" && cfg.get_string("model.read_out") == "slice", "model.read_out",
-                 "read_in identity, read_out slice");
-            need(cfg.get_string("task.format") == "stacked" && cfg.get_int("task.queries") == 1 && cfg.get_string("task.kind") == "linear",
-                 "task.format", "stacked tokens, one query, linear task");
-            need(cfg.get_int("example.dual_sequences") <= cfg.get_int("example.test_sequences"), "example.dual_sequences",
-                 "at most example.test_sequences");
+            require_004_layer(cfg, "gd004_example");
+            if (cfg.get_int("example.dual_sequences") > cfg.get_int("example.test_sequences"))
+                cfg.fail({"example.dual_sequences"}, "gd004_example needs paper 004's single layer: at most example.test_sequences");
         });
 }
 
@@ -66,18 +49,6 @@ double quantile(std::vector<double> values, double q) {
     const std::size_t lo = static_cast<std::size_t>(position);
     const std::size_t hi = std::min(lo + 1, values.size() - 1);
     return values[lo] + (position - static_cast<double>(lo)) * (values[hi] - values[lo]);
-}
-
-template <class T>
-icl::Dual004Weights<T> layer_weights(const RegressionTraining& training) {
-    const model::ParameterLayout layout = model::build_parameter_layout(training.spec);
-    icl::Dual004Weights<T> w;
-    const auto& qkv = layout.find("blocks.0.attn.w_qkv");
-    const auto& random = layout.find("blocks.0.attn.random_features");
-    for (std::size_t i = 0; i < qkv.size; ++i) w.w_qkv.push_back(static_cast<T>(training.parameters[qkv.offset + i]));
-    for (std::size_t i = 0; i < random.size; ++i) w.random.push_back(static_cast<T>(training.parameters[random.offset + i]));
-    w.scale = training.spec.performer_input_scale;
-    return w;
 }
 
 RunOutcome run_gd004_example(const RunContext& context) {
@@ -108,8 +79,8 @@ RunOutcome run_gd004_example(const RunContext& context) {
     s.features = R;
     s.demos = N;
     s.epochs = static_cast<std::size_t>(cfg.get_int("example.epochs"));
-    const auto w64 = layer_weights<double>(training);
-    const auto w32 = layer_weights<float>(training);
+    const auto w64 = trained_004_layer<double>(training);
+    const auto w32 = trained_004_layer<float>(training);
     std::vector<double> trajectory;
     double max64 = 0.0, max_epochs64 = 0.0, max_model64 = 0.0, max32 = 0.0, max_epochs32 = 0.0, min_ctrl = 1e300;
     icl::Thm1004Result example;

@@ -64,6 +64,10 @@ struct Thm1004Setting {
     // Variant (spec §7): none | reg (Eq. 14, one full-batch step, requires N_CL = 1) | aug | neg
     std::string variant = "none";
     double alpha = 0.0;                       // reg
+    // reg: how the GD side applies Eq. 13's regularizer (spec §8, A16). full_batch: one full-batch step (N_CL = 1,
+    // the exact dual of Eq. 14); per_sample: batch-1 SGD for N_CL epochs with ℓ_i + (α/(2ηN))‖W‖² per sample;
+    // per_step: the full (α/(2η))‖W‖² every batch-1 step. The batch-1 splits are not exact (Fig. 10's deviation).
+    std::string reg_split = "full_batch";
     bool aug_g1 = false, aug_g2 = false, aug_g2plus = false;  // aug: values g1, keys g2 or g2⁺
     std::size_t negatives = 0;                // neg: k
     double beta = 0.0;                        // neg: β
@@ -80,6 +84,10 @@ struct Thm1004Result {
                                  // α a_{N+1} |v_{N+1}| < 1e-3 (it cannot fail)
     double eq15_vs_gd = 0;       // reg: Eq. 15 as printed against the dual (typo A8)
     double eq15_minus_eq14_residual = 0;  // reg: (Eq. 15 − Eq. 14) − (−α(1 − a_{N+1}) v_{N+1})
+    // reg with a batch-1 split (spec §8): err is then the deviation of y_CL(S) from Eq. 14, not an identity;
+    // err_closed_form: the SGD loop against W^{(S)} = ρ^S W_0 + (1/(N_CL D)) Σ_s ρ^{S−s} y_{i(s)} φ(x_{i(s)})ᵀ at φ(q);
+    // err_full_batch: one full-batch step (N_CL = 1) against Eq. 14; y_tf_eq15: Eq. 15's y-slot, ĥ − α v_{N+1}.
+    double err_closed_form = -1, y_tf_eq15 = 0;
     double y_true = 0, y_tf = 0, y_cl = 0;
 };
 template <class T>

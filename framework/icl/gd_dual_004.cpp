@@ -45,6 +45,7 @@ struct DualData {
 struct GdRun {
     bool with_w0 = true, full_batch = false, softmax = false;
     double normalizer = 0.0, eta_loss = 1.0, alpha = 0.0;
+    double l2_batch1 = 0.0;  // batch-1 steps: the l2 coefficient of frobenius_l2 per step (spec §8 splits)
     std::size_t epochs = 1;
     std::vector<double>* steps_y = nullptr;  // batch-1 runs: the y-slot of W^{(s)} φ(q) for s = 0..N·N_CL
 };
@@ -89,6 +90,7 @@ std::vector<std::vector<T>> run_gd(const DualData<T>& d, std::size_t N, const Gd
         trajectory.push_back(y);
         return trajectory;
     }
+    loss.l2 = r.l2_batch1;
     for (std::size_t e = 0; e < r.epochs; ++e) {
         for (std::size_t i = 0; i < N; ++i) {
             model.step(d.inputs.data() + i * F, d.targets.data() + i * C, 1, loss, r.eta_loss / r.epochs);
@@ -144,7 +146,9 @@ Thm1004Result dual_004(const std::vector<T>& h, const Dual004Weights<T>& weights
     const std::size_t F = s.softmax ? C : performer ? s.features : C;
     const bool reg = s.variant == "reg", aug = s.variant == "aug", neg = s.variant == "neg";
     ICLAB_CHECK(s.variant == "none" || reg || aug || neg, "unknown variant '" << s.variant << "'");
-    ICLAB_CHECK(!reg || s.epochs == 1, "the regularized dual (Eq. 14) is exact for one full-batch step (N_CL = 1) only");
+    const bool reg_full = reg && s.reg_split == "full_batch";
+    ICLAB_CHECK(!reg || reg_full || s.reg_split == "per_sample" || s.reg_split == "per_step", "unknown reg_split '" << s.reg_split << "'");
+    ICLAB_CHECK(!reg_full || s.epochs == 1, "the regularized dual (Eq. 14) is exact for one full-batch step (N_CL = 1) only");
     ICLAB_CHECK(!neg || (s.negatives >= 1 && s.negatives < N), "negatives k must lie in [1, N)");
     ICLAB_CHECK(h.size() == TT * C && weights.w_qkv.size() == C * 3 * C && (!performer || weights.random.size() == C * F),
                 "dual_004: tokens, weights or random features of the wrong size");
@@ -239,8 +243,10 @@ Thm1004Result dual_004(const std::vector<T>& h, const Dual004Weights<T>& weights
     run.normalizer = dual.normalizer;
     run.eta_loss = s.eta_loss;
     run.epochs = s.epochs;
-    run.full_batch = reg;
+    run.full_batch = reg_full;
     run.alpha = s.alpha;
+    // spec §8: per_sample ℓ_i + (α/(2ηN))‖W‖² (one epoch sums to Eq. 13), per_step the full α/(2η) each step
+    if (reg && !reg_full) run.l2_batch1 = s.alpha / (s.eta_loss * (s.reg_split == "per_sample" ? static_cast<double>(N) : 1.0));
     run.steps_y = trajectory_y;
     const auto trajectory = run_gd(dual, N, run);
     run.steps_y = nullptr;  // the other runs below do not record
@@ -256,11 +262,13 @@ Thm1004Result dual_004(const std::vector<T>& h, const Dual004Weights<T>& weights
     for (double eta : {1e-2, 1e2}) {  // §3.3.3: η cancels between Eq. 9 and Eq. 10
         GdRun other = run;
         other.eta_loss = eta;
+        other.l2_batch1 = run.l2_batch1 * s.eta_loss / eta;  // the regularizer's α/η (Eq. 13) scales with η too
         result.err_eta = std::max(result.err_eta, dual_error(trajectory.back().data(), run_gd(dual, N, other).back().data(), C));
     }
-    if (!s.softmax && !reg) {  // §3.3.4: one full-batch step with η_gd = η_loss
+    if (!s.softmax && (!reg || !reg_full)) {  // §3.3.4: one full-batch step with η_gd = η_loss (reg: Eq. 13, = Eq. 14)
         GdRun full = run;
         full.full_batch = true;
+        full.epochs = 1;
         result.err_full_batch = dual_error(h_att.data(), run_gd(dual, N, full).back().data(), C);
     } else {
         result.err_full_batch = -1.0;
@@ -289,6 +297,27 @@ Thm1004Result dual_004(const std::vector<T>& h, const Dual004Weights<T>& weights
         // Eq. 14 moves the output by α a_{N+1} v_{N+1} only: below 1e-3 the control cannot fail (the §3.5 rule).
         if (reg && std::abs(s.alpha) * a[N] * v_norm < 1e-3) result.err_ctrl_base = -1.0;
     }
+    if (reg && !reg_full && !s.softmax) {  // spec §8 closed form, ρ = 1 − η_gd·l2 per step, S = N·N_CL
+        const double rho = 1.0 - (s.eta_loss / s.epochs) * run.l2_batch1;
+        const std::size_t steps = N * s.epochs;
+        auto score = [&](std::size_t j) {
+            double dot = 0.0;
+            for (std::size_t f = 0; f < F; ++f) dot += static_cast<double>(dual.inputs[j * F + f]) * dual.test[f];
+            return dot;
+        };
+        std::vector<T> closed(C);
+        const double w0 = std::pow(rho, static_cast<double>(steps)) * score(N) / dual.normalizer;
+        for (std::size_t c = 0; c < C; ++c) {
+            double sum = w0 * static_cast<double>(dual.targets[N * C + c]);
+            for (std::size_t step = 1; step <= steps; ++step) {
+                const std::size_t i = (step - 1) % N;
+                sum += std::pow(rho, static_cast<double>(steps - step)) * static_cast<double>(dual.targets[i * C + c]) * score(i) /
+                       (static_cast<double>(s.epochs) * dual.normalizer);
+            }
+            closed[c] = static_cast<T>(sum);
+        }
+        result.err_closed_form = dual_error(closed.data(), trajectory.back().data(), C);
+    }
     if (reg) {  // Eq. 15 as printed: ĥ − α v_{N+1}; it differs from Eq. 14 by −α(1 − a_{N+1}) v_{N+1} (typo A8)
         std::vector<T> eq15(C), predicted(C);
         for (std::size_t c = 0; c < C; ++c) {
@@ -297,6 +326,7 @@ Thm1004Result dual_004(const std::vector<T>& h, const Dual004Weights<T>& weights
         }
         result.eq15_vs_gd = dual_error(eq15.data(), trajectory.back().data(), C);
         result.eq15_minus_eq14_residual = dual_error(eq15.data(), predicted.data(), C);
+        result.y_tf_eq15 = static_cast<double>(eq15[C - 1]);
     }
     result.y_tf = static_cast<double>(h_att[C - 1]);
     result.y_cl = static_cast<double>(trajectory.back()[C - 1]);

@@ -1,0 +1,30 @@
+#pragma once
+// Experiment-internal: the two figure parts of `gd004_figures` (paper 004 Fig. 3 centre/right and Fig. 10), each
+// on the layer trained by run::train_regression_model (specs/gd_duals.md §4).
+#include <cstdint>
+#include <string>
+
+#include "framework/run/experiment.hpp"
+#include "framework/run/regression_training.hpp"
+#include "framework/run/run_folder.hpp"
+
+namespace iclab::experiments::gd004 {
+
+// Streams of the run seed (the trainer's own streams differ).
+constexpr std::uint64_t kRepeatStream = 111;       // §6: the test sequence of repeat r (derive(r))
+constexpr std::uint64_t kFeatureStream = 112;      // §6: ω of repeat r (derive per R, feature, r)
+constexpr std::uint64_t kCalibrationStream = 113;  // §6: random weights U(±scale/√C) of repeat r
+constexpr std::uint64_t kFig10Stream = 114;        // §8: the test sequences
+
+// What a part reports for the summary line and all_pass.
+struct PartOutcome {
+    bool pass = true;
+    std::string summary;
+};
+
+// §6 (Fig. 3 centre/right, Figs. 4, 6, 7, 9): tables 004_dr_sweep, _mean, _slopes, _verdicts; group 004_heatmaps.
+PartOutcome run_dr_sweep(const run::RunContext& context, const run::RegressionTraining& training, run::RunFolder& run);
+// §8 (Fig. 10): tables 004_fig10, 004_fig10_summary, 004_fig10_traj.
+PartOutcome run_fig10(const run::RunContext& context, const run::RegressionTraining& training, run::RunFolder& run);
+
+}  // namespace iclab::experiments::gd004

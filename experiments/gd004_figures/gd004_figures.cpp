@@ -1,0 +1,71 @@
+// Experiment `gd004_figures` (paper 004 Fig. 3 centre/right with Figs. 4, 6, 7, 9, and Fig. 10; specs/gd_duals.md
+// §6 and §8): pre-train paper 004 §5.1's single Performer layer on one fixed task (§4, the same training service as
+// gd004_example), then
+//   §6  the error of the Performer attention (PRF and Haar-ORF) against exact softmax attention as R (d_r) grows,
+//       50 repeats, on the trained weights and on random calibration weights (slope bar −1 ± 0.3);
+//   §8  the regularized GD-CL trajectory (Eq. 13-14) with batch-1 SGD over N_CL epochs against Eq. 14's attention.
+#include <cstdio>
+
+#include "experiments/gd004_figures/figures.hpp"
+#include "framework/run/gd004_layer.hpp"
+
+namespace iclab::experiments {
+
+using namespace iclab::run;
+
+namespace {
+
+void declare_keys(config::Schema& schema) {
+    schema.add_bool("figures.dr_sweep", true, "run §6 (Fig. 3 centre/right): Performer vs exact softmax attention against R")
+        .add_int("figures.repeats", 50, 2, 100000, "§6: repeats per (weights, feature, R), each a fresh omega and sequence (paper: 50)")
+        .add_int_list("figures.features", {3, 6, 12, 24, 60, 120, 240, 600, 1200, 2400, 6000, 12000}, 1, 1 << 20,
+                      "§6: the feature counts R (d_r)")
+        .add_float("figures.calibration_scale", 0.5, 0.0, 100.0,
+                   "§6 calibration weights U(+-scale/sqrt(12)) (spec: 0.5; the slope bar holds there)")
+        .add_bool("figures.fig10", true, "run §8 (Fig. 10): regularized GD-CL trajectory against Eq. 14")
+        .add_int("figures.fig10_sequences", 50, 1, 100000, "§8: test sequences of the trained task")
+        .add_int_list("figures.fig10_epochs", {1, 2, 5, 10, 20, 50}, 1, 1000, "§8: N_CL values")
+        .add_float_list("figures.fig10_alphas", {0.001, 0.01, 0.1}, -10.0, 10.0, "§8: regularization alpha values (paper: 0.01)")
+        .add_rule([](const config::Config& cfg) {
+            require_004_layer(cfg, "gd004_figures");
+            if (!cfg.get_bool("figures.dr_sweep") && !cfg.get_bool("figures.fig10"))
+                cfg.fail({"figures.dr_sweep", "figures.fig10"}, "gd004_figures: enable at least one part");
+        });
+}
+
+RunOutcome run_gd004_figures(const RunContext& context) {
+    const config::Config& cfg = context.config;
+    RunFolder run(cfg, context.options);
+    const RegressionTraining training = train_regression_model(cfg, context.options, run);
+    if (!training.completed) return {run.path(), false, training.steps_done, training.steps_total};
+    bool pass = true;
+    std::string summary;
+    if (cfg.get_bool("figures.dr_sweep")) {
+        const auto part = gd004::run_dr_sweep(context, training, run);
+        pass = pass && part.pass;
+        summary += part.summary;
+    }
+    if (cfg.get_bool("figures.fig10")) {
+        const auto part = gd004::run_fig10(context, training, run);
+        pass = pass && part.pass;
+        summary += part.summary;
+    }
+    run.results().set_attr("all_pass", pass ? "true" : "false");
+    run.commit();
+    if (!context.options.quiet) {
+        print_regression_evaluation(training, cfg);
+        std::printf("\n%s%s\n", summary.c_str(), pass ? "pass" : "FAIL");
+    }
+    return {run.path(), true, training.steps_total, training.steps_total};
+}
+
+}  // namespace
+
+Experiment gd004_figures() {
+    return {"gd004_figures", "paper 004 Fig. 3 centre/right (Performer error vs d_r) and Fig. 10 (regularized GD-CL trajectory)",
+            {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
+            declare_keys,
+            run_gd004_figures};
+}
+
+}  // namespace iclab::experiments
