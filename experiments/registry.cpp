@@ -11,7 +11,8 @@
     X(iclca_induction)       \
     X(bias_training)         \
     X(iclaa)                 \
-    X(lsa_gd)
+    X(lsa_gd)                \
+    X(prefix_vs_causal)
 
 namespace iclab::experiments {
 
