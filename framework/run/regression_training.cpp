@@ -197,7 +197,7 @@ void regression_loss_weights(RegressionLossWeights<T>& out, const tasks::Regress
         const auto kind = static_cast<Position>(batch.positions.data()[i]);
         if (kind == Position::query || (context_in_loss && kind == Position::context)) out.fit[i] = static_cast<T>(scale / fitted);
         if (kind == Position::context && l2 > 0.0 && contexts > 0) out.l2[i] = static_cast<T>(scale * l2 / contexts);
-        if (all_positions) {
+        if (all_positions && l2 > 0.0) {  // without the penalty [C] keeps the plain query mean
             const double total = static_cast<double>(std::max<std::size_t>(fitted + (context_in_loss ? 0 : contexts), 1));
             if (out.fit[i] != T(0)) out.fit[i] = static_cast<T>(scale / total);
             if (out.l2[i] != T(0)) out.l2[i] = static_cast<T>(scale * l2 / total);

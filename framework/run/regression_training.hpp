@@ -29,7 +29,7 @@ model::ModelSpec regression_model_spec(const config::Config& cfg);
 // Per-position loss weights of a batch (B·T): `fit` weighs |ŷ − y|² (the mean over queries, and over in-context
 // positions when context_in_loss), `l2` weighs |ŷ|² at in-context positions (λ = l2; paper 003 E.2). scale
 // multiplies both (train.loss_reduction: sum). context_mean: fit mean + λ · mean over in-context positions;
-// all_positions ([C]'s even_loss): (Σ_q |ŷ − y|² + λ Σ_ctx |ŷ|²) / (#queries + #in-context positions).
+// all_positions ([C]'s even_loss, with λ > 0): (Σ_q |ŷ − y|² + λ Σ_ctx |ŷ|²) / (#queries + #in-context positions).
 template <class T>
 struct RegressionLossWeights {
     std::vector<T> fit, l2;  // (B·T)
