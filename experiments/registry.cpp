@@ -12,7 +12,8 @@
     X(bias_training)         \
     X(iclaa)                 \
     X(lsa_gd)                \
-    X(prefix_vs_causal)
+    X(prefix_vs_causal)      \
+    X(prefix_vs_causal_probes)
 
 namespace iclab::experiments {
 

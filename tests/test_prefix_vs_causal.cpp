@@ -60,6 +60,32 @@ TEST_CASE("prefix_vs_causal: paired prefix and causal runs and every evaluation 
     CHECK(tables[0].zero_mse[0] != tables[0].zero_mse[1]);  // 32 of 96 sequences: another mean
 }
 
+TEST_CASE("prefix_vs_causal_probes: one least-squares probe per depth of a finished run", "[prefix_vs_causal][cli]") {
+    Scratch scratch;
+    const auto trained = run_iclab("run " + kTiny + " output.dir=" + scratch.path.string(), scratch.path);
+    INFO(trained.err);
+    REQUIRE(trained.status == 0);
+    const fs::path run_dir = last_line(trained.out);
+    const Table table = read_table(run_dir);
+    const auto probes = run_iclab("run configs/quick/prefix_vs_causal_probes.yaml source.run_dir='\"" + run_dir.string() +
+                                      "\"' output.dir=" + (scratch.path / "probes").string() + " --quiet", scratch.path);
+    INFO(probes.err);
+    REQUIRE(probes.status == 0);
+    iclab::io::ResultsReader reader((fs::path(last_line(probes.out)) / "results.h5").string());
+    const auto depth = reader.read_column_double("/tables/probes/depth");
+    const auto mse = reader.read_column_double("/tables/probes/query_mse");
+    REQUIRE(depth.size() == 3);  // model.layers = 2: the read-in, after block 1, after block 2
+    // Depth 0 holds [x; 0] + positions: with w ~ N(0, I) no linear map beats predicting 0 by much.
+    CHECK(mse[0] == Approx(table.zero_mse[0]).epsilon(0.15));
+    // The last depth is what the trained read-out sees: its least-squares probe does about as well as the read-out.
+    CHECK(mse[2] < 1.25 * table.query_mse[0]);
+    CHECK(mse[2] < mse[0]);
+    const auto wrong = run_iclab("run configs/quick/prefix_vs_causal_probes.yaml source.run_dir=" + scratch.path.string() +
+                                     " output.dir=" + (scratch.path / "probes").string(), scratch.path);
+    CHECK(wrong.status == 2);
+    CHECK_THAT(wrong.err, Catch::Contains("source.run_dir"));
+}
+
 TEST_CASE("prefix_vs_causal: a pool smaller than the batch and too many test examples are refused", "[prefix_vs_causal][cli]") {
     Scratch scratch;
     const auto pool = run_iclab("run " + kTiny + " task.pool_sequences=8 output.dir=" + scratch.path.string(), scratch.path);

@@ -216,6 +216,13 @@ bool Transformer<T>::use_recurrent_form() const {
 }
 
 template <class T>
+const T* Transformer<T>::residual_stream(std::size_t depth) const {
+    ICLAB_CHECK(mode_ == Mode::training, "residual_stream needs a training-mode model (inference reuses its buffers)");
+    ICLAB_CHECK(depth <= spec_.layers, "residual_stream: depth " << depth << " > layers " << spec_.layers);
+    return depth == spec_.layers ? final_input_.data() : blocks_[depth].input.data();
+}
+
+template <class T>
 T* Transformer<T>::block_input(std::size_t l) {
     if (mode_ == Mode::training) return blocks_[l].input.data();
     return stream_[l % 2].data();

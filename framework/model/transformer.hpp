@@ -156,6 +156,9 @@ public:
     // this can approach 0 or go negative (outputs num/den blow up): a diagnostic the experiments log.
     const std::vector<double>& min_attention_denominator() const { return min_denominator_; }
 
+    // Training mode, after forward: the residual stream (B, T, C) entering block `depth` (depth = layers: the trunk's
+    // output, before the final norm). Per-layer probes read it (paper 003 Figure 3).
+    const T* residual_stream(std::size_t depth) const;
     const T* outputs() const { return outputs_.data(); }        // (B, T, V or d_out)
     const T* logits() const { return outputs_.data(); }         // (B, T, V)
     const T* probs() const { return probs_.data(); }            // (B, T, V)
