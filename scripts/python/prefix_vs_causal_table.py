@@ -109,17 +109,14 @@ def main():
     # Tables 4-6: fewer ICEs at test; our k values are mapped to the paper's by k/d (d, 1.5d, 2d).
     fewer = ["", "| task | setting | k (paper k) | paper prefix | paper causal | ours prefix | ours causal | prefix < causal |",
              "|" + "---|" * 8]
-    for (kind, s, seed), masks in sorted(cells.items()):
+    for (kind, s, seed), masks in sorted(cells.items(), key=lambda kv: (list(TASKS).index(kv[0][0]), kv[0][1], kv[0][2])):
         if "prefix" not in masks:
             continue
         row = masks["prefix"]
         d = int(row["task.x_dim"])
-        sets = sorted({c[c.index("[") + 1:-1] for c in runs.columns if c.startswith("prefix_vs_causal.set[")} |
-                      {c.split("[")[1][:-1] for c in runs.columns if c.startswith("prefix_vs_causal.query_mse[test_k")})
-        for name in sets:
-            if not name.startswith("test_k"):
-                continue
-            k = int(name[6:])
+        ks = sorted(int(c.split("[test_k")[1][:-1]) for c in runs.columns if c.startswith("prefix_vs_causal.query_mse[test_k"))
+        for k in ks:
+            name = "test_k%d" % k
             paper_k = {1.0: 16, 1.5: 24, 2.0: 32}.get(k / d)
             mc = kind == "classification"
             column = list(TASKS).index(kind)
@@ -130,7 +127,14 @@ def main():
             ok = "—" if oc != oc else ("yes" if op < oc else "NO")
             fewer.append("| %s | %s | %d (%s) | %s | %s | %s | %s | %s |" % (TASKS[kind], s, k, paper_k or "—", fmt(pp, mc),
                                                                           fmt(pc, mc), fmt(op, mc), fmt(oc, mc), ok))
-    text = "\n".join(lines + fewer) + "\n"
+    pool = ["", "| task | setting | mask | train pool (first 1,024) | test (1,024) |", "|" + "---|" * 5]
+    for (kind, s, seed), masks in sorted(cells.items(), key=lambda kv: (list(TASKS).index(kv[0][0]), kv[0][1], kv[0][2])):
+        for mask in ("prefix", "causal"):
+            if mask in masks:
+                mc = kind == "classification"
+                pool.append("| %s | %s | %s | %s | %s |" % (TASKS[kind], s, mask, fmt(value(masks[mask], "train_pool"), mc),
+                                                           fmt(value(masks[mask], "test"), mc)))
+    text = "\n".join(lines + fewer + pool) + "\n"
     print(text)
     if args.out:
         with open(args.out, "w") as f:
