@@ -36,7 +36,7 @@ def main():
             column = "error_pct" if a["task_kind"] == "classification" else "query_mse"
             values = [v / 100.0 if column == "error_pct" else v for v in table[column]]  # the figure shows fractions
             curves[(a["task_kind"], setting, a["mask"])] = values
-    for (kind, setting) in sorted({(k, s) for k, s, _ in curves}):
+    for (kind, setting) in sorted({(k, s) for k, s, _ in curves}, key=lambda ks: (list(TASKS).index(ks[0]), ks[1])):
         pre, cau = curves.get((kind, setting, "prefix")), curves.get((kind, setting, "causal"))
         print("%s %s" % (TASKS[kind], setting))
         for mask, c in (("prefix", pre), ("causal", cau)):
@@ -53,7 +53,7 @@ def main():
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        keys = sorted({(k, s) for k, s, _ in curves})
+        keys = sorted({(k, s) for k, s, _ in curves}, key=lambda ks: (list(TASKS).index(ks[0]), ks[1]))
         fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.2), squeeze=False)
         for ax, (kind, setting) in zip(axes[0], keys):
             for mask, style in (("prefix", "-o"), ("causal", "-s")):
