@@ -64,10 +64,12 @@ def verdict(prefix, causal, mc):
 
 
 def paired(runs):
-    """{(task, setting, seed): {mask: row}}."""
+    """{(task, setting, seed): {mask: row}}; the setting names the peak lr too when runs of several lr's are given."""
     cells = {}
+    several_lr = runs["train.lr"].nunique() > 1
     for _, row in runs.iterrows():
-        key = (row["task.kind"], setting(row), int(row["seed"]))
+        st = setting(row) + (" lr %g" % float(row["train.lr"]) if several_lr else "")
+        key = (row["task.kind"], st, int(row["seed"]))
         cells.setdefault(key, {})[row["model.mask"]] = row
     return cells
 
@@ -85,8 +87,8 @@ def main():
     passed = total = 0
     for task in TASKS:
         for st in ("SL-L2", "UL-no-L2", "SL-no-L2", "UL-L2"):
-            for (kind, s, seed), masks in sorted(cells.items(), key=lambda kv: kv[0][2]):
-                if kind != task or s != st:
+            for (kind, s, seed), masks in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][2])):
+                if kind != task or s.split(" ")[0] != st:
                     continue
                 mc = task == "classification"
                 column = list(TASKS).index(task)
@@ -101,7 +103,7 @@ def main():
                 paper_r = "%+.1f pt" % (pc - pp) if mc else "%.1f" % (pc / pp)
                 ours_r = "—" if r != r else ("%+.1f pt" % r if mc else "%.2f" % r)
                 lines.append("| %s | %s%s | %d | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
-                    TASKS[task], st, " ¹" if st in ("SL-L2", "UL-no-L2") else "", seed, fmt(pp, mc), fmt(pc, mc), paper_r,
+                    TASKS[task], s, " ¹" if st in ("SL-L2", "UL-no-L2") else "", seed, fmt(pp, mc), fmt(pc, mc), paper_r,
                     fmt(ours_p, mc), fmt(ours_c, mc), ours_r, fmt(f_p, mc), fmt(f_c, mc), v))
     lines.append("")
     lines.append("%d of %d finished cells pass (prefix < causal, regression ratio >= 1.5, MC gap >= 1 pt on the full test set)."
@@ -120,7 +122,7 @@ def main():
             paper_k = {1.0: 16, 1.5: 24, 2.0: 32}.get(k / d)
             mc = kind == "classification"
             column = list(TASKS).index(kind)
-            arch = s.split("-")[0]
+            arch = s.split("-")[0]  # SL or UL
             pp = PAPER_FEWER.get((paper_k, arch, "prefix"), (math.nan,) * 3)[column]
             pc = PAPER_FEWER.get((paper_k, arch, "causal"), (math.nan,) * 3)[column]
             op, oc = value(row, name), value(masks["causal"], name) if "causal" in masks else math.nan
