@@ -15,7 +15,9 @@
     X(gd_duals)              \
     X(vo_trained)            \
     X(gd004_example)         \
-    X(gd004_figures)
+    X(gd004_figures)         \
+    X(prefix_vs_causal)      \
+    X(prefix_vs_causal_probes)
 
 namespace iclab::experiments {
 

@@ -162,6 +162,61 @@ TEST_CASE("transformer gradients match finite differences for every block struct
                     }
 }
 
+// Paper 003 Part B's model (Q9, Q10): learned absolute positions added after the read-in, with and without the final
+// LayerNorm, shared and unshared, softmax attention under both of its masks with isolated queries.
+TEST_CASE("transformer gradients match finite differences with learned positions and no final LayerNorm", "[gradients][model]") {
+    for (bool vectors : {false, true})
+        for (bool final_norm : {true, false})
+            for (bool shared : {false, true})
+                for (auto mask : {nn::MaskKind::prefix, nn::MaskKind::causal}) {
+                    auto spec = small_spec(nn::FeatureMap::elu1, true, false, true);
+                    spec.attention = model::ModelSpec::Attention::softmax;
+                    spec.positions = model::ModelSpec::Positions::learned;
+                    spec.final_layernorm = final_norm;
+                    spec.shared_layers = shared;
+                    spec.mask = mask;
+                    spec.isolate_queries = true;
+                    spec.query_self = false;
+                    if (vectors) {
+                        spec.input = model::ModelSpec::Input::vectors;
+                        spec.input_dim = 5;
+                        spec.output_dim = 3;
+                    }
+                    DYNAMIC_SECTION((vectors ? "vectors" : "tokens") << (final_norm ? " final-LN" : " no-final-LN")
+                                    << (shared ? " shared" : " unshared") << " " << nn::mask_kind_name(mask)) {
+                        model::Transformer<double> net(spec);
+                        CHECK(net.layout().find("position_embedding").size == spec.max_seq_len * spec.width);
+                        bool has_final = false;
+                        for (const auto& entry : net.layout().entries()) has_final |= entry.name == "final_norm.gamma";
+                        CHECK(has_final == final_norm);
+                        check_model_gradients(spec, false, 8);
+                    }
+                }
+}
+
+// Learned positions make the model see order: the same tokens in another order give other outputs under the prefix
+// mask, which without positions is permutation-equivariant over the prefix (paper 003 Q10).
+TEST_CASE("learned positions break the prefix mask's permutation equivariance", "[model][mask]") {
+    for (bool learned : {false, true}) {
+        auto spec = small_spec(nn::FeatureMap::elu1, true, false, true);
+        spec.attention = model::ModelSpec::Attention::softmax;
+        spec.mask = nn::MaskKind::prefix;
+        spec.positions = learned ? model::ModelSpec::Positions::learned : model::ModelSpec::Positions::none;
+        model::Transformer<double> net(spec);
+        Rng rng(5);
+        net.init(rng);
+        net.set_prefix_length(4);
+        const std::vector<std::int32_t> a{1, 2, 3, 4}, b{2, 1, 3, 4};  // the prefix's first two tokens swapped
+        net.forward(a.data(), 1, 4);
+        const std::vector<double> out_a(net.outputs() + 3 * spec.vocab, net.outputs() + 4 * spec.vocab);
+        net.forward(b.data(), 1, 4);
+        double diff = 0.0;
+        for (std::size_t v = 0; v < spec.vocab; ++v) diff = std::max(diff, std::abs(out_a[v] - net.outputs()[3 * spec.vocab + v]));
+        if (learned) CHECK(diff > 1e-6);
+        else CHECK(diff < 1e-12);
+    }
+}
+
 TEST_CASE("quadratic and recurrent attention forms give the same model", "[model][attention]") {
     auto spec = small_spec(nn::FeatureMap::elu1, true, true, true);
     spec.attention_form = model::ModelSpec::AttentionForm::quadratic;

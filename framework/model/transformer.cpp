@@ -45,6 +45,8 @@ ParameterLayout build_parameter_layout(const ModelSpec& spec) {
         layout.add("read_in.w", {spec.input_dim, C}, true, true, "(d_in, C): x_0 = input W + b");
         layout.add("read_in.b", {C}, true, false, "(C): read-in bias");
     }
+    if (spec.positions == ModelSpec::Positions::learned)
+        layout.add("position_embedding", {spec.max_seq_len, C}, true, true, "(T_max, C): row t is added to x_0 at position t");
     const std::size_t stored_blocks = spec.shared_layers ? 1 : spec.layers;
     for (std::size_t l = 0; l < stored_blocks; ++l) {
         const std::string p = "blocks." + std::to_string(l) + ".";
@@ -80,7 +82,7 @@ ParameterLayout build_parameter_layout(const ModelSpec& spec) {
             layout.add(p + "mlp.b_proj", {C}, true, false, "(C)");
         }
     }
-    if (spec.layernorm) {
+    if (spec.final_norm()) {
         layout.add("final_norm.gamma", {C}, true, false, "(C): final LayerNorm gain");
         layout.add("final_norm.beta", {C}, true, false, "(C): final LayerNorm shift");
     }
@@ -114,6 +116,7 @@ Transformer<T>::Transformer(const ModelSpec& spec, Mode mode) : spec_(spec), mod
     const auto find = [&](const std::string& name) { return offset_or_absent(layout_, name); };
     input_offset_ = spec_.input == ModelSpec::Input::tokens ? find("embedding.wte") : find("read_in.w");
     input_bias_offset_ = find("read_in.b");
+    position_offset_ = find("position_embedding");
     for (std::size_t l = 0; l < spec_.layers; ++l) {
         const std::string p = "blocks." + std::to_string(spec_.shared_layers ? 0 : l) + ".";
         BlockOffsets o{};
@@ -213,6 +216,13 @@ bool Transformer<T>::use_recurrent_form() const {
 }
 
 template <class T>
+const T* Transformer<T>::residual_stream(std::size_t depth) const {
+    ICLAB_CHECK(mode_ == Mode::training, "residual_stream needs a training-mode model (inference reuses its buffers)");
+    ICLAB_CHECK(depth <= spec_.layers, "residual_stream: depth " << depth << " > layers " << spec_.layers);
+    return depth == spec_.layers ? final_input_.data() : blocks_[depth].input.data();
+}
+
+template <class T>
 T* Transformer<T>::block_input(std::size_t l) {
     if (mode_ == Mode::training) return blocks_[l].input.data();
     return stream_[l % 2].data();
@@ -255,7 +265,7 @@ void Transformer<T>::allocate(std::size_t batch, std::size_t time) {
     if (mode_ == Mode::inference)
         for (auto& s : stream_) s.resize(N * C);
     final_input_.resize(N * C);
-    if (spec_.layernorm) {
+    if (spec_.final_norm()) {
         final_norm_.resize(N * C);
         final_mean_.resize(N);
         final_rstd_.resize(N);
@@ -294,6 +304,12 @@ template <class T>
 void Transformer<T>::forward_trunk() {
     const std::size_t N = batch_ * time_, C = spec_.width, hidden = spec_.mlp_ratio * C;
     const T* P = params.data();
+    if (position_offset_ != kAbsent)  // x_0[b, t] += E_pos[t]
+        for (std::size_t n = 0; n < N; ++n) {
+            const T* e = P + position_offset_ + (n % time_) * C;
+            T* x = block_input(0) + n * C;
+            for (std::size_t c = 0; c < C; ++c) x[c] += e[c];
+        }
     const auto at = [&](std::size_t offset) { return offset == kAbsent ? nullptr : P + offset; };
     nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
     shape.feature_dim = spec_.feature_dim();
@@ -364,7 +380,7 @@ void Transformer<T>::forward_trunk() {
         }
     }
     const T* final_stream = final_input_.data();
-    if (spec_.layernorm) {
+    if (spec_.final_norm()) {
         nn::layernorm_forward(final_norm_.data(), final_mean_.data(), final_rstd_.data(), final_input_.data(),
                               P + final_gamma_offset_, P + final_beta_offset_, N, C, spec_.layernorm_eps);
         final_stream = final_norm_.data();
@@ -418,13 +434,13 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
     zeroed(d_norm_, N * C);
     if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
         nn::linear_backward<T>(d_norm_.data(), G + output_offset_, grad_at(output_bias_offset_), d_outputs,
-                               spec_.layernorm ? final_norm_.data() : final_input_.data(), P + output_offset_, N, C, out);
+                               spec_.final_norm() ? final_norm_.data() : final_input_.data(), P + output_offset_, N, C, out);
     } else {
         for (std::size_t n = 0; n < N; ++n)
             for (std::size_t c = 0; c < out; ++c) d_norm_[n * C + (C - out) + c] += d_outputs[n * out + c];
     }
     zeroed(d_residual_, N * C);
-    if (spec_.layernorm)
+    if (spec_.final_norm())
         nn::layernorm_backward(d_residual_.data(), G + final_gamma_offset_, G + final_beta_offset_, d_norm_.data(),
                                final_input_.data(), P + final_gamma_offset_, final_mean_.data(), final_rstd_.data(), N, C);
     else
@@ -473,6 +489,9 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
                             spec_.layernorm ? a.ln1.data() : a.input.data(), P + o.w_qkv, N, C, 3 * C);
         into_stream(d_norm_.data(), a.input.data(), o.ln1_gamma, o.ln1_beta, a.ln1_mean.data(), a.ln1_rstd.data());
     }
+    if (position_offset_ != kAbsent)  // dE_pos[t] += Σ_b d x_0[b, t]
+        for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t c = 0; c < C; ++c) G[position_offset_ + (n % time_) * C + c] += d_residual_[n * C + c];
     if (spec_.input == ModelSpec::Input::tokens)
         nn::embedding_backward(G + input_offset_, d_residual_.data(), tokens_.data(), N, C);
     else if (spec_.read_in == ModelSpec::ReadIn::linear)

@@ -1,9 +1,10 @@
 #pragma once
 // Decoder-style transformer with linearized (paper 000 Eq. 12-13) or softmax attention, pre-norm blocks:
 //   x_0     = embedding[tokens]                 (tokens)   or   x W_in + b_in / x itself   (vectors: read-in)
+//             [+ E_pos[t]]                      (learned absolute positions, paper 003 B0 / [C] PositionEmbeddings)
 //   x_{l+½} = [x_l +] Attn(LN1(x_l)) [W_o + b_o]                 (multi-head attention, RoPE, mask)
 //   x_{l+1} = [x_{l+½} +] GELU(LN2(x_{l+½}) W_fc + b_fc) W_proj + b_proj      (when mlp is on)
-//   out     = LN_f(x_L) W_out                   (logits)   or   LN_f(x_L) W_ro + b_ro / last d_out channels of x_L
+//   out     = [LN_f](x_L) W_out                 (logits)   or   LN_f(x_L) W_ro + b_ro / last d_out channels of x_L
 // [..] parts are switchable: residual connections, the attention output projection, LayerNorms (all three),
 // so that the same code builds GPT-style models, paper 003's LSA (no norm, no MLP, P = W_o, identity
 // features, no normalizer) and paper 004's single attention layer (no residual, no W_o, read-out of the
@@ -47,6 +48,9 @@ struct ModelSpec {
     bool output_projection = true; // W_o, b_o after attention; off: the heads' outputs are the sublayer output
     bool qkv_bias = true;          // b_qkv
     bool shared_layers = false;    // one block's weights at every depth (paper 003 SL) vs unshared (UL)
+    bool final_layernorm = true;   // with layernorm: LN_f before the read-out (paper 003 Q9's pre-LN: none)
+    enum class Positions { none, learned };
+    Positions positions = Positions::none;  // learned: x_0[t] += E_pos[t], E_pos (max_seq_len, C) (paper 003 Q10)
 
     // ---- attention
     enum class Attention { linear, softmax };
@@ -80,6 +84,7 @@ struct ModelSpec {
     double layernorm_eps = 1e-5;
 
     std::size_t head_dim() const { return width / heads; }
+    bool final_norm() const { return layernorm && final_layernorm; }
     std::size_t feature_dim() const {  // F
         return feature_map == nn::FeatureMap::performer ? random_features : head_dim();
     }
@@ -151,6 +156,9 @@ public:
     // this can approach 0 or go negative (outputs num/den blow up): a diagnostic the experiments log.
     const std::vector<double>& min_attention_denominator() const { return min_denominator_; }
 
+    // Training mode, after forward: the residual stream (B, T, C) entering block `depth` (depth = layers: the trunk's
+    // output, before the final norm). Per-layer probes read it (paper 003 Figure 3).
+    const T* residual_stream(std::size_t depth) const;
     const T* outputs() const { return outputs_.data(); }        // (B, T, V or d_out)
     const T* logits() const { return outputs_.data(); }         // (B, T, V)
     const T* probs() const { return probs_.data(); }            // (B, T, V)
@@ -188,7 +196,7 @@ private:
     ParameterLayout layout_;
     nn::RopeTable rope_;
     std::vector<BlockOffsets> block_offsets_;
-    std::size_t input_offset_ = 0, input_bias_offset_ = 0, final_gamma_offset_ = 0, final_beta_offset_ = 0;
+    std::size_t input_offset_ = 0, input_bias_offset_ = 0, position_offset_ = 0, final_gamma_offset_ = 0, final_beta_offset_ = 0;
     std::size_t output_offset_ = 0, output_bias_offset_ = 0;
     std::size_t prefix_length_ = 0;
     bool capture_states_ = false;

@@ -59,6 +59,11 @@ void add_model_keys(config::Schema& schema) {
                   "other position (paper 003 E.1: several queries per sequence)")
         .add_bool("model.query_self", true, "with isolate_queries: a query also sees its own key (paper 003 Fig. 5: false)")
         .add_bool("model.layernorm", true, "pre-norm LayerNorms and the final LayerNorm (false: none, as in LSA)")
+        .add_bool("model.final_layernorm", true, "with model.layernorm: the final LayerNorm before the read-out (paper 003 "
+                                                 "Part B, Q9's standard pre-LN: false)")
+        .add_string("model.position_embedding", "none", {"none", "learned"},
+                    "learned: absolute position embeddings (max_seq_len, C) added to x_0 after the read-in (paper 003 "
+                    "Part B, Q10; init N(0, model.init_std))")
         .add_bool("model.residual", true, "residual connections around attention and MLP (paper 004's layer: false)")
         .add_bool("model.output_projection", true, "attention output projection W_o, b_o (LSA: P = W_o)")
         .add_bool("model.qkv_bias", true, "biases of the q, k, v projections")
@@ -195,6 +200,9 @@ model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t v
     spec.isolate_queries = cfg.get_bool("model.isolate_queries");
     spec.query_self = cfg.get_bool("model.query_self");
     spec.layernorm = cfg.get_bool("model.layernorm");
+    spec.final_layernorm = cfg.get_bool("model.final_layernorm");
+    spec.positions = cfg.get_string("model.position_embedding") == "learned" ? model::ModelSpec::Positions::learned
+                                                                              : model::ModelSpec::Positions::none;
     spec.residual = cfg.get_bool("model.residual");
     spec.output_projection = cfg.get_bool("model.output_projection");
     spec.qkv_bias = cfg.get_bool("model.qkv_bias");

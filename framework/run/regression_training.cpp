@@ -20,7 +20,6 @@ namespace iclab::run {
 
 namespace {
 
-enum Stream : std::uint64_t { kInitStream = 1, kTrainDataStream = 2, kEvalDataStream = 3, kFixedTaskStream = 4 };
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using Position = tasks::RegressionPosition;
@@ -76,33 +75,6 @@ double least_squares_error(const tasks::RegressionBatch<T>& data, std::size_t b,
     return error;
 }
 
-// Loss weights per position (B·T): the mean squared error over the query positions (and over the context
-// prediction positions with task.loss_positions: all), times the batch size with train.loss_reduction: sum, plus — as a second target set — λ · mean |ŷ|² over
-// the context prediction positions (paper 003 E.2's optional L2 regularizer on in-context outputs).
-template <class T>
-struct LossWeights {
-    std::vector<T> fit, l2;  // (B·T)
-};
-
-template <class T>
-void loss_weights(LossWeights<T>& out, const tasks::RegressionBatch<T>& batch, bool context_in_loss, double l2,
-                  double scale) {
-    const std::size_t n = batch.positions.size();
-    out.fit.assign(n, T(0));
-    out.l2.assign(n, T(0));
-    std::size_t fitted = 0, contexts = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto kind = static_cast<Position>(batch.positions.data()[i]);
-        fitted += kind == Position::query || (context_in_loss && kind == Position::context);
-        contexts += kind == Position::context;
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-        const auto kind = static_cast<Position>(batch.positions.data()[i]);
-        if (kind == Position::query || (context_in_loss && kind == Position::context)) out.fit[i] = static_cast<T>(scale / fitted);
-        if (kind == Position::context && l2 > 0.0 && contexts > 0) out.l2[i] = static_cast<T>(scale * l2 / contexts);
-    }
-}
-
 template <class T>
 RegressionTraining train_regression_typed(const config::Config& cfg, const RunOptions& options, RunFolder& run) {
     const tasks::RegressionSpec task = regression_spec_from_config(cfg);
@@ -115,8 +87,11 @@ RegressionTraining train_regression_typed(const config::Config& cfg, const RunOp
     const double l2 = cfg.get_float("train.context_output_l2");
     const double reduction_scale = cfg.get_string("train.loss_reduction") == "sum" ? static_cast<double>(cfg.get_int("train.batch_size")) : 1.0;
 
-    const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
-    Rng init_rng = root.derive(kInitStream), data_rng = root.derive(kTrainDataStream), eval_rng = root.derive(kEvalDataStream);
+    const bool all_positions = cfg.get_string("train.context_output_l2_form") == "all_positions";
+    const std::uint64_t pool_size = static_cast<std::uint64_t>(cfg.get_int("task.pool_sequences"));
+    Rng init_rng = regression_stream(cfg, RegressionStream::init), data_rng = regression_stream(cfg, RegressionStream::train_data);
+    Rng eval_rng = regression_stream(cfg, RegressionStream::eval_data);
+    const Rng pool = regression_stream(cfg, RegressionStream::pool);
     model::Transformer<T> model(spec);
     model.init(init_rng);  // a resumed run replaces the parameters with the checkpoint's
     model.set_prefix_length(prefix);
@@ -125,13 +100,16 @@ RegressionTraining train_regression_typed(const config::Config& cfg, const RunOp
     run.log() << "model: " << model.parameter_count() << " parameters, " << spec.layers << " layers, width " << spec.width
               << ", tokens of " << d_in << ", T = " << TT << ", prefix " << prefix << "\n";
 
-    LossWeights<T> weights;
+    RegressionLossWeights<T> weights;
     std::vector<T> d_outputs, losses(batch_size * TT), zeros(batch_size * TT * O, T(0));
     std::optional<RegressionEvaluation> last;
     TrainingTask training;
     training.train_step = [&](Rng& rng) {
-        tasks::sample_regression_batch(batch, batch_size, task, rng);
-        loss_weights(weights, batch, context_in_loss, l2, reduction_scale);
+        if (pool_size > 0)  // paper 003 B0: batch_size distinct sequences of the fixed pool, uniformly, each step
+            tasks::sample_regression_pool_batch(batch, tasks::draw_distinct_indices(batch_size, pool_size, rng), task, pool);
+        else
+            tasks::sample_regression_batch(batch, batch_size, task, rng);
+        regression_loss_weights(weights, batch, context_in_loss, l2, reduction_scale, all_positions);
         model.forward(batch.inputs.data(), batch_size, TT);
         const std::size_t N = batch_size * TT;
         double loss = nn::squared_error_forward(losses.data(), model.outputs(), batch.targets.data(), weights.fit.data(), N, O);
@@ -197,6 +175,44 @@ RegressionTraining train_regression_typed(const config::Config& cfg, const RunOp
 }
 
 }  // namespace
+
+// Loss weights per position (B·T): the mean squared error over the query positions (and over the context
+// prediction positions with task.loss_positions: all), times the batch size with train.loss_reduction: sum, plus — as a second target set — λ · mean |ŷ|² over
+// the context prediction positions (paper 003 E.2's optional L2 regularizer on in-context outputs).
+// all_positions (paper 003 E.2 as [C]'s even_loss codes it): one mean over every query and in-context position,
+// the in-context ones with target 0 and weight λ: (Σ_q |ŷ − y|² + λ Σ_ctx |ŷ|²) / (#queries + #contexts).
+template <class T>
+void regression_loss_weights(RegressionLossWeights<T>& out, const tasks::RegressionBatch<T>& batch, bool context_in_loss, double l2,
+                  double scale, bool all_positions) {
+    const std::size_t n = batch.positions.size();
+    out.fit.assign(n, T(0));
+    out.l2.assign(n, T(0));
+    std::size_t fitted = 0, contexts = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto kind = static_cast<Position>(batch.positions.data()[i]);
+        fitted += kind == Position::query || (context_in_loss && kind == Position::context);
+        contexts += kind == Position::context;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto kind = static_cast<Position>(batch.positions.data()[i]);
+        if (kind == Position::query || (context_in_loss && kind == Position::context)) out.fit[i] = static_cast<T>(scale / fitted);
+        if (kind == Position::context && l2 > 0.0 && contexts > 0) out.l2[i] = static_cast<T>(scale * l2 / contexts);
+        if (all_positions && l2 > 0.0) {  // without the penalty [C] keeps the plain query mean
+            const double total = static_cast<double>(std::max<std::size_t>(fitted + (context_in_loss ? 0 : contexts), 1));
+            if (out.fit[i] != T(0)) out.fit[i] = static_cast<T>(scale / total);
+            if (out.l2[i] != T(0)) out.l2[i] = static_cast<T>(scale * l2 / total);
+        }
+    }
+}
+
+template void regression_loss_weights<float>(RegressionLossWeights<float>&, const tasks::RegressionBatch<float>&, bool, double,
+                                            double, bool);
+template void regression_loss_weights<double>(RegressionLossWeights<double>&, const tasks::RegressionBatch<double>&, bool,
+                                             double, double, bool);
+
+Rng regression_stream(const config::Config& cfg, RegressionStream which) {
+    return Rng(static_cast<std::uint64_t>(cfg.get_int("seed"))).derive(static_cast<std::uint64_t>(which));
+}
 
 template <class T>
 RegressionEvaluation evaluate_regression(model::Transformer<T>& model, const tasks::RegressionBatch<T>& data,
@@ -267,6 +283,9 @@ void add_regression_task_keys(config::Schema& schema) {
         .add_string("task.w_mode", "per_sequence", {"per_sequence", "fixed"},
                     "per_sequence: a fresh task W per sequence; fixed: one W ~ N(0, 1) drawn once from the seed and used "
                     "for every training and eval sequence (paper 004 A.3's single task)")
+        .add_int("task.pool_sequences", 0, 0, std::int64_t(1) << 40,
+                 "0: fresh sequences every step; N > 0: a fixed training pool of N sequences, each step takes "
+                 "train.batch_size distinct ones uniformly (paper 003 §5.2, B0: 64,000)")
         .add_string("task.loss_positions", "query", {"query", "all"},
                     "squared error at the query positions only, or also at the in-context prediction positions "
                     "(meaningful for the interleaved format)");
@@ -278,6 +297,10 @@ void add_regression_task_keys(config::Schema& schema) {
                     "papers 003 and 004)");
     schema.add_float("train.context_output_l2", 0.0, 0.0, 1e6,
                      "weight of an L2 penalty on the outputs at in-context positions (paper 003 E.2; 0: off)")
+        .add_string("train.context_output_l2_form", "context_mean", {"context_mean", "all_positions"},
+                    "context_mean: query MSE + lambda * mean over in-context positions of |y_hat|^2; all_positions: one "
+                    "mean over all query and in-context positions, in-context targets 0 with weight lambda (paper 003 "
+                    "E.2 as the authors' code: lambda 1)")
         .add_string("train.loss_reduction", "mean", {"mean", "sum"},
                     "the training loss is the mean over the batch's sequences of each sequence's mean squared error, "
                     "or their sum (then the SGD step size scales with train.batch_size)");
@@ -288,6 +311,15 @@ void add_regression_task_keys(config::Schema& schema) {
         if (cfg.get_int("model.width") != token)
             cfg.fail({"model.width", "model.read_in"}, "identity read-in needs model.width = token width d_x + d_y = " +
                                                            std::to_string(token) + ", got " + std::to_string(cfg.get_int("model.width")));
+    });
+    schema.add_rule([](const config::Config& cfg) {
+        const auto pool = cfg.get_int("task.pool_sequences");
+        if (pool > 0 && cfg.get_string("task.w_mode") == "fixed")
+            cfg.fail({"task.pool_sequences", "task.w_mode"}, "a training pool (paper 003) and one fixed task (paper 004 A.3) "
+                                                             "are not combined: they share the seed's stream 4");
+        if (pool > 0 && pool < cfg.get_int("train.batch_size"))
+            cfg.fail({"task.pool_sequences", "train.batch_size"}, "a training pool needs at least train.batch_size = " +
+                                                                      std::to_string(cfg.get_int("train.batch_size")) + " sequences");
     });
     schema.add_rule([](const config::Config& cfg) {
         if (cfg.get_string("task.kind") == "classification" && cfg.get_float("task.noise_std") > 0.0)
@@ -310,7 +342,7 @@ tasks::RegressionSpec regression_spec_from_config(const config::Config& cfg) {
     spec.noise_std = cfg.get_float("task.noise_std");
     spec.sigmoid_shift = cfg.get_bool("task.sigmoid_shift");
     if (cfg.get_string("task.w_mode") == "fixed") {  // one W per run: its own stream of the seed
-        Rng task_rng = Rng(static_cast<std::uint64_t>(cfg.get_int("seed"))).derive(kFixedTaskStream);
+        Rng task_rng = regression_stream(cfg, RegressionStream::fixed_task);
         spec.fixed_weights.resize(tasks::regression_output_dim(spec) * spec.x_dim);
         for (double& w : spec.fixed_weights) w = task_rng.normal();
     }

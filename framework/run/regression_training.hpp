@@ -13,12 +13,32 @@
 
 namespace iclab::run {
 
+// Random streams of `seed` (root.derive(id)): model initialization, training batches (fresh sequences, or which
+// pool sequences a step takes), the evaluation set, the fixed training pool (task.pool_sequences > 0; sequence i
+// is pool.derive(i)), and extra evaluation sets an experiment draws (derive further from it).
+// Sub-streams of the run's seed. Stream 4 is the training pool (paper 003) or, with task.w_mode fixed, the one task W
+// (paper 004 A.3); validation refuses the two together, so each run's measured numbers keep their stream.
+enum class RegressionStream : std::uint64_t { init = 1, train_data = 2, eval_data = 3, pool = 4, fixed_task = 4, extra_eval = 5 };
+Rng regression_stream(const config::Config& cfg, RegressionStream which);
+
 // Key group regression_task: task.* (kind, format, x distribution, sizes, noise, loss positions),
 // model.read_in, model.read_out, train.context_output_l2, train.loss_reduction, and their rules.
 void add_regression_task_keys(config::Schema& schema);
 tasks::RegressionSpec regression_spec_from_config(const config::Config& cfg);
 // model.* with the task's token and output widths and the read-in / read-out.
 model::ModelSpec regression_model_spec(const config::Config& cfg);
+
+// Per-position loss weights of a batch (B·T): `fit` weighs |ŷ − y|² (the mean over queries, and over in-context
+// positions when context_in_loss), `l2` weighs |ŷ|² at in-context positions (λ = l2; paper 003 E.2). scale
+// multiplies both (train.loss_reduction: sum). context_mean: fit mean + λ · mean over in-context positions;
+// all_positions ([C]'s even_loss, with λ > 0): (Σ_q |ŷ − y|² + λ Σ_ctx |ŷ|²) / (#queries + #in-context positions).
+template <class T>
+struct RegressionLossWeights {
+    std::vector<T> fit, l2;  // (B·T)
+};
+template <class T>
+void regression_loss_weights(RegressionLossWeights<T>& out, const tasks::RegressionBatch<T>& batch, bool context_in_loss,
+                             double l2, double scale, bool all_positions);
 
 // Errors of a model on a fixed set of sequences.
 struct RegressionEvaluation {

@@ -179,6 +179,67 @@ void sample_regression_batch(RegressionBatch<T>& out, std::size_t batch, const R
 template void sample_regression_batch<float>(RegressionBatch<float>&, std::size_t, const RegressionSpec&, Rng&);
 template void sample_regression_batch<double>(RegressionBatch<double>&, std::size_t, const RegressionSpec&, Rng&);
 
+template <class T>
+void copy_regression_sequence(RegressionBatch<T>& out, std::size_t to, const RegressionBatch<T>& in, std::size_t from) {
+    ICLAB_CHECK(to < out.inputs.shape()[0] && from < in.inputs.shape()[0], "regression: sequence index out of range");
+    const auto copy_one = [&](auto& dst, const auto& src) {
+        const std::size_t stride = src.size() / src.shape()[0];
+        ICLAB_CHECK(dst.size() / dst.shape()[0] == stride, "regression: sequences of different shapes");
+        std::copy(src.data() + from * stride, src.data() + (from + 1) * stride, dst.data() + to * stride);
+    };
+    copy_one(out.inputs, in.inputs);
+    copy_one(out.targets, in.targets);
+    copy_one(out.positions, in.positions);
+    copy_one(out.task_weights, in.task_weights);
+    copy_one(out.x, in.x);
+    copy_one(out.y, in.y);
+}
+
+template <class T>
+void sample_regression_pool_batch(RegressionBatch<T>& out, const std::vector<std::uint64_t>& indices,
+                                  const RegressionSpec& spec, const Rng& pool) {
+    ICLAB_INPUT_CHECK(!indices.empty(), "regression: a pool batch needs at least one index");
+    RegressionBatch<T> one;
+    for (std::size_t b = 0; b < indices.size(); ++b) {
+        Rng rng = pool.derive(indices[b]);
+        sample_regression_batch(one, 1, spec, rng);
+        if (b == 0) {  // shape out like `one`, with indices.size() sequences
+            const auto grow = [&](auto& dst, const auto& src) {
+                auto shape = src.shape();  // std::array of the static rank
+                shape[0] = indices.size();
+                dst.resize(shape);
+            };
+            grow(out.inputs, one.inputs);
+            grow(out.targets, one.targets);
+            grow(out.positions, one.positions);
+            grow(out.task_weights, one.task_weights);
+            grow(out.x, one.x);
+            grow(out.y, one.y);
+        }
+        copy_regression_sequence(out, b, one, 0);
+    }
+}
+
+std::vector<std::uint64_t> draw_distinct_indices(std::size_t count, std::uint64_t pool_size, Rng& rng) {
+    ICLAB_INPUT_CHECK(count <= pool_size, "regression: cannot draw " << count << " distinct sequences from a pool of " << pool_size);
+    // Floyd: for j = n-k .. n-1, take t ~ U{0..j}; keep t unless already taken, else take j.
+    std::vector<std::uint64_t> chosen;
+    chosen.reserve(count);
+    for (std::uint64_t j = pool_size - count; j < pool_size; ++j) {
+        const std::uint64_t t = rng.uniform_int(j + 1);
+        const bool taken = std::find(chosen.begin(), chosen.end(), t) != chosen.end();
+        chosen.push_back(taken ? j : t);
+    }
+    return chosen;
+}
+
+template void copy_regression_sequence<float>(RegressionBatch<float>&, std::size_t, const RegressionBatch<float>&, std::size_t);
+template void copy_regression_sequence<double>(RegressionBatch<double>&, std::size_t, const RegressionBatch<double>&, std::size_t);
+template void sample_regression_pool_batch<float>(RegressionBatch<float>&, const std::vector<std::uint64_t>&,
+                                                  const RegressionSpec&, const Rng&);
+template void sample_regression_pool_batch<double>(RegressionBatch<double>&, const std::vector<std::uint64_t>&,
+                                                   const RegressionSpec&, const Rng&);
+
 const char* regression_position_name(RegressionPosition position) {
     switch (position) {
         case RegressionPosition::none: return "none";

@@ -117,6 +117,20 @@ struct RegressionBatch {
 template <class T>
 void sample_regression_batch(RegressionBatch<T>& out, std::size_t batch, const RegressionSpec& spec, Rng& rng);
 
+// Copies sequence `from` of `in` into slot `to` of `out` (same spec; out already holds at least to + 1 sequences).
+template <class T>
+void copy_regression_sequence(RegressionBatch<T>& out, std::size_t to, const RegressionBatch<T>& in, std::size_t from);
+
+// A fixed training pool (paper 003 §5.2 / B0, spec Q21): sequence i of the pool is the one sequence that
+// sample_regression_batch(·, 1, spec, pool.derive(i)) draws, so any subset is made on demand, the same on every
+// call, and the pool never lives in memory. Fills out with the sequences `indices`, in that order.
+template <class T>
+void sample_regression_pool_batch(RegressionBatch<T>& out, const std::vector<std::uint64_t>& indices,
+                                  const RegressionSpec& spec, const Rng& pool);
+// `count` distinct indices of [0, pool_size), uniform over subsets (Floyd's algorithm: `count` calls of
+// rng.uniform_int), as [C]'s np.random.choice(replace=False) per step. Throws iclab::InputError when count > pool_size.
+std::vector<std::uint64_t> draw_distinct_indices(std::size_t count, std::uint64_t pool_size, Rng& rng);
+
 // Names for config files and results files; parse throws iclab::InputError on an unknown name.
 const char* regression_position_name(RegressionPosition position);  // "none", "context", "query"
 const char* regression_kind_name(RegressionKind kind);              // "linear", "sigmoid", "classification"

@@ -1,0 +1,144 @@
+// Experiment `prefix_vs_causal` (paper 003 §5.2, App. E.2-E.5; spec shared/specs/paper003.md Part B): train the
+// softmax transformer of the config on LR, N-LR or MC with a prefixLM or causalLM mask (model.mask), then measure
+// the query error on the test set (all of it and its first 64 sequences, the paper's count), on the training pool
+// (Figure 6's memorisation check) and on test sets with fewer in-context examples (Tables 4-6, layout Q12: the k
+// ICEs at positions 0..k-1, the queries right after). The prefix and causal runs of one seed share initialization,
+// pool and test sets (framework/run/regression_training.hpp streams), so every comparison is paired.
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "framework/run/experiment.hpp"
+#include "framework/run/regression_training.hpp"
+
+namespace iclab::experiments {
+
+using namespace iclab::run;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+void declare_keys(config::Schema& schema) {
+    schema.add_int_list("prefix_vs_causal.test_examples", {}, 1, 1 << 16,
+                        "k values of the fewer-ICE test (paper 003 Tables 4-6: 16, 24, 32 of 40; cpu2: 8, 12, 16 of 20); "
+                        "each is a fresh test set of eval.sequences sequences")
+        .add_int("prefix_vs_causal.first_sequences", 64, 1, 1 << 24,
+                 "also report the error on the first N test sequences (the paper's test set has 64)")
+        .add_int("prefix_vs_causal.pool_eval_sequences", 1024, 1, 1 << 24,
+                 "training-pool sequences (the first N of the pool) whose query error is reported (Figure 6)")
+        .add_string_free("prefix_vs_causal.profile", "", "the spec's profile name (quick, cpu2, ...), recorded in results.h5")
+        .add_rule([](const config::Config& cfg) {  // the trained positions end at examples + queries
+            for (const auto k : cfg.get_int_list("prefix_vs_causal.test_examples"))
+                if (k > cfg.get_int("task.examples"))
+                    cfg.fail({"prefix_vs_causal.test_examples", "task.examples"},
+                             "fewer-ICE tests need k <= task.examples = " + std::to_string(cfg.get_int("task.examples")) +
+                                 ", got " + std::to_string(k));
+        });
+}
+
+// One row of /tables/prefix_vs_causal.
+struct Rows {
+    std::vector<std::string> set;
+    std::vector<std::int64_t> examples, sequences;
+    std::vector<double> query_mse, zero_mse, relative, error_pct;
+    void add(const std::string& name, std::size_t k, std::size_t n, const RegressionEvaluation& e, bool classification) {
+        set.push_back(name);
+        examples.push_back(static_cast<std::int64_t>(k));
+        sequences.push_back(static_cast<std::int64_t>(n));
+        query_mse.push_back(e.query_mse);
+        zero_mse.push_back(e.zero_mse);
+        relative.push_back(e.query_mse / e.zero_mse);
+        // MC: classification error in % = 100 · mean[argmax ŷ ≠ argmax y] over the queries (spec §1 Metrics).
+        error_pct.push_back(classification ? 100.0 * (1.0 - e.query_accuracy) : kNaN);
+    }
+};
+
+RunOutcome run_prefix_vs_causal(const RunContext& context) {
+    const config::Config& cfg = context.config;
+    RunFolder run(cfg, context.options);
+    const RegressionTraining training = train_regression_model(cfg, context.options, run);
+    if (!training.completed) return {run.path(), false, training.steps_done, training.steps_total};
+
+    // The trained weights in fp64 (float32 parameters convert exactly), evaluated in inference mode.
+    model::Transformer<double> model(training.spec, model::Transformer<double>::Mode::inference);
+    model.params.assign(training.parameters.begin(), training.parameters.end());
+    const tasks::RegressionSpec& task = training.task;
+    const bool classification = task.kind == tasks::RegressionKind::classification;
+    const std::size_t chunk = static_cast<std::size_t>(cfg.get_int("train.batch_size"));
+    const std::size_t test_count = static_cast<std::size_t>(cfg.get_int("eval.sequences"));
+    Rows rows;
+
+    // The test set: the very sequences of the training service's evaluation (same stream, same draws).
+    tasks::RegressionBatch<double> test;
+    Rng eval_rng = regression_stream(cfg, RegressionStream::eval_data);
+    tasks::sample_regression_batch(test, test_count, task, eval_rng);
+    rows.add("test", task.examples, test_count, evaluate_regression(model, test, task, chunk), classification);
+    const std::size_t first = std::min<std::size_t>(cfg.get_int("prefix_vs_causal.first_sequences"), test_count);
+    tasks::RegressionBatch<double> cut;  // the test set's first `first` sequences
+    cut.inputs.resize(std::array<std::size_t, 3>{first, test.inputs.shape()[1], test.inputs.shape()[2]});
+    cut.targets.resize(std::array<std::size_t, 3>{first, test.targets.shape()[1], test.targets.shape()[2]});
+    cut.positions.resize(std::array<std::size_t, 2>{first, test.positions.shape()[1]});
+    cut.task_weights.resize(std::array<std::size_t, 3>{first, test.task_weights.shape()[1], test.task_weights.shape()[2]});
+    cut.x.resize(std::array<std::size_t, 3>{first, test.x.shape()[1], test.x.shape()[2]});
+    cut.y.resize(std::array<std::size_t, 3>{first, test.y.shape()[1], test.y.shape()[2]});
+    for (std::size_t i = 0; i < first; ++i) tasks::copy_regression_sequence(cut, i, test, i);
+    rows.add("test_first" + std::to_string(first), task.examples, first, evaluate_regression(model, cut, task, chunk), classification);
+
+    // The training pool's first sequences (fixed pool only): train error < test error at small pools = memorisation.
+    const std::uint64_t pool_size = static_cast<std::uint64_t>(cfg.get_int("task.pool_sequences"));
+    if (pool_size > 0) {
+        const std::size_t count = std::min<std::uint64_t>(cfg.get_int("prefix_vs_causal.pool_eval_sequences"), pool_size);
+        std::vector<std::uint64_t> indices(count);
+        for (std::size_t i = 0; i < count; ++i) indices[i] = i;
+        tasks::RegressionBatch<double> pool_batch;
+        tasks::sample_regression_pool_batch(pool_batch, indices, task, regression_stream(cfg, RegressionStream::pool));
+        rows.add("train_pool", task.examples, count, evaluate_regression(model, pool_batch, task, chunk), classification);
+    }
+
+    // Tables 4-6 (E.4): k ICEs, then the same number of queries; fresh sequences from stream extra_eval.derive(k).
+    for (const auto k : cfg.get_int_list("prefix_vs_causal.test_examples")) {
+        tasks::RegressionSpec fewer = task;
+        fewer.examples = static_cast<std::size_t>(k);
+        ICLAB_INPUT_CHECK(tasks::regression_seq_len(fewer) <= training.spec.max_seq_len,
+                          "prefix_vs_causal.test_examples: " << k << " examples do not fit the trained positions");
+        Rng rng = regression_stream(cfg, RegressionStream::extra_eval).derive(static_cast<std::uint64_t>(k));
+        tasks::RegressionBatch<double> data;
+        tasks::sample_regression_batch(data, test_count, fewer, rng);
+        rows.add("test_k" + std::to_string(k), fewer.examples, test_count, evaluate_regression(model, data, fewer, chunk),
+                 classification);
+    }
+
+    io::ResultsWriter& w = run.results();
+    w.write_columns("/tables/prefix_vs_causal",
+                    {{"set", rows.set}, {"examples", rows.examples}, {"sequences", rows.sequences}, {"query_mse", rows.query_mse},
+                     {"zero_predictor_mse", rows.zero_mse}, {"relative_query_mse", rows.relative}, {"error_pct", rows.error_pct}});
+    w.set_attr("test_query_mse", rows.query_mse[0]);
+    w.set_attr("test_error_pct", rows.error_pct[0]);
+    w.set_attr("profile", cfg.get_string("prefix_vs_causal.profile"));
+    w.set_attr("mask", cfg.get_string("model.mask"));
+    run.commit();
+    if (!context.options.quiet) {
+        print_regression_evaluation(training, cfg);
+        std::printf("\n  %-16s %9s %9s %12s %10s\n", "set", "examples", "sequences", "query MSE", "error %");
+        for (std::size_t i = 0; i < rows.set.size(); ++i)
+            std::printf("  %-16s %9lld %9lld %12.5g %10.2f\n", rows.set[i].c_str(), static_cast<long long>(rows.examples[i]),
+                        static_cast<long long>(rows.sequences[i]), rows.query_mse[i], rows.error_pct[i]);
+    }
+    return {run.path(), true, training.steps_total, training.steps_total};
+}
+
+}  // namespace
+
+Experiment prefix_vs_causal() {
+    return {"prefix_vs_causal",
+            "paper 003 §5.2: trained softmax transformers, prefixLM vs causalLM on LR / N-LR / MC (Tables 1, 3-6)",
+            {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
+            declare_keys,
+            run_prefix_vs_causal};
+}
+
+}  // namespace iclab::experiments

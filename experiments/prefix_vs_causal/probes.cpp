@@ -1,0 +1,132 @@
+// Experiment `prefix_vs_causal_probes` (paper 003 Figure 3, E.2; spec B2, choice Q13): per-layer linear probes of a
+// finished `prefix_vs_causal` run. For every depth l = 0..L the residual stream h_l at the query positions is read
+// out by the least-squares map [h_l, 1] W_l ≈ y, fitted in fp64 on the query positions of the run's first training
+// pool sequences (a tiny ridge keeps it defined), then evaluated on the run's test set. The trunk is untouched, so
+// Table 1 and Figure 3 come from the same model. Output: /tables/probes (depth, query MSE, MC error in %).
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <vector>
+
+#include "framework/core/dense_linalg.hpp"
+#include "framework/io/results_file.hpp"
+#include "framework/run/checkpoint_io.hpp"
+#include "framework/run/experiment.hpp"
+#include "framework/run/regression_training.hpp"
+
+namespace iclab::experiments {
+
+using namespace iclab::run;
+
+namespace {
+
+void declare_keys(config::Schema& schema) {
+    schema.add_string_free("source.run_dir", "", "the finished prefix_vs_causal run whose layers are probed")
+        .add_int("probes.fit_sequences", 1024, 1, 1 << 24, "training-pool sequences whose query positions fit the probes (Q13: 1,024)")
+        .add_float("probes.ridge", 1e-8, 0.0, 1.0, "ridge added to the normal equations, relative to their mean diagonal");
+}
+
+// Runs `data` through the model in chunks and hands each chunk's query rows to visit(depth, h (C), y (O)).
+template <class Visit>
+void query_states(model::Transformer<double>& model, const tasks::RegressionBatch<double>& data, const tasks::RegressionSpec& task,
+                  std::size_t chunk, Visit visit) {
+    const std::size_t B = data.inputs.shape()[0], TT = data.inputs.shape()[1], d_in = data.inputs.shape()[2];
+    const std::size_t C = model.spec().width, O = tasks::regression_output_dim(task), L = model.spec().layers;
+    model.set_prefix_length(tasks::regression_prefix_length(task));
+    for (std::size_t first = 0; first < B; first += chunk) {
+        const std::size_t rows = std::min(chunk, B - first);
+        model.forward(data.inputs.data() + first * TT * d_in, rows, TT);
+        for (std::size_t n = 0; n < rows * TT; ++n) {
+            if (data.positions.data()[first * TT + n] != static_cast<std::uint8_t>(tasks::RegressionPosition::query)) continue;
+            for (std::size_t l = 0; l <= L; ++l) visit(l, model.residual_stream(l) + n * C, data.targets.data() + (first * TT + n) * O);
+        }
+    }
+}
+
+RunOutcome run_probes(const RunContext& context) {
+    const config::Config& cfg = context.config;
+    const std::filesystem::path source_dir = cfg.get_string("source.run_dir");
+    ICLAB_INPUT_CHECK(std::filesystem::exists(source_dir / kResultsFile), "source.run_dir: " << source_dir.string()
+                                                                                             << " holds no finished run");
+    const config::Config source = context.catalog.load_config((source_dir / kConfigFile).string(), {});
+    ICLAB_INPUT_CHECK(source.get_string("experiment") == "prefix_vs_causal",
+                      "source.run_dir: a prefix_vs_causal run is needed, got " << source.get_string("experiment"));
+    RunFolder run(cfg, context.options);
+    const tasks::RegressionSpec task = regression_spec_from_config(source);
+    model::Transformer<double> model(regression_model_spec(source));
+    read_checkpoint(io::ResultsReader((source_dir / kResultsFile).string()), model);
+    const std::size_t C = model.spec().width, K = C + 1, O = tasks::regression_output_dim(task), L = model.spec().layers;
+    const std::size_t chunk = static_cast<std::size_t>(source.get_int("train.batch_size"));
+    const bool classification = task.kind == tasks::RegressionKind::classification;
+
+    // Fit: normal equations per depth, A_l = Σ [h,1][h,1]ᵀ (K, K), B_l = Σ [h,1] yᵀ (K, O).
+    const std::uint64_t pool_size = static_cast<std::uint64_t>(source.get_int("task.pool_sequences"));
+    ICLAB_INPUT_CHECK(pool_size > 0, "source.run_dir: the run trained without a fixed pool (task.pool_sequences 0)");
+    std::vector<std::uint64_t> indices(std::min<std::uint64_t>(cfg.get_int("probes.fit_sequences"), pool_size));
+    for (std::size_t i = 0; i < indices.size(); ++i) indices[i] = i;
+    tasks::RegressionBatch<double> fit;
+    tasks::sample_regression_pool_batch(fit, indices, task, regression_stream(source, RegressionStream::pool));
+    std::vector<std::vector<double>> A(L + 1, std::vector<double>(K * K, 0.0)), Bm(L + 1, std::vector<double>(K * O, 0.0));
+    std::vector<double> h(K);
+    query_states(model, fit, task, chunk, [&](std::size_t l, const double* state, const double* y) {
+        std::copy(state, state + C, h.begin());
+        h[C] = 1.0;
+        for (std::size_t r = 0; r < K; ++r) {
+            for (std::size_t c = 0; c < K; ++c) A[l][r * K + c] += h[r] * h[c];
+            for (std::size_t o = 0; o < O; ++o) Bm[l][r * O + o] += h[r] * y[o];
+        }
+    });
+    std::vector<std::vector<double>> W(L + 1);
+    for (std::size_t l = 0; l <= L; ++l) {
+        double trace = 0.0;
+        for (std::size_t r = 0; r < K; ++r) trace += A[l][r * K + r];
+        for (std::size_t r = 0; r < K; ++r) A[l][r * K + r] += cfg.get_float("probes.ridge") * trace / K;
+        W[l] = linalg::solve(A[l], K, Bm[l], O);
+    }
+
+    // Test: the run's own test set (its evaluation stream), every depth.
+    tasks::RegressionBatch<double> test;
+    Rng eval_rng = regression_stream(source, RegressionStream::eval_data);
+    tasks::sample_regression_batch(test, static_cast<std::size_t>(source.get_int("eval.sequences")), task, eval_rng);
+    std::vector<double> sq(L + 1, 0.0), wrong(L + 1, 0.0), count(L + 1, 0.0), prediction(O);
+    query_states(model, test, task, chunk, [&](std::size_t l, const double* state, const double* y) {
+        std::size_t best = 0, label = 0;
+        for (std::size_t o = 0; o < O; ++o) {
+            double p = W[l][C * O + o];
+            for (std::size_t c = 0; c < C; ++c) p += state[c] * W[l][c * O + o];
+            prediction[o] = p;
+            sq[l] += (p - y[o]) * (p - y[o]);
+            if (prediction[o] > prediction[best]) best = o;
+            if (y[o] > y[label]) label = o;
+        }
+        wrong[l] += best != label;
+        count[l] += 1.0;
+    });
+    std::vector<std::int64_t> depth;
+    std::vector<double> mse, error;
+    for (std::size_t l = 0; l <= L; ++l) {
+        depth.push_back(static_cast<std::int64_t>(l));
+        mse.push_back(sq[l] / count[l]);
+        error.push_back(classification ? 100.0 * wrong[l] / count[l] : std::numeric_limits<double>::quiet_NaN());
+    }
+    io::ResultsWriter& w = run.results();
+    w.write_columns("/tables/probes", {{"depth", depth}, {"query_mse", mse}, {"error_pct", error}});
+    w.set_attr("source_run_dir", source_dir.string());
+    w.set_attr("mask", source.get_string("model.mask"));
+    w.set_attr("task_kind", source.get_string("task.kind"));
+    w.set_attr("shared_layers", static_cast<std::int64_t>(source.get_bool("model.shared_layers")));
+    w.set_attr("context_output_l2", source.get_float("train.context_output_l2"));
+    run.commit();
+    if (!context.options.quiet)
+        for (std::size_t l = 0; l <= L; ++l) std::printf("depth %2zu  query MSE %.5g  error %% %.2f\n", l, mse[l], error[l]);
+    return {run.path(), true, 0, 0};
+}
+
+}  // namespace
+
+Experiment prefix_vs_causal_probes() {
+    return {"prefix_vs_causal_probes", "paper 003 Figure 3: least-squares probes of every layer of a prefix_vs_causal run",
+            {KeyGroup::output}, declare_keys, run_probes};
+}
+
+}  // namespace iclab::experiments

@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""Paper 003 Table 1 / Table 3 / Tables 4-6 comparison for `prefix_vs_causal` runs (spec paper003.md §3 B1, B4, §5).
+
+    /usr/bin/python3 scripts/python/prefix_vs_causal_table.py results/sweeps/prefix_vs_causal_table1 [--out table.md]
+
+Reads every finished run below the folders (scripts/python/iclab_runs.load_runs, the columns of `iclab collect`),
+pairs the prefix and causal runs that agree on everything but model.mask (task, SL/UL, L2, seed, profile), and
+prints per cell the paper's value beside ours, the causal/prefix MSE ratio (regression) or the error gap in points
+(MC), and the verdict of spec §5: prefix < causal, and ratio >= 1.5 (regression) or gap >= 1.0 point (MC) on the
+full test set. Values of a partly finished grid are printed as far as they exist.
+"""
+import argparse
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from iclab_runs import load_runs  # noqa: E402
+
+TASKS = {"linear": "LR", "sigmoid": "N-LR", "classification": "MC"}
+# Paper 003 Table 3 (App. E.2; Table 1 rows: SL-L2, UL-no-L2): {(setting, mask): (LR, N-LR, MC %)}.
+PAPER_T3 = {
+    ("SL-L2", "prefix"): (8.6e-3, 1.5e-4, 24.1), ("SL-L2", "causal"): (1.9e-1, 2.7e-3, 27.0),
+    ("SL-no-L2", "prefix"): (6.7e-3, 1.5e-4, 24.5), ("SL-no-L2", "causal"): (5.0e-2, 1.9e-3, 30.5),
+    ("UL-L2", "prefix"): (7.6e-3, 1.7e-4, 26.7), ("UL-L2", "causal"): (4.4e-2, 2.5e-3, 30.4),
+    ("UL-no-L2", "prefix"): (2.5e-3, 9.0e-5, 27.6), ("UL-no-L2", "causal"): (1.6e-2, 2.9e-3, 32.1),
+}
+# Tables 4-6 (E.4), k ICEs of 40 at test; the cpu2 profile tests k = d, 1.5d, 2d: 8, 12, 16 of 20 <-> 16, 24, 32.
+PAPER_FEWER = {
+    (16, "SL", "prefix"): (1.01, 2.1e-2, 42.8), (16, "SL", "causal"): (1.76, 2.7e-2, 43.3),
+    (16, "UL", "prefix"): (0.97, 1.9e-2, 42.9), (16, "UL", "causal"): (1.12, 3.2e-2, 46.6),
+    (24, "SL", "prefix"): (1.4e-1, 2.0e-3, 33.4), (24, "SL", "causal"): (7.0e-1, 1.0e-2, 35.9),
+    (24, "UL", "prefix"): (1.0e-1, 1.7e-3, 37.1), (24, "UL", "causal"): (1.3e-1, 1.0e-2, 41.2),
+    (32, "SL", "prefix"): (2.4e-2, 4.7e-4, 32.4), (32, "SL", "causal"): (3.1e-1, 5.0e-3, 34.6),
+    (32, "UL", "prefix"): (9.5e-3, 3.4e-4, 36.2), (32, "UL", "causal"): (4.0e-2, 5.7e-3, 37.3),
+}
+
+
+def setting(row):
+    shared = str(row["model.shared_layers"]).lower() in ("true", "1")
+    return ("SL" if shared else "UL") + ("-L2" if float(row["train.context_output_l2"]) > 0 else "-no-L2")
+
+
+def value(row, set_name):
+    """Query MSE (regression) or error in % (MC) of one evaluation set, NaN when absent."""
+    column = ("prefix_vs_causal.error_pct[%s]" if row["task.kind"] == "classification" else "prefix_vs_causal.query_mse[%s]") % set_name
+    return float(row[column]) if column in row and row[column] == row[column] else math.nan
+
+
+def fmt(x, mc):
+    if x != x:
+        return "—"
+    return "%.1f" % x if mc else "%.2e" % x
+
+
+def verdict(prefix, causal, mc):
+    if prefix != prefix or causal != causal:
+        return "pending", math.nan
+    if mc:
+        gap = causal - prefix
+        return ("PASS" if gap >= 1.0 else "prefix < causal, gap < 1 pt" if gap > 0 else "FAIL"), gap
+    ratio = causal / prefix
+    return ("PASS" if ratio >= 1.5 else "prefix < causal, ratio < 1.5" if ratio > 1 else "FAIL"), ratio
+
+
+def paired(runs):
+    """{(task, setting, seed): {mask: row}}; the setting names the peak lr too when runs of several lr's are given."""
+    cells = {}
+    several_lr = runs["train.lr"].nunique() > 1
+    for _, row in runs.iterrows():
+        st = setting(row) + (" lr %g" % float(row["train.lr"]) if several_lr else "")
+        key = (row["task.kind"], st, int(row["seed"]))
+        cells.setdefault(key, {})[row["model.mask"]] = row
+    return cells
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dirs", nargs="+")
+    parser.add_argument("--out", help="also write the markdown here")
+    args = parser.parse_args()
+    runs = load_runs(args.dirs)
+    runs = runs[runs["experiment"] == "prefix_vs_causal"]
+    cells = paired(runs)
+    lines = ["| task | setting | seed | paper prefix | paper causal | paper ratio/gap | ours prefix | ours causal | "
+             "ours ratio/gap | first 64: prefix / causal | verdict |", "|" + "---|" * 11]
+    passed = total = 0
+    for task in TASKS:
+        for st in ("SL-L2", "UL-no-L2", "SL-no-L2", "UL-L2"):
+            for (kind, s, seed), masks in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][2])):
+                if kind != task or s.split(" ")[0] != st:
+                    continue
+                mc = task == "classification"
+                column = list(TASKS).index(task)
+                pp, pc = PAPER_T3[(st, "prefix")][column], PAPER_T3[(st, "causal")][column]
+                ours_p = value(masks["prefix"], "test") if "prefix" in masks else math.nan
+                ours_c = value(masks["causal"], "test") if "causal" in masks else math.nan
+                f_p = value(masks["prefix"], "test_first64") if "prefix" in masks else math.nan
+                f_c = value(masks["causal"], "test_first64") if "causal" in masks else math.nan
+                v, r = verdict(ours_p, ours_c, mc)
+                total += v != "pending"
+                passed += v == "PASS"
+                paper_r = "%+.1f pt" % (pc - pp) if mc else "%.1f" % (pc / pp)
+                ours_r = "—" if r != r else ("%+.1f pt" % r if mc else "%.2f" % r)
+                lines.append("| %s | %s%s | %d | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
+                    TASKS[task], s, " ¹" if st in ("SL-L2", "UL-no-L2") else "", seed, fmt(pp, mc), fmt(pc, mc), paper_r,
+                    fmt(ours_p, mc), fmt(ours_c, mc), ours_r, fmt(f_p, mc), fmt(f_c, mc), v))
+    lines.append("")
+    lines.append("%d of %d finished cells pass (prefix < causal, regression ratio >= 1.5, MC gap >= 1 pt on the full test set)."
+                 % (passed, total))
+    # Tables 4-6: fewer ICEs at test; our k values are mapped to the paper's by k/d (d, 1.5d, 2d).
+    fewer = ["", "| task | setting | k (paper k) | paper prefix | paper causal | ours prefix | ours causal | prefix < causal |",
+             "|" + "---|" * 8]
+    for (kind, s, seed), masks in sorted(cells.items(), key=lambda kv: (list(TASKS).index(kv[0][0]), kv[0][1], kv[0][2])):
+        if "prefix" not in masks:
+            continue
+        row = masks["prefix"]
+        d = int(row["task.x_dim"])
+        ks = sorted(int(c.split("[test_k")[1][:-1]) for c in runs.columns if c.startswith("prefix_vs_causal.query_mse[test_k"))
+        for k in ks:
+            name = "test_k%d" % k
+            paper_k = {1.0: 16, 1.5: 24, 2.0: 32}.get(k / d)
+            mc = kind == "classification"
+            column = list(TASKS).index(kind)
+            arch = s.split("-")[0]  # SL or UL
+            pp = PAPER_FEWER.get((paper_k, arch, "prefix"), (math.nan,) * 3)[column]
+            pc = PAPER_FEWER.get((paper_k, arch, "causal"), (math.nan,) * 3)[column]
+            op, oc = value(row, name), value(masks["causal"], name) if "causal" in masks else math.nan
+            ok = "—" if oc != oc else ("yes" if op < oc else "NO")
+            fewer.append("| %s | %s | %d (%s) | %s | %s | %s | %s | %s |" % (TASKS[kind], s, k, paper_k or "—", fmt(pp, mc),
+                                                                          fmt(pc, mc), fmt(op, mc), fmt(oc, mc), ok))
+    pool = ["", "| task | setting | mask | train pool (first 1,024) | test (1,024) |", "|" + "---|" * 5]
+    for (kind, s, seed), masks in sorted(cells.items(), key=lambda kv: (list(TASKS).index(kv[0][0]), kv[0][1], kv[0][2])):
+        for mask in ("prefix", "causal"):
+            if mask in masks:
+                mc = kind == "classification"
+                pool.append("| %s | %s | %s | %s | %s |" % (TASKS[kind], s, mask, fmt(value(masks[mask], "train_pool"), mc),
+                                                           fmt(value(masks[mask], "test"), mc)))
+    text = "\n".join(lines + fewer + pool) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
