@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <set>
 
 #include "framework/run/regression_training.hpp"
@@ -101,4 +103,56 @@ TEST_CASE("L2 on in-context outputs: context_mean and all_positions weights", "[
     sums(q, c, l);
     CHECK(q == Approx(1.0));
     CHECK(l == 0.0);
+}
+
+TEST_CASE("permute examples: slot i receives example order[i] with its tokens, targets and labels, queries stay",
+          "[regression_task][permute]") {
+    for (auto format : {tasks::TokenFormat::stacked, tasks::TokenFormat::interleaved}) {
+        auto spec = small_task(tasks::RegressionKind::linear);
+        spec.format = format;
+        tasks::RegressionBatch<double> batch, before;
+        Rng rng(5);
+        tasks::sample_regression_batch(batch, 2, spec, rng);
+        before = batch;
+        const std::vector<std::size_t> order{3, 0, 4, 1, 2};
+        tasks::permute_regression_examples(batch, 1, order, spec);
+        CHECK(same_sequence(batch, 0, before, 0));  // another sequence is untouched
+        const std::size_t d = spec.x_dim;
+        for (std::size_t i = 0; i < spec.examples + spec.queries; ++i) {
+            const std::size_t from = i < spec.examples ? order[i] : i;
+            for (std::size_t j = 0; j < d; ++j) CHECK(batch.x(1, i, j) == before.x(1, from, j));
+            CHECK(batch.y(1, i, 0) == before.y(1, from, 0));
+            // The token holding x_i and the target read there moved with the example.
+            const std::size_t at = tasks::regression_prediction_position(spec, i);
+            const std::size_t was = tasks::regression_prediction_position(spec, from);
+            for (std::size_t j = 0; j < d; ++j) CHECK(batch.inputs(1, at, j) == before.inputs(1, was, j));
+            CHECK(batch.targets(1, at, 0) == before.targets(1, was, 0));
+            // Labels still follow the sequence's task: y = W x.
+            double wx = 0.0;
+            for (std::size_t j = 0; j < d; ++j) wx += batch.task_weights(1, 0, j) * batch.x(1, i, j);
+            CHECK(batch.y(1, i, 0) == Approx(wx).margin(1e-12));
+        }
+        if (format == tasks::TokenFormat::interleaved)  // the y token of slot 0 is example 3's
+            CHECK(batch.inputs(1, 1, d) == before.inputs(1, 7, d));
+        // The identity leaves the batch unchanged; a non-permutation is refused.
+        auto again = batch;
+        tasks::permute_regression_examples(again, 1, {0, 1, 2, 3, 4}, spec);
+        CHECK(same_sequence(again, 1, batch, 1));
+        CHECK_THROWS_AS(tasks::permute_regression_examples(again, 1, {0, 1, 2, 3, 3}, spec), InputError);
+        CHECK_THROWS_AS(tasks::permute_regression_examples(again, 1, {0, 1, 2, 3}, spec), InputError);
+        CHECK_THROWS_AS(tasks::permute_regression_examples(again, 2, order, spec), InputError);
+    }
+}
+
+TEST_CASE("shuffle_with: every order of 3 items is equally likely", "[rng][permute]") {
+    Rng rng(9);
+    std::map<std::vector<int>, int> counts;
+    const int draws = 6000;
+    for (int s = 0; s < draws; ++s) {
+        std::vector<int> items{0, 1, 2};
+        shuffle_with(items, rng);
+        ++counts[items];
+    }
+    REQUIRE(counts.size() == 6);
+    for (const auto& [order, count] : counts) CHECK(std::abs(count - draws / 6) < 5 * std::sqrt(draws / 6.0));  // 5 sd
 }

@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace iclab {
 
@@ -102,5 +104,12 @@ private:
     bool has_spare_normal_ = false;
     double spare_normal_ = 0.0;
 };
+
+// Fisher-Yates shuffle drawing from rng: items.size() - 1 calls of uniform_int, from the back (std::shuffle's draws
+// differ between standard libraries).
+template <class T>
+void shuffle_with(std::vector<T>& items, Rng& rng) {
+    for (std::size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[rng.uniform_int(i)]);
+}
 
 }  // namespace iclab

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <numeric>
 #include <optional>
+#include <string>
 
 #include "framework/run/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
@@ -89,6 +91,8 @@ RegressionTraining train_regression_typed(const config::Config& cfg, const RunOp
 
     const bool all_positions = cfg.get_string("train.context_output_l2_form") == "all_positions";
     const std::uint64_t pool_size = static_cast<std::uint64_t>(cfg.get_int("task.pool_sequences"));
+    const std::string permute = cfg.get_string("train.permute_examples");
+    std::vector<std::size_t> order(task.examples);
     Rng init_rng = regression_stream(cfg, RegressionStream::init), data_rng = regression_stream(cfg, RegressionStream::train_data);
     Rng eval_rng = regression_stream(cfg, RegressionStream::eval_data);
     const Rng pool = regression_stream(cfg, RegressionStream::pool);
@@ -109,6 +113,15 @@ RegressionTraining train_regression_typed(const config::Config& cfg, const RunOp
             tasks::sample_regression_pool_batch(batch, tasks::draw_distinct_indices(batch_size, pool_size, rng), task, pool);
         else
             tasks::sample_regression_batch(batch, batch_size, task, rng);
+        if (permute != "none") {  // paper 003 E.5 / Table 7: [C] draws one order per step for the whole batch
+            for (std::size_t b = 0; b < batch_size; ++b) {
+                if (b == 0 || permute == "per_sequence") {
+                    std::iota(order.begin(), order.end(), std::size_t(0));
+                    shuffle_with(order, rng);
+                }
+                tasks::permute_regression_examples(batch, b, order, task);
+            }
+        }
         regression_loss_weights(weights, batch, context_in_loss, l2, reduction_scale, all_positions);
         model.forward(batch.inputs.data(), batch_size, TT);
         const std::size_t N = batch_size * TT;
@@ -301,6 +314,10 @@ void add_regression_task_keys(config::Schema& schema) {
                     "context_mean: query MSE + lambda * mean over in-context positions of |y_hat|^2; all_positions: one "
                     "mean over all query and in-context positions, in-context targets 0 with weight lambda (paper 003 "
                     "E.2 as the authors' code: lambda 1)")
+        .add_string("train.permute_examples", "none", {"none", "per_step", "per_sequence"},
+                    "shuffle the in-context examples of every training sequence (queries stay; evaluation is never "
+                    "permuted): one order per step shared by the batch, as the authors' code of paper 003 E.5 / Table 7, "
+                    "or one order per sequence")
         .add_string("train.loss_reduction", "mean", {"mean", "sum"},
                     "the training loss is the mean over the batch's sequences of each sequence's mean squared error, "
                     "or their sum (then the SGD step size scales with train.batch_size)");

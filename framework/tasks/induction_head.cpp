@@ -182,12 +182,6 @@ std::int32_t chain_step(std::int32_t current, const std::vector<int>& committed,
     return static_cast<std::int32_t>(rng.uniform_int(kInductionVocab));
 }
 
-// Fisher-Yates shuffle drawing from rng (std::shuffle's draws differ between standard libraries).
-template <class T>
-void shuffle_with(std::vector<T>& items, Rng& rng) {
-    for (std::size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[rng.uniform_int(i)]);
-}
-
 }  // namespace
 
 // Prompts and inputs for ICLCA's Table 2: see PromptDesign.

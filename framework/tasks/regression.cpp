@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "framework/core/check.hpp"
@@ -220,6 +221,33 @@ void sample_regression_pool_batch(RegressionBatch<T>& out, const std::vector<std
     }
 }
 
+template <class T>
+void permute_regression_examples(RegressionBatch<T>& batch, std::size_t b, const std::vector<std::size_t>& order,
+                                 const RegressionSpec& spec) {
+    const std::size_t N = spec.examples;
+    ICLAB_INPUT_CHECK(b < batch.inputs.shape()[0], "regression: sequence " << b << " out of range");
+    std::vector<bool> seen(N, false);
+    ICLAB_INPUT_CHECK(order.size() == N, "regression: a permutation of the " << N << " examples has " << order.size() << " entries");
+    for (std::size_t i : order) {
+        ICLAB_INPUT_CHECK(i < N && !seen[i], "regression: the example order is not a permutation of [0, " << N << ")");
+        seen[i] = true;
+    }
+    // Rows of one example: `per_example` consecutive rows from example i's first row (tokens: 1 stacked, 2 interleaved).
+    const std::size_t tokens_per_example = regression_prefix_length(spec) / N;
+    const auto permute_rows = [&](auto& array, std::size_t per_example) {
+        const std::size_t rows = array.shape()[1], width = array.size() / (array.shape()[0] * rows);
+        auto* base = array.data() + b * rows * width;
+        const std::size_t block = per_example * width;
+        const std::vector<std::remove_reference_t<decltype(*base)>> old(base, base + N * block);
+        for (std::size_t i = 0; i < N; ++i) std::copy_n(old.data() + order[i] * block, block, base + i * block);
+    };
+    permute_rows(batch.inputs, tokens_per_example);
+    permute_rows(batch.targets, tokens_per_example);
+    permute_rows(batch.positions, tokens_per_example);
+    permute_rows(batch.x, 1);
+    permute_rows(batch.y, 1);
+}
+
 std::vector<std::uint64_t> draw_distinct_indices(std::size_t count, std::uint64_t pool_size, Rng& rng) {
     ICLAB_INPUT_CHECK(count <= pool_size, "regression: cannot draw " << count << " distinct sequences from a pool of " << pool_size);
     // Floyd: for j = n-k .. n-1, take t ~ U{0..j}; keep t unless already taken, else take j.
@@ -235,6 +263,10 @@ std::vector<std::uint64_t> draw_distinct_indices(std::size_t count, std::uint64_
 
 template void copy_regression_sequence<float>(RegressionBatch<float>&, std::size_t, const RegressionBatch<float>&, std::size_t);
 template void copy_regression_sequence<double>(RegressionBatch<double>&, std::size_t, const RegressionBatch<double>&, std::size_t);
+template void permute_regression_examples<float>(RegressionBatch<float>&, std::size_t, const std::vector<std::size_t>&,
+                                                 const RegressionSpec&);
+template void permute_regression_examples<double>(RegressionBatch<double>&, std::size_t, const std::vector<std::size_t>&,
+                                                  const RegressionSpec&);
 template void sample_regression_pool_batch<float>(RegressionBatch<float>&, const std::vector<std::uint64_t>&,
                                                   const RegressionSpec&, const Rng&);
 template void sample_regression_pool_batch<double>(RegressionBatch<double>&, const std::vector<std::uint64_t>&,

@@ -121,6 +121,14 @@ void sample_regression_batch(RegressionBatch<T>& out, std::size_t batch, const R
 template <class T>
 void copy_regression_sequence(RegressionBatch<T>& out, std::size_t to, const RegressionBatch<T>& in, std::size_t from);
 
+// Reorders the in-context examples of sequence b: example slot i receives the example that was in slot order[i]
+// (order: a permutation of [0, N)). Moves every array of the example (its tokens, stacked 1 or interleaved 2;
+// targets; positions; x; y); the queries stay in place. Paper 003 E.5 / Table 7 ("randomly permuting the in-context
+// examples during training"). Throws iclab::InputError when order is not a permutation of [0, N) or b is out of range.
+template <class T>
+void permute_regression_examples(RegressionBatch<T>& batch, std::size_t b, const std::vector<std::size_t>& order,
+                                 const RegressionSpec& spec);
+
 // A fixed training pool (paper 003 §5.2 / B0, spec Q21): sequence i of the pool is the one sequence that
 // sample_regression_batch(·, 1, spec, pool.derive(i)) draws, so any subset is made on demand, the same on every
 // call, and the pool never lives in memory. Fills out with the sequences `indices`, in that order.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Paper 003 Table 1 / Table 3 / Tables 4-6 comparison for `prefix_vs_causal` runs (spec paper003.md §3 B1, B4, §5).
+"""Paper 003 Table 1 / Table 3 / Tables 4-6 / Table 7 comparison for `prefix_vs_causal` runs (spec paper003.md §3 B1, B4, §5).
 
     /usr/bin/python3 scripts/python/prefix_vs_causal_table.py results/sweeps/prefix_vs_causal_table1 [--out table.md]
 
@@ -7,7 +7,9 @@ Reads every finished run below the folders (scripts/python/iclab_runs.load_runs,
 pairs the prefix and causal runs that agree on everything but model.mask (task, SL/UL, L2, seed, profile), and
 prints per cell the paper's value beside ours, the causal/prefix MSE ratio (regression) or the error gap in points
 (MC), and the verdict of spec §5: prefix < causal, and ratio >= 1.5 (regression) or gap >= 1.0 point (MC) on the
-full test set. Values of a partly finished grid are printed as far as they exist.
+full test set; the Table 3 count (prefix < causal over all 12 cells); Tables 4-6; and, for runs trained with
+train.permute_examples, Table 7 beside the unpermuted run of the same cell. Values of a partly finished grid are
+printed as far as they exist.
 """
 import argparse
 import math
@@ -25,6 +27,11 @@ PAPER_T3 = {
     ("UL-L2", "prefix"): (7.6e-3, 1.7e-4, 26.7), ("UL-L2", "causal"): (4.4e-2, 2.5e-3, 30.4),
     ("UL-no-L2", "prefix"): (2.5e-3, 9.0e-5, 27.6), ("UL-no-L2", "causal"): (1.6e-2, 2.9e-3, 32.1),
 }
+# Table 7 (E.5): permuted ICEs in training, the Table-1 pairing (SL = SL-L2, UL = UL-no-L2).
+PAPER_T7 = {
+    ("SL", "prefix"): (9.0e-3, 1.5e-4, 24.1), ("SL", "causal"): (1.9e-1, 2.5e-3, 26.9),
+    ("UL", "prefix"): (2.6e-3, 9.5e-5, 26.1), ("UL", "causal"): (1.1e-2, 1.8e-3, 26.2),
+}
 # Tables 4-6 (E.4), k ICEs of 40 at test; the cpu2 profile tests k = d, 1.5d, 2d: 8, 12, 16 of 20 <-> 16, 24, 32.
 PAPER_FEWER = {
     (16, "SL", "prefix"): (1.01, 2.1e-2, 42.8), (16, "SL", "causal"): (1.76, 2.7e-2, 43.3),
@@ -39,6 +46,10 @@ PAPER_FEWER = {
 def setting(row):
     shared = str(row["model.shared_layers"]).lower() in ("true", "1")
     return ("SL" if shared else "UL") + ("-L2" if float(row["train.context_output_l2"]) > 0 else "-no-L2")
+
+
+def permuted(row):
+    return str(row.get("train.permute_examples", "none")) not in ("none", "nan")
 
 
 def value(row, set_name):
@@ -68,10 +79,49 @@ def paired(runs):
     cells = {}
     several_lr = runs["train.lr"].nunique() > 1
     for _, row in runs.iterrows():
-        st = setting(row) + (" lr %g" % float(row["train.lr"]) if several_lr else "")
+        st = setting(row) + (" lr %g" % float(row["train.lr"]) if several_lr else "") + (" perm" if permuted(row) else "")
         key = (row["task.kind"], st, int(row["seed"]))
         cells.setdefault(key, {})[row["model.mask"]] = row
     return cells
+
+
+def table7(cells):
+    """Permuted-ICE runs beside the unpermuted run of the same (task, setting, seed) and the paper's Table 7 / Table 1."""
+    out = ["", "| task | setting | mask | paper Table 1 | paper Table 7 | ours unpermuted | ours permuted | permuted <= unpermuted |",
+           "|" + "---|" * 8]
+    counts = {"prefix_le_causal": [0, 0], "causal_improves": [0, 0], "prefix_within": [0, 0]}
+    for (kind, s, seed), masks in sorted(cells.items(), key=lambda kv: (list(TASKS).index(kv[0][0]), kv[0][1], kv[0][2])):
+        if not s.endswith(" perm"):
+            continue
+        base = cells.get((kind, s[:-len(" perm")], seed), {})
+        mc = kind == "classification"
+        column = list(TASKS).index(kind)
+        arch, table1_setting = s.split("-")[0], s.split(" ")[0]
+        for mask in ("prefix", "causal"):
+            if mask not in masks:
+                continue
+            perm, unperm = value(masks[mask], "test"), value(base[mask], "test") if mask in base else math.nan
+            better = "—" if unperm != unperm else ("yes" if perm <= unperm else "no")
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                TASKS[kind], s, mask, fmt(PAPER_T3.get((table1_setting, mask), (math.nan,) * 3)[column], mc),
+                fmt(PAPER_T7.get((arch, mask), (math.nan,) * 3)[column], mc), fmt(unperm, mc), fmt(perm, mc), better))
+            if unperm == unperm and mask == "causal":
+                counts["causal_improves"][0] += perm <= unperm
+                counts["causal_improves"][1] += 1
+            if unperm == unperm and mask == "prefix":
+                within = abs(perm - unperm) <= 1.5 if mc else max(perm, unperm) <= 1.5 * min(perm, unperm)
+                counts["prefix_within"][0] += within
+                counts["prefix_within"][1] += 1
+        if "prefix" in masks and "causal" in masks:
+            counts["prefix_le_causal"][0] += value(masks["prefix"], "test") <= value(masks["causal"], "test")
+            counts["prefix_le_causal"][1] += 1
+    if len(out) == 3:
+        return []
+    out.append("")
+    out.append("Table 7 (spec §5.4): permuted prefix <= permuted causal in %d of %d cells (bar >= 4 of 6); permuted causal <= "
+               "unpermuted causal in %d of %d (bar >= 4 of 6); permuted prefix within x1.5 / 1.5 pt of unpermuted in %d of %d."
+               % tuple(counts["prefix_le_causal"] + counts["causal_improves"] + counts["prefix_within"]))
+    return out
 
 
 def main():
@@ -84,11 +134,11 @@ def main():
     cells = paired(runs)
     lines = ["| task | setting | seed | paper prefix | paper causal | paper ratio/gap | ours prefix | ours causal | "
              "ours ratio/gap | first 64: prefix / causal | verdict |", "|" + "---|" * 11]
-    passed = total = 0
+    passed = total = t3_total = t3_signs = 0
     for task in TASKS:
         for st in ("SL-L2", "UL-no-L2", "SL-no-L2", "UL-L2"):
             for (kind, s, seed), masks in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][2])):
-                if kind != task or s.split(" ")[0] != st:
+                if kind != task or s.split(" ")[0] != st or s.endswith(" perm"):
                     continue
                 mc = task == "classification"
                 column = list(TASKS).index(task)
@@ -98,21 +148,24 @@ def main():
                 f_p = value(masks["prefix"], "test_first64") if "prefix" in masks else math.nan
                 f_c = value(masks["causal"], "test_first64") if "causal" in masks else math.nan
                 v, r = verdict(ours_p, ours_c, mc)
-                total += v != "pending"
-                passed += v == "PASS"
+                if st in ("SL-L2", "UL-no-L2"):
+                    total += v != "pending"
+                    passed += v == "PASS"
+                t3_total += v != "pending"
+                t3_signs += v not in ("pending", "FAIL")
                 paper_r = "%+.1f pt" % (pc - pp) if mc else "%.1f" % (pc / pp)
                 ours_r = "—" if r != r else ("%+.1f pt" % r if mc else "%.2f" % r)
                 lines.append("| %s | %s%s | %d | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
                     TASKS[task], s, " ¹" if st in ("SL-L2", "UL-no-L2") else "", seed, fmt(pp, mc), fmt(pc, mc), paper_r,
                     fmt(ours_p, mc), fmt(ours_c, mc), ours_r, fmt(f_p, mc), fmt(f_c, mc), v))
     lines.append("")
-    lines.append("%d of %d finished cells pass (prefix < causal, regression ratio >= 1.5, MC gap >= 1 pt on the full test set)."
-                 % (passed, total))
+    lines.append("Table 1: %d of %d finished cells pass (prefix < causal, regression ratio >= 1.5, MC gap >= 1 pt on the "
+                 "full test set). Table 3: prefix < causal in %d of %d finished cells." % (passed, total, t3_signs, t3_total))
     # Tables 4-6: fewer ICEs at test; our k values are mapped to the paper's by k/d (d, 1.5d, 2d).
     fewer = ["", "| task | setting | k (paper k) | paper prefix | paper causal | ours prefix | ours causal | prefix < causal |",
              "|" + "---|" * 8]
     for (kind, s, seed), masks in sorted(cells.items(), key=lambda kv: (list(TASKS).index(kv[0][0]), kv[0][1], kv[0][2])):
-        if "prefix" not in masks:
+        if "prefix" not in masks or s.endswith(" perm"):
             continue
         row = masks["prefix"]
         d = int(row["task.x_dim"])
@@ -136,7 +189,7 @@ def main():
                 mc = kind == "classification"
                 pool.append("| %s | %s | %s | %s | %s |" % (TASKS[kind], s, mask, fmt(value(masks[mask], "train_pool"), mc),
                                                            fmt(value(masks[mask], "test"), mc)))
-    text = "\n".join(lines + fewer + pool) + "\n"
+    text = "\n".join(lines + fewer + pool + table7(cells)) + "\n"
     print(text)
     if args.out:
         with open(args.out, "w") as f:
