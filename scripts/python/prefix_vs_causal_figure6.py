@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Paper 003 Figure 6 (App. E.3) from `prefix_vs_causal` runs: test and train-pool error against the training pool size.
+
+    /usr/bin/python3 scripts/python/prefix_vs_causal_figure6.py results/sweeps/prefix_vs_causal_figure6 \
+        results/sweeps/prefix_vs_causal_table3 --png figure6.png
+
+Takes the SL-L2 runs without permuted ICEs (the figure's models, spec B3) of every folder, groups them by task and
+pool size (in batches: task.pool_sequences / train.batch_size) and prints per task the table and the spec §5 item 6
+checks: both test errors decrease with the pool (the largest pool's error below the smallest's, and the Spearman
+correlation of error with pool size), prefix <= causal at the largest pool, train-pool error < test error at the
+smallest pool (memorisation), and the pool size of the largest causal/prefix ratio (MC: gap), reported, not gated.
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from iclab_runs import load_runs  # noqa: E402
+from prefix_vs_causal_table import TASKS, fmt, permuted, setting, value  # noqa: E402
+
+
+def spearman(xs, ys):
+    """Rank correlation of two equal-length sequences without ties (pool sizes are distinct)."""
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0] * len(v)
+        for rank, i in enumerate(order):
+            r[i] = rank
+        return r
+    rx, ry, n = ranks(xs), ranks(ys), len(xs)
+    return 1.0 - 6.0 * sum((a - b) ** 2 for a, b in zip(rx, ry)) / (n * (n * n - 1)) if n > 1 else float("nan")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dirs", nargs="+")
+    parser.add_argument("--png")
+    args = parser.parse_args()
+    runs = load_runs(args.dirs)
+    runs = runs[runs["experiment"] == "prefix_vs_causal"]
+    points = {}  # (task, mask) -> {batches: (test, train_pool)}
+    for _, row in runs.iterrows():
+        if setting(row) != "SL-L2" or permuted(row):
+            continue
+        batches = int(row["task.pool_sequences"]) // int(row["train.batch_size"])
+        points.setdefault((row["task.kind"], row["model.mask"]), {})[batches] = (value(row, "test"), value(row, "train_pool"))
+    for kind in TASKS:
+        pre, cau = points.get((kind, "prefix"), {}), points.get((kind, "causal"), {})
+        if not pre and not cau:
+            continue
+        mc = kind == "classification"
+        print("\n%s, SL-L2 (%s)\n" % (TASKS[kind], "error %" if mc else "query MSE"))
+        print("| pool (batches) | prefix test | causal test | prefix train pool | causal train pool | causal/prefix |")
+        print("|---|---|---|---|---|---|")
+        sizes = sorted(set(pre) | set(cau))
+        gaps = {}
+        for b in sizes:
+            p, c = pre.get(b, (float("nan"),) * 2), cau.get(b, (float("nan"),) * 2)
+            gaps[b] = (c[0] - p[0]) if mc else c[0] / p[0]
+            print("| %d | %s | %s | %s | %s | %s |" % (b, fmt(p[0], mc), fmt(c[0], mc), fmt(p[1], mc), fmt(c[1], mc),
+                                                       ("%+.1f pt" if mc else "%.2f") % gaps[b]))
+        for mask, curve in (("prefix", pre), ("causal", cau)):
+            if len(curve) >= 2:
+                xs = sorted(curve)
+                test = [curve[b][0] for b in xs]
+                print("- %s: test error at the largest pool < at the smallest: %s (%s vs %s); Spearman(pool, test) = %.2f; "
+                      "train pool < test at the smallest pool: %s (%s vs %s)" % (
+                          mask, test[-1] < test[0], fmt(test[-1], mc), fmt(test[0], mc), spearman(xs, test),
+                          curve[xs[0]][1] < curve[xs[0]][0], fmt(curve[xs[0]][1], mc), fmt(curve[xs[0]][0], mc)))
+        both = [b for b in sizes if b in pre and b in cau]
+        if both:
+            top = both[-1]
+            print("- prefix <= causal at the largest pool (%d): %s; largest %s at %d batches (paper: LR 30, N-LR 100, MC 10)" % (
+                top, pre[top][0] <= cau[top][0], "gap" if mc else "ratio", max(both, key=lambda b: gaps[b])))
+    if args.png:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        kinds = [k for k in TASKS if (k, "prefix") in points or (k, "causal") in points]
+        fig, axes = plt.subplots(1, len(kinds), figsize=(4 * len(kinds), 3.2), squeeze=False)
+        for ax, kind in zip(axes[0], kinds):
+            scale = 0.01 if kind == "classification" else 1.0  # the paper plots MC error as a fraction
+            for mask, colour in (("prefix", "C0"), ("causal", "C1")):
+                curve = points.get((kind, mask), {})
+                xs = sorted(curve)
+                ax.plot(xs, [curve[b][0] * scale for b in xs], "-o", color=colour, label=mask + "LM test", markersize=3)
+                ax.plot(xs, [curve[b][1] * scale for b in xs], "--", color=colour, label=mask + "LM train pool")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("training sequences (batches of 64)")
+            ax.set_title(TASKS[kind] + " SL-L2")
+            ax.legend(fontsize=7)
+        axes[0][0].set_ylabel("query error")
+        fig.tight_layout()
+        fig.savefig(args.png, dpi=120)
+        print("wrote", args.png)
+
+
+if __name__ == "__main__":
+    main()
