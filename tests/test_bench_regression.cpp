@@ -26,7 +26,8 @@ namespace {
 // query self-attention, shared block, no final LayerNorm, the all_positions L2 penalty), made small.
 const std::vector<std::string> kOverrides = {"model.dtype=float64", "model.layers=2",   "model.width=16",
                                              "model.heads=2",       "task.examples=5",  "task.queries=3",
-                                             "task.x_dim=3",        "train.batch_size=3"};
+                                             "task.x_dim=3",        "train.batch_size=3",
+                                             "prefix_vs_causal.test_examples=[4]"};
 
 // (Σ_query |ŷ − y|² + λ Σ_context |ŷ|²) / (#query + #context): paper 003 E.2's loss in its all_positions form.
 double all_positions_loss(const double* out, const double* target, const std::int32_t* positions, std::size_t n, std::size_t O,
@@ -52,7 +53,7 @@ TEST_CASE("bench exports a regression model whose loss a fresh forward of its pa
     const fs::path exported = scratch.path / "export.h5";
     const std::string config = "configs/cpu2/prefix_vs_causal.yaml";
     std::string overrides;
-    for (const auto& o : kOverrides) overrides += " " + o;
+    for (const auto& o : kOverrides) overrides += " '" + o + "'";
     const auto r = run_iclab("bench " + config + overrides + " --iters 0 --export " + exported.string(), scratch.path);
     INFO(r.err);
     REQUIRE(r.status == 0);
