@@ -104,18 +104,12 @@ void run_bench(const config::Config& cfg, const BenchOptions& options) {
     };
     const auto forward = [&] { model.forward(tokens.data(), B, TT); };
 
-    // The attention form Transformer::use_recurrent_form picks for this model and length.
-    const bool recurrent = spec.attention == model::ModelSpec::Attention::linear && spec.mask == nn::MaskKind::causal &&
-                           !spec.isolate_queries &&
-                           (spec.attention_form == model::ModelSpec::AttentionForm::recurrent ||
-                            (spec.attention_form == model::ModelSpec::AttentionForm::automatic && TT >= spec.recurrent_min_time));
     BenchSubject subject;
     subject.model_line = bench_model_line(spec, model.parameter_count(), dtype);
     subject.batch = B;
     subject.time = TT;
     subject.parameter_count = model.parameter_count();
-    subject.attention_form = recurrent ? "recurrent" : "quadratic";
-    subject.attention_note = recurrent ? "recurrent (Eq. 19)" : "quadratic (Eq. 13)";
+    describe_attention(subject, spec, TT);
     subject.forward = forward;
     subject.train_step = train_step;
     report_bench<T>(cfg, options, subject);

@@ -34,6 +34,10 @@ struct BenchSubject {
 template <class T>
 void report_bench(const config::Config& cfg, const BenchOptions& options, const BenchSubject& subject);
 
+// subject.attention_form / attention_note: the form Transformer::use_recurrent_form picks for spec at length `time`
+// (linear attention with a plain causal mask: recurrent from recurrent_min_time), or softmax.
+void describe_attention(BenchSubject& subject, const model::ModelSpec& spec, std::size_t time);
+
 // "L layers, width C, H heads, MLP on, <attention>, P parameters, dtype" for the printed header.
 std::string bench_model_line(const model::ModelSpec& spec, std::size_t parameter_count, const char* dtype);
 

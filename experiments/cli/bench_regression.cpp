@@ -116,13 +116,7 @@ void run_regression_bench(const config::Config& cfg, const BenchOptions& options
     subject.batch = B;
     subject.time = TT;
     subject.parameter_count = model.parameter_count();
-    const bool softmax = spec.attention == model::ModelSpec::Attention::softmax;
-    // Linear attention takes the recurrent form only for a plain causal mask (Transformer::use_recurrent_form).
-    const bool recurrent = !softmax && spec.mask == nn::MaskKind::causal && !spec.isolate_queries &&
-                           (spec.attention_form == model::ModelSpec::AttentionForm::recurrent ||
-                            (spec.attention_form == model::ModelSpec::AttentionForm::automatic && TT >= spec.recurrent_min_time));
-    subject.attention_form = softmax ? "softmax" : recurrent ? "recurrent" : "quadratic";
-    subject.attention_note = softmax ? "softmax (masked, exact)" : recurrent ? "recurrent (Eq. 19)" : "quadratic (Eq. 13)";
+    describe_attention(subject, spec, TT);
     subject.forward = [&] { model.forward(batch.inputs.data(), B, TT); };
     subject.train_step = train_step;
     report_bench<T>(cfg, options, subject);

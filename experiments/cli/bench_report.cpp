@@ -71,6 +71,16 @@ std::string bench_model_line(const model::ModelSpec& spec, std::size_t parameter
     return line.str();
 }
 
+void describe_attention(BenchSubject& subject, const model::ModelSpec& spec, std::size_t time) {
+    using Spec = model::ModelSpec;
+    const bool softmax = spec.attention == Spec::Attention::softmax;
+    const bool recurrent = !softmax && spec.mask == nn::MaskKind::causal && !spec.isolate_queries &&
+                           (spec.attention_form == Spec::AttentionForm::recurrent ||
+                            (spec.attention_form == Spec::AttentionForm::automatic && time >= spec.recurrent_min_time));
+    subject.attention_form = softmax ? "softmax" : recurrent ? "recurrent" : "quadratic";
+    subject.attention_note = softmax ? "softmax (masked, exact)" : recurrent ? "recurrent (Eq. 19)" : "quadratic (Eq. 13)";
+}
+
 template <class T>
 void perturb_constant_parameters(model::Transformer<T>& model, Rng& perturb) {
     for (const auto& entry : model.layout().entries()) {
