@@ -141,8 +141,8 @@ def resolved(flat):
         cfg.update(REGRESSION_DEFAULTS)
         cfg.update(flat)
         cfg["regression"] = True
-        unsupported = {"model.attention": "softmax", "model.rope": False, "model.residual": True, "model.output_projection": True}
-        for key, wanted in unsupported.items():
+        required = {"model.attention": "softmax", "model.rope": False, "model.residual": True, "model.output_projection": True}
+        for key, wanted in required.items():  # what this reference implements
             if cfg[key] != wanted:
                 sys.exit(f"torch_reference: regression models with {key} = {wanted} only, got {cfg[key]}")
     else:
