@@ -1,7 +1,11 @@
 #pragma once
-// `iclab bench`: throughput of the model a config describes (issue 3 item 8).
-// Builds the config's model at its batch size and sequence length, feeds it random tokens from a
-// seeded Rng and measures, as the median over `iters` after `warmup` untimed repetitions:
+// `iclab bench`: throughput of the model a config describes (issue 3 item 8; regression models: issue 13).
+// Two kinds of model, told apart by the task's keys: induction-head models (task.triggers: token inputs,
+// vocabulary logits, the mean cross-entropy over all positions; random tokens from a seeded Rng) and
+// in-context regression models (task.kind, task.format, e.g. paper 003's configs/cpu2/prefix_vs_causal.yaml:
+// real-valued tokens through the read-in, the trainer's batch sampling and loss, bench_regression.cpp).
+// Builds the config's model at its batch size and sequence length and measures, as the median over `iters`
+// after `warmup` untimed repetitions:
 //   - forward tokens/s (Transformer::forward, logits included, no loss);
 //   - training-step tokens/s: forward + loss + zero_grad + backward + gradient clipping + optimizer
 //     step, the trainer's step without the data sampling;
@@ -11,7 +15,8 @@
 //     ratio model-GEMM rate / that rate.
 // It prints a table and optionally writes it to an HDF5 file with provenance. `export_path` writes a
 // cross-check file for an independent implementation (scripts/bench/torch_reference.py --check):
-// parameters, tokens, targets, logits, loss and gradients of one forward/backward.
+// parameters, tokens, targets, logits, loss and gradients of one forward/backward (regression: inputs,
+// targets, position kinds, outputs, loss and gradients).
 #include <cstddef>
 #include <string>
 #include <vector>

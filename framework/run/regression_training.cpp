@@ -81,15 +81,11 @@ template <class T>
 RegressionTraining train_regression_typed(const config::Config& cfg, const RunOptions& options, RunFolder& run) {
     const tasks::RegressionSpec task = regression_spec_from_config(cfg);
     const std::size_t TT = tasks::regression_seq_len(task), d_in = tasks::regression_token_dim(task);
-    const std::size_t O = tasks::regression_output_dim(task), prefix = tasks::regression_prefix_length(task);
+    const std::size_t prefix = tasks::regression_prefix_length(task);
     const model::ModelSpec spec = regression_model_spec(cfg);
     const TrainerSettings settings = trainer_settings_from_config(cfg);
     const std::size_t batch_size = cfg.get_int("train.batch_size");
-    const bool context_in_loss = cfg.get_string("task.loss_positions") == "all";
-    const double l2 = cfg.get_float("train.context_output_l2");
-    const double reduction_scale = cfg.get_string("train.loss_reduction") == "sum" ? static_cast<double>(cfg.get_int("train.batch_size")) : 1.0;
-
-    const bool all_positions = cfg.get_string("train.context_output_l2_form") == "all_positions";
+    const RegressionLossSettings loss_settings = regression_loss_settings(cfg);
     const std::uint64_t pool_size = static_cast<std::uint64_t>(cfg.get_int("task.pool_sequences"));
     const std::string permute = cfg.get_string("train.permute_examples");
     std::vector<std::size_t> order(task.examples);
@@ -105,7 +101,7 @@ RegressionTraining train_regression_typed(const config::Config& cfg, const RunOp
               << ", tokens of " << d_in << ", T = " << TT << ", prefix " << prefix << "\n";
 
     RegressionLossWeights<T> weights;
-    std::vector<T> d_outputs, losses(batch_size * TT), zeros(batch_size * TT * O, T(0));
+    RegressionLossScratch<T> scratch;
     std::optional<RegressionEvaluation> last;
     TrainingTask training;
     training.train_step = [&](Rng& rng) {
@@ -122,17 +118,8 @@ RegressionTraining train_regression_typed(const config::Config& cfg, const RunOp
                 tasks::permute_regression_examples(batch, b, order, task);
             }
         }
-        regression_loss_weights(weights, batch, context_in_loss, l2, reduction_scale, all_positions);
-        model.forward(batch.inputs.data(), batch_size, TT);
-        const std::size_t N = batch_size * TT;
-        double loss = nn::squared_error_forward(losses.data(), model.outputs(), batch.targets.data(), weights.fit.data(), N, O);
-        if (l2 > 0.0) loss += nn::squared_error_forward(losses.data(), model.outputs(), zeros.data(), weights.l2.data(), N, O);
-        d_outputs.assign(N * O, T(0));
-        nn::squared_error_backward(d_outputs.data(), model.outputs(), batch.targets.data(), weights.fit.data(), N, O);
-        if (l2 > 0.0) nn::squared_error_backward(d_outputs.data(), model.outputs(), zeros.data(), weights.l2.data(), N, O);
-        model.zero_grad();
-        model.backward_outputs(d_outputs.data());
-        return loss;
+        regression_loss_weights(weights, batch, loss_settings);
+        return regression_forward_backward(model, batch, weights, loss_settings.l2, scratch);
     };
     training.evaluate = [&]() {
         last = evaluate_regression(model, eval_data, task, batch_size);
@@ -218,10 +205,44 @@ void regression_loss_weights(RegressionLossWeights<T>& out, const tasks::Regress
     }
 }
 
+template <class T>
+double regression_forward_backward(model::Transformer<T>& model, const tasks::RegressionBatch<T>& batch,
+                                   const RegressionLossWeights<T>& weights, double l2, RegressionLossScratch<T>& scratch) {
+    const std::size_t B = batch.inputs.shape()[0], TT = batch.inputs.shape()[1], O = batch.targets.shape()[2], N = B * TT;
+    ICLAB_CHECK(weights.fit.size() == N && weights.l2.size() == N, "regression: loss weights for " << weights.fit.size()
+                                                                       << " positions, the batch has " << N);
+    scratch.losses.resize(N);
+    scratch.zeros.assign(N * O, T(0));
+    scratch.d_outputs.assign(N * O, T(0));
+    model.forward(batch.inputs.data(), B, TT);
+    const T* out = model.outputs();  // (B·T, O)
+    double loss = nn::squared_error_forward(scratch.losses.data(), out, batch.targets.data(), weights.fit.data(), N, O);
+    if (l2 > 0.0) loss += nn::squared_error_forward(scratch.losses.data(), out, scratch.zeros.data(), weights.l2.data(), N, O);
+    nn::squared_error_backward(scratch.d_outputs.data(), out, batch.targets.data(), weights.fit.data(), N, O);
+    if (l2 > 0.0) nn::squared_error_backward(scratch.d_outputs.data(), out, scratch.zeros.data(), weights.l2.data(), N, O);
+    model.zero_grad();
+    model.backward_outputs(scratch.d_outputs.data());
+    return loss;
+}
+
+template double regression_forward_backward<float>(model::Transformer<float>&, const tasks::RegressionBatch<float>&,
+                                                   const RegressionLossWeights<float>&, double, RegressionLossScratch<float>&);
+template double regression_forward_backward<double>(model::Transformer<double>&, const tasks::RegressionBatch<double>&,
+                                                    const RegressionLossWeights<double>&, double, RegressionLossScratch<double>&);
+
 template void regression_loss_weights<float>(RegressionLossWeights<float>&, const tasks::RegressionBatch<float>&, bool, double,
                                             double, bool);
 template void regression_loss_weights<double>(RegressionLossWeights<double>&, const tasks::RegressionBatch<double>&, bool,
                                              double, double, bool);
+
+RegressionLossSettings regression_loss_settings(const config::Config& cfg) {
+    RegressionLossSettings settings;
+    settings.context_in_loss = cfg.get_string("task.loss_positions") == "all";
+    settings.l2 = cfg.get_float("train.context_output_l2");
+    settings.scale = cfg.get_string("train.loss_reduction") == "sum" ? static_cast<double>(cfg.get_int("train.batch_size")) : 1.0;
+    settings.all_positions = cfg.get_string("train.context_output_l2_form") == "all_positions";
+    return settings;
+}
 
 Rng regression_stream(const config::Config& cfg, RegressionStream which) {
     return Rng(static_cast<std::uint64_t>(cfg.get_int("seed"))).derive(static_cast<std::uint64_t>(which));

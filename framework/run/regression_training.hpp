@@ -39,6 +39,31 @@ struct RegressionLossWeights {
 template <class T>
 void regression_loss_weights(RegressionLossWeights<T>& out, const tasks::RegressionBatch<T>& batch, bool context_in_loss,
                              double l2, double scale, bool all_positions);
+// The config's choices for regression_loss_weights: task.loss_positions (context_in_loss), train.context_output_l2
+// (l2), train.loss_reduction (scale: 1, or train.batch_size for sum), train.context_output_l2_form (all_positions).
+struct RegressionLossSettings {
+    bool context_in_loss = false;
+    double l2 = 0.0, scale = 1.0;
+    bool all_positions = false;
+};
+RegressionLossSettings regression_loss_settings(const config::Config& cfg);
+template <class T>
+void regression_loss_weights(RegressionLossWeights<T>& out, const tasks::RegressionBatch<T>& batch,
+                             const RegressionLossSettings& settings) {
+    regression_loss_weights(out, batch, settings.context_in_loss, settings.l2, settings.scale, settings.all_positions);
+}
+
+// One forward, loss and backward of the regression model on a batch: the trainer's step before clipping and the
+// optimizer (also `iclab bench`'s). loss = Σ_n fit_n |ŷ_n − y_n|² + Σ_n l2_n |ŷ_n|² (sums over output channels;
+// weights from regression_loss_weights, the l2 term only when l2 > 0); the gradients are zeroed and then hold
+// d loss / d params. The model's prefix length must be set (tasks::regression_prefix_length).
+template <class T>
+struct RegressionLossScratch {
+    std::vector<T> losses, zeros, d_outputs;  // (B·T), (B·T·O), (B·T·O)
+};
+template <class T>
+double regression_forward_backward(model::Transformer<T>& model, const tasks::RegressionBatch<T>& batch,
+                                   const RegressionLossWeights<T>& weights, double l2, RegressionLossScratch<T>& scratch);
 
 // Errors of a model on a fixed set of sequences.
 struct RegressionEvaluation {

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# iclab against the PyTorch reference of the same model (issue 3 item 8), same threads, as a markdown table.
+# iclab against the PyTorch reference of the same model (issue 3 item 8; issue 13), same threads, as a markdown table.
 #   scripts/bench/compare.sh [CONFIG ...]     default: configs/quick/induction_head.yaml configs/paper/induction_head.yaml
+# A CONFIG is an induction-head config (task.triggers) or an in-context regression config (task.kind / task.format),
+# e.g. the paper-003 cpu2 model: scripts/bench/compare.sh configs/cpu2/prefix_vs_causal.yaml
 # Environment: THREADS (2), WARMUP (3), ITERS (10), REPEATS (3), OUT (build/bench: exports, results files, JSON).
 # Per config:
 #   1. the models are checked to be the same: `iclab bench --export` (fp64, batch 2, and fp32 at the
-#      config's batch) and `torch_reference.py --check` compare logits, loss and every gradient;
+#      config's batch) and `torch_reference.py --check` compare logits (regression: outputs), loss and every gradient;
 #   2. `iclab bench` and `torch_reference.py` are timed (median of ITERS after WARMUP), REPEATS times alternating;
 #      the table gives each ratio's min and median over the repetitions, and names the CPU. PyTorch runs with
 #      torch.set_num_threads(THREADS) and, since its BLAS is OpenBLAS with its own thread pool, once with
@@ -79,7 +81,8 @@ for i in range(0, len(args), 3):
     print(f"| `{config}` | {med(ours):,.0f} | {med(theirs):,.0f} | {min(train_ratio):.2f} / {med(train_ratio):.2f} "
           f"| {med(ours_f):,.0f} | {med(theirs_f):,.0f} | {min(fwd_ratio):.2f} / {med(fwd_ratio):.2f} "
           f"| {a['gemm_gflops']:.1f} | {a['blas_gflops']:.1f} | {a.get('blas_core', '?')} |")
-    notes.append(f"- `{config}`: {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
+    notes.append(f"- `{config}` ({runs[0].get('model_kind', 'induction_head')} model, {a['dtype']}, attention "
+                 f"{a['attention_form']}): {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
                  f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio))
 print()
 print("\n".join(notes))

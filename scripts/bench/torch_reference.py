@@ -12,15 +12,29 @@ one writes it in PyTorch (docs/checkpoint_format.md gives the conventions):
           = 1 / unnormalized_scale                    (normalizer none; 0 means 1/D)
     out_i = num_i / den_i
 
+The in-context regression model of papers 003/004 (framework/run/regression_training.cpp, configs with task.kind /
+task.format, e.g. the paper-003 cpu2 model configs/cpu2/prefix_vs_causal.yaml), softmax attention:
+  x_0 = tokens W_in + b_in  (+ E_pos[t], learned absolute positions)   tokens [x; y] (stacked) or x, y (interleaved)
+  per block (pre-norm, one block looped L times with model.shared_layers):
+    x += W_o softmax(q kᵀ/√D + mask) v + b_o ;  x += W_proj gelu_tanh(W_fc LN2(x) + b_fc) + b_proj
+  out = [LN_f](x) W_ro + b_ro                                          (no final LayerNorm in paper 003's pre-LN)
+  mask over the prefix P of in-context positions: causal (j ≤ i) or prefix (j ≤ i or j < P); isolated queries
+  (i ≥ P) see only j < P (and themselves with model.query_self), and no position sees a query
+  loss = Σ_query |ŷ − y|² / #query + λ Σ_context |ŷ|² / #context                 (context_output_l2_form context_mean)
+       = (Σ_query |ŷ − y|² + λ Σ_context |ŷ|²) / (#query + #context)           (all_positions, λ > 0)
+    counts over the whole batch, times train.batch_size with train.loss_reduction: sum.
+
 Usage (Debian's /usr/bin/python3 with python3-torch 1.13, python3-yaml, python3-h5py):
   torch_reference.py CONFIG [key.path=value ...] [--threads N] [--warmup K] [--iters K] [--json OUT]
       reads the YAML config (following `inherit:`, then the overrides, then iclab's defaults), builds
       the model at the config's batch size and sequence length, and times, as the median over `iters`
       after `warmup`: forward tokens/s (torch.no_grad) and training-step tokens/s (forward + mean
-      cross-entropy + backward + clip_grad_norm_ + AdamW step, iclab's trainer step).
+      cross-entropy + backward + clip_grad_norm_ + AdamW step, iclab's trainer step; regression models: the
+      loss above on one random batch).
   torch_reference.py --check EXPORT.h5
-      loads the parameters, tokens and targets that `iclab bench --export` wrote, runs forward and
-      backward in the export's dtype and compares logits, loss and every gradient with iclab's.
+      loads the parameters, tokens and targets (regression: inputs, targets, position kinds) that
+      `iclab bench --export` wrote, runs forward and backward in the export's dtype and compares logits
+      (regression: outputs), loss and every gradient with iclab's.
       Exit status 1 when a difference exceeds the tolerance of the dtype.
 """
 import argparse
@@ -76,6 +90,17 @@ DEFAULTS = {
     "train.schedule": "warmup_cosine", "train.warmup_steps": 100, "train.min_lr_ratio": 0.1, "train.beta1": 0.9,
     "train.beta2": 0.99, "train.eps": 1e-8, "train.weight_decay": 0.0, "train.grad_clip": 1.0,
 }
+# ... and of the regression task and model keys (framework/run/regression_training.cpp, framework/run/config_keys.cpp).
+REGRESSION_DEFAULTS = {
+    "task.kind": "linear", "task.format": "stacked", "task.x_dim": 11, "task.y_dim": 1, "task.examples": 15,
+    "task.queries": 1, "task.classes": 3, "task.loss_positions": "query",
+    "model.attention": "linear", "model.mask": "causal", "model.isolate_queries": False, "model.query_self": True,
+    "model.layernorm": True, "model.final_layernorm": True, "model.position_embedding": "none", "model.residual": True,
+    "model.output_projection": True, "model.qkv_bias": True, "model.shared_layers": False,
+    "model.read_in": "linear", "model.read_out": "linear",
+    "train.warmup_fraction": 0.0, "train.context_output_l2": 0.0, "train.context_output_l2_form": "context_mean",
+    "train.loss_reduction": "mean",
+}
 LAYERNORM_EPS = 1e-5  # ModelSpec::layernorm_eps
 ATTENTION_BIASES = ("attn.b_kv", "attn.b_d")  # b_KV, b_D of Eq. 13: zero at initialization, never decayed
 
@@ -105,13 +130,30 @@ def read_config(path, overrides=()):
     return flat
 
 
+def is_regression(flat):
+    """Which model, by the task's keys as `iclab bench` decides: trigger tokens (induction head) or a regression task."""
+    return "task.triggers" not in flat and any(k in flat for k in ("task.kind", "task.format", "task.x_dim"))
+
+
 def resolved(flat):
     cfg = dict(DEFAULTS)
-    cfg.update(flat)
-    if cfg.get("experiment", "induction_head") != "induction_head":
-        sys.exit(f"torch_reference: only induction_head configs, got {cfg['experiment']}")
+    if is_regression(flat):
+        cfg.update(REGRESSION_DEFAULTS)
+        cfg.update(flat)
+        cfg["regression"] = True
+        required = {"model.attention": "softmax", "model.rope": False, "model.residual": True, "model.output_projection": True}
+        for key, wanted in required.items():  # what this reference implements
+            if cfg[key] != wanted:
+                sys.exit(f"torch_reference: regression models with {key} = {wanted} only, got {cfg[key]}")
+    else:
+        cfg.update(flat)
+        cfg["regression"] = False
+        if cfg.get("experiment", "induction_head") != "induction_head":
+            sys.exit(f"torch_reference: only induction_head and regression-task configs, got {cfg['experiment']}")
     if cfg["train.optimizer"] != "adamw":
         sys.exit("torch_reference: times AdamW only (train.optimizer: adamw)")
+    if cfg.get("train.warmup_fraction", 0.0) > 0:  # iclab: the fraction replaces train.warmup_steps
+        cfg["train.warmup_steps"] = round(cfg["train.warmup_fraction"] * cfg["train.steps"])
     return cfg
 
 
@@ -242,6 +284,169 @@ def iclab_names(model):
     return names
 
 
+# ---- the in-context regression model (paper 003 / 004) -------------------------------------------------
+
+def regression_layout(cfg):
+    """T, prefix P, token width d_in, output width d_out, and the kind of each position (0 none, 1 context,
+    2 query) of the task's token format (framework/tasks/regression.hpp)."""
+    N, Q, X = cfg["task.examples"], cfg["task.queries"], cfg["task.x_dim"]
+    out = cfg["task.classes"] if cfg["task.kind"] == "classification" else cfg["task.y_dim"]
+    if cfg["task.format"] == "stacked":  # token i = [x_i; y_i] (context), then [x_q; 0] (queries)
+        kinds = [1] * N + [2] * Q
+    else:  # interleaved: [x_i; 0], [0; y_i] per example, then the queries
+        kinds = [1, 0] * N + [2] * Q
+    P = N if cfg["task.format"] == "stacked" else 2 * N
+    return len(kinds), P, X + out, out, torch.tensor(kinds, dtype=torch.int64)
+
+
+def regression_visible(cfg, T, P):
+    """(T, T) bool, [i, j]: position i attends to key j (framework/nn/attention_mask.hpp, written out as sets)."""
+    i = torch.arange(T)[:, None]
+    j = torch.arange(T)[None, :]
+    mask = cfg["model.mask"]
+    if mask == "causal":
+        visible = j <= i
+    elif mask == "prefix":  # the prefix sees itself entirely, later positions causally
+        visible = (j <= i) | ((i < P) & (j < P))
+    elif mask == "full":
+        visible = torch.ones(T, T, dtype=torch.bool)
+    else:
+        sys.exit(f"torch_reference: unknown mask {mask}")
+    if cfg["model.isolate_queries"]:
+        visible = visible & (j < P)                      # nobody sees a query ...
+        visible = visible | ((i >= P) & (j < P))         # ... and a query sees the whole context
+        if cfg["model.query_self"]:
+            visible = visible | ((i >= P) & (i == j))    # ... and, optionally, itself
+    return visible
+
+
+class SoftmaxAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        C, H = cfg["model.width"], cfg["model.heads"]
+        self.C, self.H, self.D = C, H, C // H
+        self.qkv = nn.Linear(C, 3 * C, bias=bool(cfg["model.qkv_bias"]))
+        self.proj = nn.Linear(C, C)
+
+    def forward(self, x, blocked):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.H, self.D).permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
+        scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.D))          # (B, H, T, T)
+        probs = torch.softmax(scores.masked_fill(blocked, float("-inf")), dim=-1)
+        return self.proj((probs @ v).transpose(1, 2).reshape(B, T, C))
+
+
+class RegressionBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        C = cfg["model.width"]
+        norm = (lambda: nn.LayerNorm(C, eps=LAYERNORM_EPS)) if cfg["model.layernorm"] else nn.Identity
+        self.ln1 = norm()
+        self.attn = SoftmaxAttention(cfg)
+        self.mlp = bool(cfg["model.mlp"])
+        if self.mlp:
+            hidden = cfg["model.mlp_ratio"] * C
+            self.ln2 = norm()
+            self.fc = nn.Linear(C, hidden)
+            self.mlp_proj = nn.Linear(hidden, C)
+
+    def forward(self, x, blocked):
+        x = x + self.attn(self.ln1(x), blocked)
+        if self.mlp:
+            x = x + self.mlp_proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+        return x
+
+
+class RegressionTransformer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        C, L = cfg["model.width"], cfg["model.layers"]
+        T, P, d_in, d_out, _ = regression_layout(cfg)
+        self.layers = L
+        self.identity_in = cfg["model.read_in"] == "identity"
+        self.slice_out = d_out if cfg["model.read_out"] == "slice" else 0
+        self.read_in = None if self.identity_in else nn.Linear(d_in, C)
+        self.pos = nn.Parameter(torch.zeros(T, C)) if cfg["model.position_embedding"] == "learned" else None
+        self.blocks = nn.ModuleList(RegressionBlock(cfg) for _ in range(1 if cfg["model.shared_layers"] else L))
+        self.ln_f = nn.LayerNorm(C, eps=LAYERNORM_EPS) if cfg["model.layernorm"] and cfg["model.final_layernorm"] else None
+        self.read_out = None if self.slice_out else nn.Linear(C, d_out)
+        self.register_buffer("blocked", ~regression_visible(cfg, T, P), persistent=False)
+        # iclab's initialization: N(0, init_std) matrices (position embeddings too), residual projections
+        # / sqrt(2L), zero biases, unit LayerNorm gains.
+        std = cfg["model.init_std"]
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if p.dim() >= 2:
+                    residual = name.endswith(("attn.proj.weight", "mlp_proj.weight"))
+                    p.normal_(0.0, std / math.sqrt(2 * L) if residual else std)
+                elif name.endswith(("ln1.weight", "ln2.weight")) or name == "ln_f.weight":
+                    p.fill_(1.0)
+                else:
+                    p.zero_()
+
+    def forward(self, inputs):
+        T = inputs.shape[1]
+        x = inputs if self.identity_in else self.read_in(inputs)
+        if self.pos is not None:
+            x = x + self.pos[:T]
+        blocked = self.blocked[:T, :T]
+        for l in range(self.layers):
+            x = self.blocks[0 if len(self.blocks) == 1 else l](x, blocked)
+        if self.ln_f is not None:
+            x = self.ln_f(x)
+        return x[..., -self.slice_out:] if self.slice_out else self.read_out(x)
+
+
+def regression_iclab_names(model):
+    """iclab parameter name -> (torch parameter, transposed?) for the regression model."""
+    names = {}
+    if model.read_in is not None:
+        names.update({"read_in.w": (model.read_in.weight, True), "read_in.b": (model.read_in.bias, False)})
+    if model.pos is not None:
+        names["position_embedding"] = (model.pos, False)
+    for l, b in enumerate(model.blocks):
+        p = f"blocks.{l}."
+        if isinstance(b.ln1, nn.LayerNorm):
+            names.update({p + "ln1.gamma": (b.ln1.weight, False), p + "ln1.beta": (b.ln1.bias, False)})
+        names.update({p + "attn.w_qkv": (b.attn.qkv.weight, True), p + "attn.w_o": (b.attn.proj.weight, True),
+                      p + "attn.b_o": (b.attn.proj.bias, False)})
+        if b.attn.qkv.bias is not None:
+            names[p + "attn.b_qkv"] = (b.attn.qkv.bias, False)
+        if b.mlp:
+            if isinstance(b.ln2, nn.LayerNorm):
+                names.update({p + "ln2.gamma": (b.ln2.weight, False), p + "ln2.beta": (b.ln2.bias, False)})
+            names.update({p + "mlp.w_fc": (b.fc.weight, True), p + "mlp.b_fc": (b.fc.bias, False),
+                          p + "mlp.w_proj": (b.mlp_proj.weight, True), p + "mlp.b_proj": (b.mlp_proj.bias, False)})
+    if model.ln_f is not None:
+        names.update({"final_norm.gamma": (model.ln_f.weight, False), "final_norm.beta": (model.ln_f.bias, False)})
+    if model.read_out is not None:
+        names.update({"read_out.w": (model.read_out.weight, True), "read_out.b": (model.read_out.bias, False)})
+    assert len(names) == len(list(model.parameters())), "every torch parameter has an iclab name"
+    return names
+
+
+def regression_loss_weights(cfg, positions, dtype):
+    """(w_fit, w_l2), each (B, T): loss = Σ w_fit |ŷ − y|² + Σ w_l2 |ŷ|² (the docstring's formula; counts over the batch)."""
+    context, query = positions == 1, positions == 2
+    fit = query | (context & (cfg["task.loss_positions"] == "all"))
+    as_weights = lambda mask, value: mask.to(torch.float64) * value  # noqa: E731  (bool * float would be float32)
+    l2 = float(cfg["train.context_output_l2"])
+    scale = float(cfg["train.batch_size"]) if cfg["train.loss_reduction"] == "sum" else 1.0
+    n_fit, n_context = int(fit.sum()), int(context.sum())
+    if l2 > 0 and cfg["train.context_output_l2_form"] == "all_positions":
+        # one mean over every fitted and every in-context position (a context position counts once)
+        total = max(int((fit | context).sum()), 1)
+        w_fit, w_l2 = as_weights(fit, scale / total), as_weights(context, scale * l2 / total)
+    else:
+        w_fit = as_weights(fit, scale / max(n_fit, 1))
+        w_l2 = as_weights(context, scale * l2 / n_context if l2 > 0 and n_context > 0 else 0.0)
+    return w_fit.to(dtype), w_l2.to(dtype)
+
+
+def regression_loss(outputs, targets, w_fit, w_l2):
+    return (w_fit * (outputs - targets).square().sum(-1)).sum() + (w_l2 * outputs.square().sum(-1)).sum()
+
+
 # ---- training step as iclab's trainer (experiments/induction_head.cpp) ---------------------------
 
 def learning_rate(cfg, step):
@@ -284,11 +489,21 @@ def benchmark(args):
     torch.set_num_threads(args.threads)
     dtype = torch.float64 if cfg["model.dtype"] == "float64" else torch.float32
     torch.manual_seed(cfg["seed"])
-    model = Transformer(cfg, args.form).to(dtype)
-    B, T = cfg["train.batch_size"], cfg["task.seq_len"]
+    B = cfg["train.batch_size"]
     generator = torch.Generator().manual_seed(cfg["seed"] + 101)
-    tokens = torch.randint(0, VOCAB, (B, T), generator=generator)
-    targets = torch.randint(0, VOCAB, (B, T), generator=generator)
+    if cfg["regression"]:  # one random batch of real-valued tokens with the task's position kinds
+        model = RegressionTransformer(cfg).to(dtype)
+        T, _, d_in, d_out, kinds = regression_layout(cfg)
+        tokens = torch.rand(B, T, d_in, generator=generator, dtype=torch.float64).mul_(2).sub_(1).to(dtype)
+        targets = torch.randn(B, T, d_out, generator=generator, dtype=torch.float64).to(dtype)
+        w_fit, w_l2 = regression_loss_weights(cfg, kinds.expand(B, T), dtype)
+        compute_loss = lambda outputs: regression_loss(outputs, targets, w_fit, w_l2)  # noqa: E731
+    else:
+        model = Transformer(cfg, args.form).to(dtype)
+        T = cfg["task.seq_len"]
+        tokens = torch.randint(0, VOCAB, (B, T), generator=generator)
+        targets = torch.randint(0, VOCAB, (B, T), generator=generator)
+        compute_loss = lambda logits: F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))  # noqa: E731
     optimizer, trainable = make_optimizer(model, cfg, args.foreach)
     clip = cfg["train.grad_clip"]
     step = [0]
@@ -301,8 +516,7 @@ def benchmark(args):
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(cfg, step[0])
         optimizer.zero_grad(set_to_none=True)
-        logits = model(tokens)
-        loss = F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))  # mean over all positions
+        loss = compute_loss(model(tokens))  # induction head: the mean cross-entropy over all positions
         if not math.isfinite(loss.item()):
             sys.exit(f"torch_reference: the loss is {loss.item()} at step {step[0] + 1}")
         loss.backward()
@@ -316,6 +530,7 @@ def benchmark(args):
     n_tokens = B * T
     result = {
         "config": args.config, "overrides": args.overrides, "torch_version": torch.__version__,
+        "model_kind": "regression" if cfg["regression"] else "induction_head",
         "threads": torch.get_num_threads(), "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
         "dtype": str(dtype).replace("torch.", ""), "form": args.form, "foreach": bool(args.foreach),
         "batch_size": B, "seq_len": T, "tokens_per_step": n_tokens,
@@ -329,7 +544,8 @@ def benchmark(args):
     }
     print(f"torch reference {args.config} {' '.join(args.overrides)}")
     print(f"  torch {torch.__version__}, {result['threads']} threads, OPENBLAS_NUM_THREADS="
-          f"{result['openblas_num_threads'] or '(unset)'}, {result['dtype']}, attention form {args.form}")
+          f"{result['openblas_num_threads'] or '(unset)'}, {result['dtype']}, "
+          + ("regression model, softmax attention" if cfg["regression"] else f"attention form {args.form}"))
     print(f"  {result['parameter_count']} parameters ({result['trainable_parameter_count']} trainable); "
           f"batch {B} x seq_len {T} = {n_tokens} tokens per step; warmup {args.warmup}, median of {args.iters}")
     print(f"  forward        {result['forward_tokens_per_s']:12.0f} tokens/s  ({statistics.median(forward_s) * 1e3:.2f} ms)")
@@ -341,12 +557,76 @@ def benchmark(args):
 
 # ---- cross-check against iclab ----------------------------------------------------------------------
 
+def relative_max_error(ours, reference):
+    """max |ours − reference| / max |reference| (in double)."""
+    reference = reference.to(torch.float64)
+    return ((ours.detach().to(torch.float64) - reference).abs().max() / max(reference.abs().max().item(), 1e-30)).item()
+
+
+def check_regression(args, cfg):
+    import h5py
+    import numpy as np
+    with h5py.File(args.check, "r") as f:
+        dtype = torch.float64 if f.attrs["dtype"] == "float64" else torch.float32
+        checkpoint = {name: f["checkpoint"][name][()] for name in f["checkpoint"]}
+        grads = {name: f["check/grads"][name][()] for name in f["check/grads"]}
+        inputs = torch.from_numpy(f["check/inputs"][()]).to(dtype)
+        targets = torch.from_numpy(f["check/targets"][()]).to(dtype)
+        positions = torch.from_numpy(f["check/positions"][()].astype(np.int64))
+        outputs_iclab = torch.from_numpy(f["check/outputs"][()])
+        loss_iclab = float(f.attrs["loss"])
+        count_iclab = int(f.attrs["parameter_count"])
+        prefix_iclab = int(f.attrs["prefix_length"])
+    B = inputs.shape[0]
+    T, P, d_in, d_out, kinds = regression_layout(cfg)
+    if (T, P, d_in, d_out) != (inputs.shape[1], prefix_iclab, inputs.shape[2], targets.shape[2]):
+        sys.exit(f"check: the task gives T {T}, prefix {P}, d_in {d_in}, d_out {d_out}; the export T {inputs.shape[1]}, "
+                 f"prefix {prefix_iclab}, d_in {inputs.shape[2]}, d_out {targets.shape[2]}")
+    if not torch.equal(positions, kinds.expand(B, T)):
+        sys.exit("check: the export's position kinds are not the task format's")
+    model = RegressionTransformer(cfg).to(dtype)
+    names = regression_iclab_names(model)
+    count = sum(p.numel() for p in model.parameters())
+    if count != count_iclab or set(names) != set(checkpoint):
+        sys.exit(f"check: parameters differ: torch {count} {sorted(set(names) ^ set(checkpoint))}, iclab {count_iclab}")
+    with torch.no_grad():
+        for name, (p, transposed) in names.items():
+            value = torch.from_numpy(checkpoint[name]).to(dtype)
+            value = value.T if transposed else value
+            if tuple(value.shape) != tuple(p.shape):
+                sys.exit(f"check: {name} has shape {tuple(value.shape)} in iclab, {tuple(p.shape)} here")
+            p.copy_(value)
+    cfg = dict(cfg, **{"train.batch_size": B})  # the export's batch (loss_reduction sum scales by it)
+    w_fit, w_l2 = regression_loss_weights(cfg, positions, dtype)
+    outputs = model(inputs)
+    loss = regression_loss(outputs, targets, w_fit, w_l2)
+    loss.backward()
+    output_error = relative_max_error(outputs, outputs_iclab)
+    loss_error = abs(loss.item() - loss_iclab) / abs(loss_iclab)
+    worst_name, worst = "", 0.0
+    for name, (p, transposed) in names.items():
+        g = p.grad.T if transposed else p.grad
+        error = relative_max_error(g, torch.from_numpy(grads[name]))
+        if error > worst:
+            worst_name, worst = name, error
+    tolerance = 1e-10 if dtype == torch.float64 else 1e-4  # fp64 agrees to rounding (~1e-15)
+    print(f"check {args.check}: regression model, {str(dtype).replace('torch.', '')}, batch {B}, {count} parameters (same "
+          f"names and shapes as iclab): outputs max|Δ|/max|ŷ| {output_error:.2e}, loss {loss.item():.6g} rel {loss_error:.2e}, "
+          f"gradients max|Δ|/max|g| {worst:.2e} (worst {worst_name}); tolerance {tolerance:.0e}")
+    if max(output_error, loss_error, worst) > tolerance:
+        sys.exit("check FAILED: the torch model is not iclab's model")
+    print("check passed")
+
+
 def check(args):
     import h5py
     import numpy as np
     torch.set_num_threads(args.threads)
     with h5py.File(args.check, "r") as f:
         cfg = resolved(flatten(yaml.safe_load(f.attrs["config"])))
+    if cfg["regression"]:
+        return check_regression(args, cfg)
+    with h5py.File(args.check, "r") as f:
         dtype = torch.float64 if f.attrs["dtype"] == "float64" else torch.float32
         checkpoint = {name: f["checkpoint"][name][()] for name in f["checkpoint"]}
         grads = {name: f["check/grads"][name][()] for name in f["check/grads"]}
