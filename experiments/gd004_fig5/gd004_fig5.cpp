@@ -60,17 +60,17 @@ void declare_keys(config::Schema& schema) {
             distinct("fig5.parts", parts), distinct("fig5.controls", controls), distinct("fig5.alphas", cfg.get_float_list("fig5.alphas"));
             distinct("fig5.augmentations", cfg.get_string_list("fig5.augmentations"));
             distinct("fig5.negatives", cfg.get_int_list("fig5.negatives")), distinct("fig5.betas", cfg.get_float_list("fig5.betas"));
-            if (parts.empty() && controls.empty()) cfg.fail({"fig5.parts"}, "gd004_fig5: nothing to run (fig5.parts and fig5.controls empty)");
+            if (parts.empty() && controls.empty()) cfg.fail({"fig5.parts"}, "gd004_fig5: fig5.parts: nothing to run (fig5.parts and fig5.controls empty)");
             if ((has(parts, "reg") || !controls.empty()) && !has(cfg.get_float_list("fig5.alphas"), 0.0))
                 cfg.fail({"fig5.alphas"}, "gd004_fig5: fig5.alphas must hold 0, the paired baseline");
             if (has(parts, "aug") && !has(cfg.get_string_list("fig5.augmentations"), std::string("none")))
                 cfg.fail({"fig5.augmentations"}, "gd004_fig5: fig5.augmentations must hold none, the paired baseline");
             for (const auto k : cfg.get_int_list("fig5.negatives"))
-                if (k >= cfg.get_int("task.examples")) cfg.fail({"fig5.negatives"}, "gd004_fig5: every k must be < task.examples");
+                if (k >= cfg.get_int("task.examples")) cfg.fail({"fig5.negatives"}, "gd004_fig5: fig5.negatives: every k must be < task.examples");
             if (has(controls, "per_sequence") && cfg.get_string("task.w_mode") != "fixed")
-                cfg.fail({"fig5.controls"}, "gd004_fig5: the per_sequence control needs task.w_mode fixed");
+                cfg.fail({"fig5.controls"}, "gd004_fig5: fig5.controls: the per_sequence control needs task.w_mode fixed");
             if (has(controls, "eq14") && cfg.get_string("fig5.reg_form") != "eq15")
-                cfg.fail({"fig5.controls"}, "gd004_fig5: the eq14 control needs fig5.reg_form eq15");
+                cfg.fail({"fig5.controls"}, "gd004_fig5: fig5.controls: the eq14 control needs fig5.reg_form eq15");
         });
 }
 
