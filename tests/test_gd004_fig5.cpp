@@ -164,7 +164,7 @@ TEST_CASE("gd004_fig5 modified forwards equal the attention side of the 004-V du
 
 TEST_CASE("gd004_fig5 quick config runs and writes finite tables", "[gd004_fig5][cli]") {
     Scratch scratch;
-    const auto result = run_iclab("run configs/quick/gd004_fig5.yaml task.train_sequences=64 task.test_sequences=64 --threads 1 output.dir=" +
+    const auto result = run_iclab("run configs/quick/gd004_fig5.yaml task.train_sequences=32 task.test_sequences=32 --threads 1 output.dir=" +
                                       scratch.path.string(),
                                   scratch.path);
     INFO(result.err);
