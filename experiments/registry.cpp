@@ -16,6 +16,7 @@
     X(vo_trained)            \
     X(gd004_example)         \
     X(gd004_figures)         \
+    X(gd004_fig5)            \
     X(prefix_vs_causal)      \
     X(prefix_vs_causal_probes)
 

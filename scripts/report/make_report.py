@@ -101,6 +101,12 @@ def figures_of(run, out_dir, stem):
         if done.returncode == 0:
             for path in done.stdout.split():
                 made.append(("Paper 004 " + os.path.basename(path)[len(stem) + 5:-4].replace("_", " "), path))
+    if run.attrs.get("experiment") == "gd004_fig5":
+        script = os.path.join(os.path.dirname(__file__), "..", "plot", "gd004_fig5.py")
+        done = subprocess.run([sys.executable, script, run.run_dir, out_dir, f"{stem}_"], capture_output=True, text=True)
+        if done.returncode == 0:
+            for path in done.stdout.split():
+                made.append(("Paper 004 " + os.path.basename(path)[len(stem) + 5:-4].replace("_", " "), path))
     if run.curves is None:
         return made
     for metric in ("icl_accuracy", "relative_query_mse", "query_mse", "eval_loss"):

@@ -1,0 +1,201 @@
+// gd004_fig5: per-run metrics, the paper's Fig. 5 claims (§5.3-5.5) and their verdicts by the paired seed-sign rule
+// of specs/gd_duals.md §9, and the results tables.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "experiments/gd004_fig5/fig5.hpp"
+#include "framework/core/measure.hpp"
+
+namespace iclab::experiments::fig5 {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kComparable = 1.5;  // "comparable" final loss: within this factor of the baseline's (ours)
+
+// A claim of the paper about one variant against its paired baseline. sign +1: the variant's metric is larger
+// (poorer / slower), −1: smaller (better / faster), 0: final loss within kComparable of the baseline's.
+struct Claim {
+    std::string text, metric;
+    int sign = 0;
+};
+
+std::vector<Claim> claims_of(const RunSpec& s) {
+    const std::string part = s.table.substr(0, 3);
+    if (s.baseline) return {};
+    if (part == "reg" && s.alpha > 0) return {{"alpha > 0 converges to a poorer result (§5.3)", "final_loss", +1}};
+    if (part == "reg" && s.alpha < 0)
+        return {{"alpha < 0 converges faster (§5.3)", "auc", -1},
+                {"alpha < 0 ends comparable to alpha = 0 (§5.3; ours: final within 1.5x)", "final_ratio", 0}};
+    if (part == "aug" && (s.aug == "g1" || s.aug == "g1+g2")) return {{s.aug + " converges to a poorer solution (§5.4)", "final_loss", +1}};
+    if (part == "aug" && s.aug == "g2") return {{"g2 alone converges slightly faster (§5.4)", "auc", -1}};
+    if (part == "aug" && s.aug == "g2+")
+        return {{"g2+ is slower early (§5.4; early AUC, first E/10 epochs)", "early_auc", +1},
+                {"g2+ ends with a better solution (§5.4)", "final_loss", -1}};
+    if (part == "neg" && s.k == 3 && s.beta == 0.1) return {{"k = 3, beta = 0.1 converges faster (§5.5)", "auc", -1}};
+    return {};
+}
+
+double trapezoid_log10(const std::vector<double>& loss, std::size_t epochs) {
+    if (epochs == 1) return std::log10(loss[0]);
+    double area = 0.0;
+    for (std::size_t e = 1; e < epochs; ++e) area += 0.5 * (std::log10(loss[e - 1]) + std::log10(loss[e]));
+    return area;
+}
+
+// The paired difference of `metric` (variant − baseline; final_ratio: variant / baseline) and whether its sign
+// matches the claim.
+double paired(const RunMetrics& v, const RunMetrics& b, const std::string& metric) {
+    if (metric == "final_loss") return v.final_loss - b.final_loss;
+    if (metric == "early_auc") return v.early_auc - b.early_auc;
+    if (metric == "final_ratio") return v.final_loss / b.final_loss;
+    return v.auc - b.auc;
+}
+bool matches(double d, int sign) {
+    if (sign > 0) return d > 0;
+    if (sign < 0) return d < 0;
+    return std::abs(std::log10(d)) <= std::log10(kComparable);
+}
+
+std::string format(const char* pattern, double value) {
+    char text[64];
+    std::snprintf(text, sizeof text, pattern, value);
+    return text;
+}
+
+}  // namespace
+
+RunMetrics run_metrics(const RunCurves& run, const RunCurves& baseline) {
+    const std::size_t E = run.train_loss.size();
+    RunMetrics m;
+    m.final_loss = run.train_loss.back();
+    m.final_test = run.test_mse.back();
+    m.auc = trapezoid_log10(run.train_loss, E);
+    m.early_auc = trapezoid_log10(run.train_loss, std::max<std::size_t>(1, E / 10));
+    m.epochs_to_target = kInf;
+    const double target = 1.1 * baseline.train_loss.back();
+    for (std::size_t e = 0; e < E; ++e)
+        if (run.train_loss[e] <= target) {
+            m.epochs_to_target = static_cast<double>(e + 1);
+            break;
+        }
+    return m;
+}
+
+std::string write_table(io::ResultsWriter& writer, const std::string& table, const std::vector<RunSpec>& specs,
+                        const std::vector<RunCurves>& curves, const std::vector<std::int64_t>& seeds, double verdict_fraction) {
+    const std::string part = table.substr(0, 3);
+    std::vector<std::size_t> runs;
+    std::map<std::size_t, std::size_t> baseline_of_seed;
+    std::vector<std::string> labels;  // variants in config order
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        if (specs[i].table != table) continue;
+        runs.push_back(i);
+        if (specs[i].baseline) baseline_of_seed[specs[i].seed_index] = i;
+        if (std::find(labels.begin(), labels.end(), specs[i].label) == labels.end()) labels.push_back(specs[i].label);
+    }
+    // Curves: one row per (variant, seed, epoch).
+    std::vector<std::string> c_label, c_aug;
+    std::vector<double> c_alpha, c_beta, c_loss, c_test;
+    std::vector<std::int64_t> c_k, c_seed, c_epoch;
+    for (const std::size_t i : runs)
+        for (std::size_t e = 0; e < curves[i].train_loss.size(); ++e) {
+            c_label.push_back(specs[i].label), c_aug.push_back(specs[i].aug), c_alpha.push_back(specs[i].alpha);
+            c_k.push_back(specs[i].k), c_beta.push_back(specs[i].beta), c_seed.push_back(seeds[specs[i].seed_index]);
+            c_epoch.push_back(static_cast<std::int64_t>(e + 1));
+            c_loss.push_back(curves[i].train_loss[e]), c_test.push_back(curves[i].test_mse[e]);
+        }
+    std::vector<io::Column> columns{{"variant", c_label}};
+    if (part == "reg") columns.push_back({"alpha", c_alpha});
+    if (part == "neg") columns.push_back({"k", c_k}), columns.push_back({"beta", c_beta});
+    columns.insert(columns.end(), {{"seed", c_seed}, {"epoch", c_epoch}, {"train_loss", c_loss}, {"test_mse", c_test}});
+    writer.write_columns("/tables/004_fig5_" + table, columns);
+
+    // Summary: one row per (variant, claim); variants without a claim get one row.
+    std::vector<std::string> s_label, s_claim, s_metric, s_expected, s_verdict, s_diffs;
+    std::vector<double> s_final_mean, s_final_std, s_test_mean, s_test_std, s_auc_mean, s_auc_std, s_epochs, s_zeroed;
+    std::vector<std::int64_t> s_seeds, s_match, s_needed;
+    std::string text;
+    for (const std::string& label : labels) {
+        std::vector<std::size_t> members;
+        for (const std::size_t i : runs)
+            if (specs[i].label == label) members.push_back(i);
+        std::vector<RunMetrics> metrics, bases;
+        std::vector<double> finals, tests, aucs, epochs, zeroed;
+        for (const std::size_t i : members) {
+            const auto base = baseline_of_seed.at(specs[i].seed_index);
+            metrics.push_back(run_metrics(curves[i], curves[base]));
+            bases.push_back(run_metrics(curves[base], curves[base]));
+            finals.push_back(metrics.back().final_loss), tests.push_back(metrics.back().final_test);
+            aucs.push_back(metrics.back().auc), epochs.push_back(metrics.back().epochs_to_target);
+            zeroed.push_back(curves[i].test_mse_ctx_zeroed);
+        }
+        auto claims = claims_of(specs[members.front()]);
+        const bool has_claim = !claims.empty();
+        if (!has_claim) claims.push_back({specs[members.front()].baseline ? "(paired baseline)" : "(no claim; AUC sign shown)", "auc", -1});
+        for (const Claim& claim : claims) {
+            std::size_t matching = 0;
+            std::string diffs;
+            for (std::size_t s = 0; s < metrics.size(); ++s) {
+                const double d = paired(metrics[s], bases[s], claim.metric);
+                matching += matches(d, claim.sign) ? 1 : 0;
+                diffs += (s ? " " : "") + format("%.4g", d);
+            }
+            const auto needed = static_cast<std::size_t>(std::ceil(verdict_fraction * static_cast<double>(metrics.size()) - 1e-9));
+            const std::string verdict = specs[members.front()].baseline ? "baseline"
+                                        : !has_claim                   ? "no claim"
+                                        : matching >= needed           ? "reproduced"
+                                                                       : "not reproduced";
+            const Spread f = spread_of(finals), t = spread_of(tests), a = spread_of(aucs);
+            s_label.push_back(label), s_claim.push_back(claim.text), s_metric.push_back(claim.metric);
+            s_expected.push_back(claim.sign > 0 ? "+" : claim.sign < 0 ? "-" : "comparable");
+            s_seeds.push_back(static_cast<std::int64_t>(metrics.size()));
+            s_match.push_back(static_cast<std::int64_t>(matching)), s_needed.push_back(static_cast<std::int64_t>(needed));
+            s_verdict.push_back(verdict), s_diffs.push_back(diffs);
+            s_final_mean.push_back(f.mean), s_final_std.push_back(f.std), s_test_mean.push_back(t.mean), s_test_std.push_back(t.std);
+            s_auc_mean.push_back(a.mean), s_auc_std.push_back(a.std), s_epochs.push_back(median_of(epochs));
+            s_zeroed.push_back(mean_of(zeroed));
+            char line[512];
+            std::snprintf(line, sizeof line, "  %-16s %-14s final %.4g ± %.2g, AUC %.3f, ctx-zeroed test %.4g | %s: %zu/%zu %s [%s: %s]\n",
+                          table.c_str(), label.c_str(), f.mean, f.std, a.mean, mean_of(zeroed), claim.text.c_str(), matching,
+                          metrics.size(), verdict.c_str(), claim.metric.c_str(), diffs.c_str());
+            text += line;
+        }
+    }
+    writer.write_columns("/tables/004_fig5_" + table + "_summary",
+                         {{"variant", s_label}, {"seeds", s_seeds}, {"final_loss_mean", s_final_mean}, {"final_loss_std", s_final_std},
+                          {"test_mse_mean", s_test_mean}, {"test_mse_std", s_test_std}, {"auc_mean", s_auc_mean},
+                          {"auc_std", s_auc_std}, {"epochs_to_target_median", s_epochs}, {"test_mse_ctx_zeroed_mean", s_zeroed},
+                          {"claim", s_claim}, {"metric", s_metric}, {"expected", s_expected}, {"seeds_matching", s_match},
+                          {"seeds_needed", s_needed}, {"verdict", s_verdict}, {"paired_differences", s_diffs}},
+                         {{"paired_differences", "per seed, variant - baseline of the metric (final_ratio: variant / baseline)"},
+                          {"auc", "trapezoid area of log10(epoch train loss) over epochs 1..E"},
+                          {"epochs_to_target_median", "first epoch with train loss <= 1.1x the paired baseline's final (inf: never)"}});
+    return text;
+}
+
+void write_runs_table(io::ResultsWriter& writer, const std::vector<RunSpec>& specs, const std::vector<RunCurves>& curves,
+                      const std::vector<std::int64_t>& seeds) {
+    std::vector<std::string> table, label;
+    std::vector<std::int64_t> seed, steps;
+    std::vector<double> final_loss, auc, early, to_target, test, zeroed, seconds;
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+        std::size_t base = i;
+        for (std::size_t j = 0; j < specs.size(); ++j)
+            if (specs[j].baseline && specs[j].table == specs[i].table && specs[j].seed_index == specs[i].seed_index) base = j;
+        const RunMetrics m = run_metrics(curves[i], curves[base]);
+        table.push_back(specs[i].table), label.push_back(specs[i].label), seed.push_back(seeds[specs[i].seed_index]);
+        steps.push_back(static_cast<std::int64_t>(curves[i].steps));
+        final_loss.push_back(m.final_loss), auc.push_back(m.auc), early.push_back(m.early_auc), to_target.push_back(m.epochs_to_target);
+        test.push_back(m.final_test), zeroed.push_back(curves[i].test_mse_ctx_zeroed), seconds.push_back(curves[i].seconds);
+    }
+    writer.write_columns("/tables/004_fig5_runs",
+                         {{"table", table}, {"variant", label}, {"seed", seed}, {"steps", steps}, {"final_loss", final_loss},
+                          {"auc", auc}, {"early_auc", early}, {"epochs_to_target", to_target}, {"test_mse", test},
+                          {"test_mse_ctx_zeroed", zeroed}, {"seconds", seconds}});
+}
+
+}  // namespace iclab::experiments::fig5
