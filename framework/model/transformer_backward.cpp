@@ -1,0 +1,130 @@
+// The transformer's loss and backward pass (forward: transformer.cpp). Split out to keep each file readable at once;
+// the same class, the same flat parameter/gradient buffers.
+#include <algorithm>
+#include <cmath>
+
+#include "framework/model/transformer.hpp"
+#include "framework/model/transformer_detail.hpp"
+#include "framework/nn/kernel_features.hpp"
+#include "framework/nn/layers.hpp"
+#include "framework/nn/linear_attention_recurrent.hpp"
+
+namespace iclab::model {
+
+using detail::kAbsent;
+
+template <class T>
+double Transformer<T>::loss(const std::int32_t* targets, const T* weights) {
+    ICLAB_CHECK(spec_.input == ModelSpec::Input::tokens, "cross-entropy loss needs a token model");
+    const std::size_t N = batch_ * time_;
+    probs_.resize(N * spec_.vocab);
+    losses_.resize(N);
+    nn::cross_entropy_forward(probs_.data(), losses_.data(), outputs_.data(), targets, N, spec_.vocab);
+    double total = 0.0;
+    for (std::size_t n = 0; n < N; ++n) total += static_cast<double>(weights[n]) * losses_[n];
+    return total;
+}
+
+template <class T>
+void Transformer<T>::backward(const std::int32_t* targets, const T* weights) {
+    const std::size_t N = batch_ * time_, V = spec_.vocab;
+    d_outputs_.assign(N * V, T(0));
+    nn::cross_entropy_backward(d_outputs_.data(), probs_.data(), targets, weights, N, V);
+    backward_outputs(d_outputs_.data());
+}
+
+template <class T>
+void Transformer<T>::backward_outputs(const T* d_outputs) {
+    ICLAB_CHECK(mode_ == Mode::training, "backward needs a training-mode model");
+    ICLAB_CHECK(softmax_prompt_ == nullptr || softmax_prompt_->empty(), "backward with a softmax prompt term (inference only)");
+    const std::size_t N = batch_ * time_, C = spec_.width, hidden = spec_.mlp_ratio * C, out = spec_.output_size();
+    const T* P = params.data();
+    T* G = grads.data();
+    const auto at = [&](std::size_t offset) { return offset == kAbsent ? nullptr : P + offset; };
+    const auto grad_at = [&](std::size_t offset) { return offset == kAbsent ? nullptr : G + offset; };
+    nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
+    shape.feature_dim = spec_.feature_dim();
+    const nn::LinearAttentionOptions options = attention_options();
+    const nn::SoftmaxAttentionOptions<T> soft = softmax_options();
+    const bool recurrent = use_recurrent_form();
+    const auto zeroed = [](std::vector<T>& buffer, std::size_t size) { buffer.assign(size, T(0)); };
+
+    // Read-out, then the final norm: d_residual = d(loss)/d(residual stream), carried down through the blocks.
+    zeroed(d_norm_, N * C);
+    if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
+        nn::linear_backward<T>(d_norm_.data(), G + output_offset_, grad_at(output_bias_offset_), d_outputs,
+                               spec_.final_norm() ? final_norm_.data() : final_input_.data(), P + output_offset_, N, C, out);
+    } else {
+        for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t c = 0; c < out; ++c) d_norm_[n * C + (C - out) + c] += d_outputs[n * out + c];
+    }
+    zeroed(d_residual_, N * C);
+    if (spec_.final_norm())
+        nn::layernorm_backward(d_residual_.data(), G + final_gamma_offset_, G + final_beta_offset_, d_norm_.data(),
+                               final_input_.data(), P + final_gamma_offset_, final_mean_.data(), final_rstd_.data(), N, C);
+    else
+        std::copy(d_norm_.begin(), d_norm_.end(), d_residual_.begin());
+    // A sublayer y = [u +] f(norm(u)): the branch reads d_y first; then d_u = [d_y +] normᵀ (d branch input).
+    const auto into_stream = [&](const T* normed_input_grad, const T* input, std::size_t gamma, std::size_t beta,
+                                 const T* mean, const T* rstd) {
+        if (!spec_.residual) std::fill(d_residual_.begin(), d_residual_.end(), T(0));
+        if (spec_.layernorm)
+            nn::layernorm_backward(d_residual_.data(), G + gamma, G + beta, normed_input_grad, input, P + gamma, mean, rstd, N, C);
+        else
+            for (std::size_t i = 0; i < N * C; ++i) d_residual_[i] += normed_input_grad[i];
+    };
+    for (std::size_t l = spec_.layers; l-- > 0;) {
+        BlockActivations& a = blocks_[l];
+        const BlockOffsets& o = block_offsets_[l];
+        if (spec_.mlp) {  // output = [mid +] MLP(LN2(mid))
+            zeroed(d_hidden_, N * hidden);
+            nn::linear_backward(d_hidden_.data(), G + o.w_proj, G + o.b_proj, d_residual_.data(), a.fc_gelu.data(),
+                                P + o.w_proj, N, hidden, C);
+            zeroed(d_hidden_pre_, N * hidden);
+            nn::gelu_backward(d_hidden_pre_.data(), d_hidden_.data(), a.fc.data(), N * hidden);
+            zeroed(d_norm_, N * C);
+            nn::linear_backward(d_norm_.data(), G + o.w_fc, G + o.b_fc, d_hidden_pre_.data(),
+                                spec_.layernorm ? a.ln2.data() : a.mid.data(), P + o.w_fc, N, C, hidden);
+            into_stream(d_norm_.data(), a.mid.data(), o.ln2_gamma, o.ln2_beta, a.ln2_mean.data(), a.ln2_rstd.data());
+        }
+        // mid = [input +] Attn(LN1(input)) [W_o + b_o]
+        zeroed(d_att_, N * C);
+        if (spec_.output_projection)
+            nn::linear_backward(d_att_.data(), G + o.w_o, G + o.b_o, d_residual_.data(), a.att.data(), P + o.w_o, N, C, C);
+        else
+            std::copy(d_residual_.begin(), d_residual_.end(), d_att_.begin());
+        zeroed(d_qkv_, N * 3 * C);
+        if (spec_.attention == ModelSpec::Attention::softmax)
+            nn::softmax_attention_backward(d_qkv_.data(), d_att_.data(), a.qkv.data(), a.softmax, shape, soft);
+        else if (recurrent)
+            nn::linear_attention_recurrent_backward(d_qkv_.data(), G + o.b_kv, G + o.b_d, d_att_.data(), a.qkv.data(),
+                                                    P + o.b_kv, P + o.b_d, at(o.random), a.att.data(), a.attention, shape,
+                                                    options);
+        else
+            nn::linear_attention_backward(d_qkv_.data(), G + o.b_kv, G + o.b_d, d_att_.data(), a.qkv.data(), P + o.b_kv,
+                                          P + o.b_d, at(o.random), a.att.data(), a.attention, shape, options);
+        zeroed(d_norm_, N * C);
+        nn::linear_backward(d_norm_.data(), G + o.w_qkv, grad_at(o.b_qkv), d_qkv_.data(),
+                            spec_.layernorm ? a.ln1.data() : a.input.data(), P + o.w_qkv, N, C, 3 * C);
+        into_stream(d_norm_.data(), a.input.data(), o.ln1_gamma, o.ln1_beta, a.ln1_mean.data(), a.ln1_rstd.data());
+    }
+    if (position_offset_ != kAbsent)  // dE_pos[t] += Σ_b d x_0[b, t]
+        for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t c = 0; c < C; ++c) G[position_offset_ + (n % time_) * C + c] += d_residual_[n * C + c];
+    if (spec_.input == ModelSpec::Input::tokens)
+        nn::embedding_backward(G + input_offset_, d_residual_.data(), tokens_.data(), N, C);
+    else if (spec_.read_in == ModelSpec::ReadIn::linear)
+        nn::linear_backward<T>(nullptr, G + input_offset_, G + input_bias_offset_, d_residual_.data(), vectors_.data(),
+                               P + input_offset_, N, spec_.input_dim, C);
+}
+
+// Explicit instantiations of the members defined here.
+#define ICLAB_INSTANTIATE(T) \
+    template double Transformer<T>::loss(const std::int32_t*, const T*); \
+    template void Transformer<T>::backward(const std::int32_t*, const T*); \
+    template void Transformer<T>::backward_outputs(const T*);
+ICLAB_INSTANTIATE(float)
+ICLAB_INSTANTIATE(double)
+#undef ICLAB_INSTANTIATE
+
+}  // namespace iclab::model
