@@ -18,6 +18,7 @@
 #include "experiments/cli/sweep.hpp"
 #include "experiments/registry.hpp"
 #include "framework/run/run_folder.hpp"
+#include "framework/core/interrupt.hpp"
 #include "framework/core/threads.hpp"
 
 namespace po = boost::program_options;
@@ -243,10 +244,11 @@ int command_run(const std::vector<std::string>& args) {
     configure_threads(vm["threads"].as<int>());
     const run::RunOutcome outcome = experiments::catalog().run(cfg, options);
     if (!outcome.completed)
-        std::cerr << "iclab: stopped after step " << outcome.steps_done << " of " << outcome.steps_total
-                  << " (--stop-after); continue with: iclab run --resume " << outcome.run_dir.string() << "\n";
+        std::cerr << "iclab: stopped after step " << outcome.steps_done << " of " << outcome.steps_total << " ("
+                  << (interrupt_requested() ? std::string(signal_name(interrupt_signal())) : std::string("--stop-after"))
+                  << "); continue with: iclab run --resume " << outcome.run_dir.string() << "\n";
     std::cout << outcome.run_dir.string() << std::endl;  // last line of stdout: the run folder, for scripts
-    return 0;
+    return interrupt_requested() ? 128 + interrupt_signal() : 0;
 }
 
 int command_list() {

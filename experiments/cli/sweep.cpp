@@ -8,6 +8,8 @@
 
 #include "experiments/registry.hpp"
 #include "framework/core/check.hpp"
+#include "framework/core/interrupt.hpp"
+#include "framework/core/process.hpp"
 #include "framework/run/launch.hpp"
 
 namespace iclab::cli {
@@ -18,16 +20,19 @@ int launch_sweep(const run::SweepSpec& spec, const LaunchOptions& options) {
     ICLAB_INPUT_CHECK(options.jobs >= 1 && options.jobs <= 1024, "--jobs must be from 1 to 1024, got " << options.jobs);
     ICLAB_INPUT_CHECK(options.threads >= 0 && options.threads <= 1024, "--threads must be from 0 to 1024, got " << options.threads);
     ICLAB_INPUT_CHECK(options.cpus >= 1 && options.cpus <= 1024, "--cpus must be from 1 to 1024, got " << options.cpus);
+    run::SlurmOptions slurm;
+    slurm.partition = options.partition;
+    slurm.time = options.time;
+    slurm.cpus = options.cpus;
+    if (options.launcher == "slurm") run::check_slurm_options(slurm);
     const run::Sweep sweep = run::plan_sweep(spec, experiments::catalog());  // every job validated: exit 2 before any work
+    ICLAB_INPUT_CHECK(!has_control_characters(sweep.dir.string()),
+                      "the sweep folder (output.dir) holds a control character (newline, tab, ...): refused");
     std::size_t finished = 0;
     for (const auto& job : sweep.jobs) finished += run::job_state(sweep, job) == run::JobState::finished;
     run::write_sweep_plan(sweep);
     run::write_manifest(sweep);
     if (options.launcher == "slurm") {
-        run::SlurmOptions slurm;
-        slurm.partition = options.partition;
-        slurm.time = options.time;
-        slurm.cpus = options.cpus;
         slurm.binary = run::self_binary();
         const auto script = run::write_slurm_script(sweep, slurm);
         std::fprintf(stderr, "iclab: sweep %s: %zu jobs (%zu finished), Slurm script %s\n", sweep.dir.c_str(), sweep.jobs.size(),
@@ -38,7 +43,8 @@ int launch_sweep(const run::SweepSpec& spec, const LaunchOptions& options) {
     }
     if (options.dry_run) {
         for (const auto& job : sweep.jobs)
-            std::printf("%-10s %s\n", run::job_state_name(run::job_state(sweep, job)), job.name.c_str());
+            std::printf("%-11s %s\n", run::job_running(sweep, job) ? "running" : run::job_state_name(run::job_state(sweep, job)),
+                        job.name.c_str());
         std::cout << sweep.dir.string() << std::endl;
         return 0;
     }
@@ -49,6 +55,7 @@ int launch_sweep(const run::SweepSpec& spec, const LaunchOptions& options) {
     pool.binary = run::self_binary();
     const std::size_t failed = run::run_local_pool(sweep, pool);
     std::cout << sweep.dir.string() << std::endl;  // last line of stdout: the sweep folder, for scripts
+    if (interrupt_requested()) return 128 + interrupt_signal();
     return failed == 0 ? 0 : 1;
 }
 
@@ -59,6 +66,7 @@ int sweep_job(const std::string& sweep_dir, std::size_t index, int threads) {
     const run::JobOutcome outcome = run::run_job_process(sweep, job, std::max(1, threads), run::self_binary());
     run::write_manifest(sweep);
     std::fprintf(stderr, "iclab: sweep job %zu (%s): %s\n", index, job.name.c_str(), outcome.status.c_str());
+    if (interrupt_requested()) return 128 + interrupt_signal();
     return outcome.exit_status;
 }
 

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <ctime>
 #include <optional>
+#include <vector>
 
+#include "framework/core/process.hpp"
 #include "framework/io/results_file.hpp"
 
 // Defined by CMake for the framework library; the fallbacks let this file compile on its own.
@@ -42,34 +44,18 @@ namespace iclab::io {
 
 namespace {
 
-// Runs a shell command and returns its standard output, or nothing if it could not run or exited
-// with a non-zero status. stderr goes to /dev/null so "not a git repository" stays off the console.
-std::optional<std::string> command_output(const std::string& command) {
-    FILE* pipe = ::popen((command + " 2>/dev/null").c_str(), "r");
-    if (pipe == nullptr) return std::nullopt;
-    std::string output;
-    std::array<char, 4096> buffer{};
-    for (size_t count; (count = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
-        output.append(buffer.data(), count);
-    }
-    const int status = ::pclose(pipe);
-    if (status != 0) return std::nullopt;
-    return output;
-}
-
-// Single-quoted for the shell: a quote inside becomes '\''.
-std::string shell_quote(const std::string& text) {
-    std::string quoted = "'";
-    for (char character : text) quoted += character == '\'' ? std::string("'\\''") : std::string(1, character);
-    return quoted + "'";
-}
-
-std::optional<std::string> git_output(const std::string& arguments) {
+// Runs git with `arguments` in the source checkout (an argv, no shell) and returns its output, or nothing when it
+// could not run or failed ("not a git repository" stays off the console: the output is captured).
+std::optional<std::string> git_output(const std::vector<std::string>& arguments) {
     const std::string source_dir = ICLAB_SOURCE_DIR;
     if (source_dir.empty()) return std::nullopt;  // built without CMake: no way to know which checkout
     // --no-optional-locks: status must not take .git/index.lock, which would make a concurrent
     // git command in the same checkout fail.
-    return command_output("git --no-optional-locks -C " + shell_quote(source_dir) + " " + arguments);
+    std::vector<std::string> argv = {"git", "--no-optional-locks", "-C", source_dir};
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    const ProcessResult result = run_process(argv);
+    if (result.exit_status != 0) return std::nullopt;
+    return result.output;
 }
 
 std::string trimmed(std::string text) {
@@ -80,13 +66,13 @@ std::string trimmed(std::string text) {
 }  // namespace
 
 std::string git_commit() {
-    const std::optional<std::string> output = git_output("rev-parse HEAD");
+    const std::optional<std::string> output = git_output({"rev-parse", "HEAD"});
     const std::string commit = output ? trimmed(*output) : "";
     return commit.empty() ? "unknown" : commit;
 }
 
 std::string git_dirty() {
-    const std::optional<std::string> output = git_output("status --porcelain");
+    const std::optional<std::string> output = git_output({"status", "--porcelain"});
     if (!output) return "unknown";
     return output->empty() ? "false" : "true";
 }

@@ -1,20 +1,27 @@
 #include "framework/run/launch.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <deque>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <regex>
 #include <sstream>
 #include <vector>
 
 #include "framework/core/check.hpp"
+#include "framework/core/interrupt.hpp"
 #include "framework/core/measure.hpp"
+#include "framework/core/process.hpp"
+#include "framework/run/job_lock.hpp"
 
 namespace iclab::run {
 
@@ -22,8 +29,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Starts `binary args...` with stdout and stderr appended to `log`; returns its pid.
-pid_t spawn(const fs::path& binary, const std::vector<std::string>& args, const fs::path& log) {
+// Starts `binary args...` with stdout and stderr appended to `log`; returns its pid. The child gets its own process
+// group, so a Ctrl-C at the terminal reaches the launcher alone, which forwards one SIGTERM to each job (a job that
+// got two signals would stop at once instead of at a checkpoint); it keeps `lock_fd` open across exec, so the job's
+// lock outlives the launcher if the launcher dies first.
+pid_t spawn(const fs::path& binary, const std::vector<std::string>& args, const fs::path& log, int lock_fd) {
     fs::create_directories(log.parent_path());
     std::vector<std::string> argv_text = {binary.string()};
     argv_text.insert(argv_text.end(), args.begin(), args.end());
@@ -39,6 +49,11 @@ pid_t spawn(const fs::path& binary, const std::vector<std::string>& args, const 
     const pid_t pid = fork();
     ICLAB_CHECK(pid >= 0, "cannot start a job: fork failed");
     if (pid == 0) {
+        ::setpgid(0, 0);
+        ::signal(SIGINT, SIG_DFL);  // the job installs its own handlers where it can stop cleanly
+        ::signal(SIGTERM, SIG_DFL);
+        ::signal(SIGHUP, SIG_DFL);
+        if (lock_fd >= 0) ::fcntl(lock_fd, F_SETFD, 0);
         const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (fd >= 0) {
             ::dup2(fd, 1);
@@ -50,6 +65,11 @@ pid_t spawn(const fs::path& binary, const std::vector<std::string>& args, const 
         ::_exit(127);
     }
     return pid;
+}
+
+// A job that exits with 128 + SIGINT/SIGTERM/SIGHUP stopped at a checkpoint on request.
+bool interrupted_status(int exit_status) {
+    return exit_status == 128 + SIGINT || exit_status == 128 + SIGTERM || exit_status == 128 + SIGHUP;
 }
 
 int exit_status_of(int raw) { return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + (WIFSIGNALED(raw) ? WTERMSIG(raw) : 0); }
@@ -67,26 +87,67 @@ std::string format_seconds(double seconds) {
 
 fs::path self_binary() { return fs::read_symlink("/proc/self/exe"); }
 
-JobOutcome run_job_process(const Sweep& sweep, const SweepJob& job, int threads, const fs::path& binary) {
-    const std::vector<std::string> args = job_arguments(sweep, job, threads);
+namespace {
+
+struct RunningJob {
+    const SweepJob* job;
+    std::chrono::steady_clock::time_point start;
+    JobLock lock;
+};
+
+// Waits for one of `running` to end, forwarding SIGTERM once to all of them when an interrupt arrives. Polls (50 ms)
+// rather than blocking, so a signal that lands between the check and the wait is never missed.
+std::pair<pid_t, int> wait_for_a_job(std::map<pid_t, RunningJob>& running, bool& forwarded) {
+    for (;;) {
+        if (interrupt_requested() && !forwarded) {
+            for (const auto& entry : running) ::kill(entry.first, SIGTERM);
+            forwarded = true;
+        }
+        int raw = 0;
+        const pid_t pid = ::waitpid(-1, &raw, WNOHANG);
+        if (pid > 0) return {pid, exit_status_of(raw)};
+        if (pid < 0 && errno != EINTR) return {-1, 0};
+        ::usleep(50000);
+    }
+}
+
+JobOutcome outcome_of(int exit_status, double seconds) {
     JobOutcome outcome;
+    outcome.exit_status = exit_status;
+    outcome.status = exit_status == 0 ? "done" : interrupted_status(exit_status) ? "interrupted" : "failed";
+    outcome.seconds = seconds;
+    return outcome;
+}
+
+}  // namespace
+
+JobOutcome run_job_process(const Sweep& sweep, const SweepJob& job, int threads, const fs::path& binary) {
+    JobOutcome outcome;
+    std::optional<JobLock> lock = JobLock::try_acquire(job_lock_path(sweep, job));
+    if (!lock) {
+        outcome.status = "running elsewhere";  // another launcher has it: never train a job twice
+        return outcome;
+    }
+    const std::vector<std::string> args = job_arguments(sweep, job, threads);  // its state, now that it is ours
     if (args.empty()) {
         outcome.status = "skipped";  // finished before
         return outcome;
     }
+    InterruptScope scope;  // Slurm's scancel / time limit: the job checkpoints, the outcome says interrupted
     const auto start = std::chrono::steady_clock::now();
-    const pid_t pid = spawn(binary, args, job_log_path(sweep, job));
-    int raw = 0;
-    ::waitpid(pid, &raw, 0);
-    outcome.exit_status = exit_status_of(raw);
-    outcome.status = outcome.exit_status == 0 ? "done" : "failed";
-    outcome.seconds = seconds_since(start);
+    std::map<pid_t, RunningJob> running;
+    const pid_t pid = spawn(binary, args, job_log_path(sweep, job), lock->fd());
+    running.emplace(pid, RunningJob{&job, start, std::move(*lock)});
+    bool forwarded = false;
+    const auto [ended, exit_status] = wait_for_a_job(running, forwarded);
+    ICLAB_CHECK(ended == pid, "lost the job's process " << pid);
+    outcome = outcome_of(exit_status, seconds_since(start));
     write_job_outcome(sweep, job, outcome);
     return outcome;
 }
 
 std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options) {
-    std::deque<const SweepJob*> queue;
+    std::deque<const SweepJob*> queue, elsewhere;
     std::size_t skipped = 0;
     for (const auto& job : sweep.jobs) {
         if (job_state(sweep, job) == JobState::finished) ++skipped;
@@ -96,45 +157,79 @@ std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options) 
     if (!options.quiet)
         std::fprintf(stderr, "iclab: sweep %s: %zu jobs, %zu finished before, %zu to run, %d at a time, %d thread(s) each\n",
                      sweep.dir.string().c_str(), sweep.jobs.size(), skipped, total, options.jobs, options.threads);
+    InterruptScope scope;  // SIGINT/SIGTERM/SIGHUP: forward to the jobs, let them checkpoint, record `interrupted`
     write_manifest(sweep);
     const auto sweep_start = std::chrono::steady_clock::now();
-    std::map<pid_t, std::pair<const SweepJob*, std::chrono::steady_clock::time_point>> running;
-    std::vector<const SweepJob*> failed;
+    std::map<pid_t, RunningJob> running;
+    std::vector<const SweepJob*> failed, interrupted;
     std::vector<double> durations;
     std::size_t done = 0;
-    while (!queue.empty() || !running.empty()) {
-        while (!queue.empty() && static_cast<int>(running.size()) < options.jobs) {
+    bool forwarded = false;
+    // Starts `job` under `lock` unless it finished meanwhile (then it counts as done).
+    const auto start_job = [&](const SweepJob* job, JobLock lock) {
+        const std::vector<std::string> args = job_arguments(sweep, *job, options.threads);
+        if (args.empty()) {
+            ++done;
+            if (!options.quiet) std::fprintf(stderr, "iclab: %s finished in another launcher\n", job->name.c_str());
+            return;
+        }
+        const pid_t pid = spawn(options.binary, args, job_log_path(sweep, *job), lock.fd());
+        running.emplace(pid, RunningJob{job, std::chrono::steady_clock::now(), std::move(lock)});
+    };
+    for (;;) {
+        while (!interrupt_requested() && !queue.empty() && static_cast<int>(running.size()) < options.jobs) {
             const SweepJob* job = queue.front();
             queue.pop_front();
-            const pid_t pid = spawn(options.binary, job_arguments(sweep, *job, options.threads), job_log_path(sweep, *job));
-            running[pid] = {job, std::chrono::steady_clock::now()};
+            std::optional<JobLock> lock = JobLock::try_acquire(job_lock_path(sweep, *job));
+            if (!lock) {  // another launcher runs it: wait for it at the end instead of training it twice
+                if (!options.quiet) std::fprintf(stderr, "iclab: %s is running in another launcher; waiting for it at the end\n", job->name.c_str());
+                elsewhere.push_back(job);
+                continue;
+            }
+            start_job(job, std::move(*lock));
         }
-        int raw = 0;
-        const pid_t pid = ::waitpid(-1, &raw, 0);
+        if (running.empty()) {
+            if (interrupt_requested() || (queue.empty() && elsewhere.empty())) break;
+            if (queue.empty()) {  // only jobs of another launcher are left: wait for each, then run it if it did not finish
+                const SweepJob* job = elsewhere.front();
+                elsewhere.pop_front();
+                std::optional<JobLock> lock = JobLock::acquire_waiting(job_lock_path(sweep, *job));
+                if (!lock) break;  // interrupted while waiting
+                start_job(job, std::move(*lock));
+            }
+            continue;
+        }
+        const auto [pid, exit_status] = wait_for_a_job(running, forwarded);
         if (pid < 0) break;
         const auto found = running.find(pid);
         if (found == running.end()) continue;
-        const SweepJob& job = *found->second.first;
-        JobOutcome outcome;
-        outcome.exit_status = exit_status_of(raw);
-        outcome.status = outcome.exit_status == 0 ? "done" : "failed";
-        outcome.seconds = seconds_since(found->second.second);
-        running.erase(found);
+        const SweepJob& job = *found->second.job;
+        const JobOutcome outcome = outcome_of(exit_status, seconds_since(found->second.start));
+        running.erase(found);  // releases the job's lock (the job's process has ended)
         write_job_outcome(sweep, job, outcome);
         write_manifest(sweep);
         ++done;
         durations.push_back(outcome.seconds);
         if (outcome.status == "failed") failed.push_back(&job);
+        if (outcome.status == "interrupted") interrupted.push_back(&job);
         if (!options.quiet) {
             // ETA: the mean job time so far for the jobs still queued or running, `jobs` at a time.
-            const double left = static_cast<double>(total - done);
+            const double left = static_cast<double>(total - std::min(total, done));
             const double eta = mean_of(durations) * std::ceil(left / options.jobs);
             std::fprintf(stderr, "iclab: [%zu/%zu] %s %s in %s%s; elapsed %s, ETA %s\n", done, total, job.name.c_str(),
-                         outcome.status == "done" ? "done" : "FAILED", format_seconds(outcome.seconds).c_str(),
+                         outcome.status == "done" ? "done" : outcome.status == "interrupted" ? "INTERRUPTED" : "FAILED",
+                         format_seconds(outcome.seconds).c_str(),
                          outcome.status == "done" ? "" : (" (exit " + std::to_string(outcome.exit_status) + ")").c_str(),
                          format_seconds(seconds_since(sweep_start)).c_str(), format_seconds(eta).c_str());
         }
     }
+    write_manifest(sweep);
+    if (interrupt_requested())
+        std::fprintf(stderr,
+                     "iclab: sweep interrupted by %s: %zu running job(s) stopped at a checkpoint, %zu not started; "
+                     "launch the sweep again to resume (manifest: %s)\n",
+                     signal_name(interrupt_signal()), interrupted.size(), queue.size() + elsewhere.size(),
+                     (sweep.dir / "manifest.csv").string().c_str());
     if (!failed.empty()) {
         std::fprintf(stderr, "iclab: %zu of %zu jobs failed:\n", failed.size(), total);
         for (const SweepJob* job : failed) {
@@ -148,40 +243,65 @@ std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options) 
     return failed.size();
 }
 
+void check_slurm_options(const SlurmOptions& options) {
+    // These go into #SBATCH lines, which sbatch parses itself (no shell quoting applies): refused unless well-formed.
+    static const std::regex partition(R"(^[A-Za-z0-9_.-]{1,64}(,[A-Za-z0-9_.-]{1,64}){0,15}$)");
+    // Slurm's formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
+    static const std::regex time(R"(^([0-9]{1,7}|[0-9]{1,7}:[0-9]{1,2}|[0-9]{1,4}:[0-9]{1,2}:[0-9]{1,2}|[0-9]{1,4}-[0-9]{1,2}(:[0-9]{1,2}){0,2})$)");
+    ICLAB_INPUT_CHECK(options.partition.empty() || std::regex_match(options.partition, partition),
+                      "--partition must be partition names (letters, digits, _ . -, comma-separated), got '"
+                          << (has_control_characters(options.partition) ? std::string("(control characters)") : options.partition) << "'");
+    ICLAB_INPUT_CHECK(options.time.empty() || std::regex_match(options.time, time),
+                      "--time must be a Slurm time (M, M:S, H:M:S, D-H, D-H:M or D-H:M:S), got '"
+                          << (has_control_characters(options.time) ? std::string("(control characters)") : options.time) << "'");
+    ICLAB_INPUT_CHECK(options.cpus >= 1 && options.cpus <= 1024, "--cpus must be from 1 to 1024, got " << options.cpus);
+}
+
 fs::path write_slurm_script(const Sweep& sweep, const SlurmOptions& options) {
+    check_slurm_options(options);
+    // Every path goes into the script through shell_quote (control characters refused: exit 2), and none into an
+    // #SBATCH line: the log path there is relative to the sweep folder, where sbatch is run.
+    const std::string sweep_dir = shell_quote(sweep.dir.string(), "the sweep folder (output.dir)");
+    const std::string binary = shell_quote(options.binary.string(), "the iclab binary's path");
+    std::string job_name = "iclab-" + sweep.dir.filename().string();  // a sweep name: [A-Za-z0-9._+,-] only
+    for (char& c : job_name)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_')) c = '_';
     const fs::path script = sweep.dir / "slurm" / "array.sbatch";
     fs::create_directories(script.parent_path());
     fs::create_directories(sweep.dir / "logs");
-    std::ofstream out(script);
+    std::ostringstream out;
     out << "#!/bin/bash\n"
-        << "# Written by iclab: one array task per job of " << (sweep.dir / "sweep.yaml").string() << ".\n"
-        << "# Each task runs `iclab sweep-job`, which skips a finished job and resumes an interrupted one,\n"
-        << "# so submitting this script again after failures reruns only what is unfinished.\n"
-        << "#SBATCH --job-name=iclab-" << sweep.dir.filename().string() << "\n"
+        << "#SBATCH --job-name=" << job_name << "\n"
         << "#SBATCH --array=0-" << sweep.jobs.size() - 1 << "\n"
         << "#SBATCH --cpus-per-task=" << options.cpus << "\n"
         << "#SBATCH --ntasks=1\n"
-        << "#SBATCH --output=" << (sweep.dir / "logs" / "slurm-%A_%a.out").string() << "\n";
+        << "#SBATCH --output=logs/slurm-%A_%a.out\n";
     if (!options.partition.empty()) out << "#SBATCH --partition=" << options.partition << "\n";
     if (!options.time.empty()) out << "#SBATCH --time=" << options.time << "\n";
-    out << "exec '" << options.binary.string() << "' sweep-job '" << sweep.dir.string() << "' \"$SLURM_ARRAY_TASK_ID\" --threads "
-        << options.cpus << "\n";
-    ICLAB_CHECK(out.good(), "cannot write " << script.string());
-    out.close();
+    out << "# Written by iclab: one array task per job of the sweep in the folder below. Each task runs `iclab sweep-job`,\n"
+        << "# which skips a finished job, resumes an interrupted one and leaves one that another launcher is running, so\n"
+        << "# submitting again after failures reruns only what is unfinished. Submit from the sweep folder:\n"
+        << "#   cd " << sweep_dir << " && sbatch slurm/array.sbatch\n"
+        << "exec " << binary << " sweep-job " << sweep_dir << " \"$SLURM_ARRAY_TASK_ID\" --threads " << options.cpus << "\n";
+    const fs::path partial = script.string() + ".partial";
+    {
+        std::ofstream file(partial);
+        file << out.str();
+        ICLAB_CHECK(file.good(), "cannot write " << partial.string());
+    }
+    fs::rename(partial, script);
     fs::permissions(script, fs::perms::owner_exec, fs::perm_options::add);
     return script;
 }
 
 std::string submit_slurm_script(const fs::path& script) {
-    const std::string command = "sbatch --parsable '" + script.string() + "' 2>&1";
-    FILE* pipe = ::popen(command.c_str(), "r");
-    ICLAB_CHECK(pipe != nullptr, "cannot run sbatch");
-    std::string output;
-    char buffer[256];
-    while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
-    const int status = ::pclose(pipe);
-    ICLAB_CHECK(status == 0, "sbatch " << script.string() << " failed: " << output);
+    // sbatch runs from the sweep folder (the script's #SBATCH --output is relative to it), with an argv: no shell.
+    const fs::path sweep_dir = script.parent_path().parent_path();
+    const ProcessResult result = run_process({"sbatch", "--parsable", "slurm/array.sbatch"}, sweep_dir.string());
+    std::string output = result.output;
     while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
+    ICLAB_CHECK(result.exit_status == 0, "sbatch " << script.string() << " failed (exit " << result.exit_status
+                                                   << (result.exit_status == 127 ? ": is sbatch on PATH?" : "") << "): " << output);
     return output;
 }
 

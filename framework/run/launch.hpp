@@ -13,7 +13,9 @@ namespace iclab::run {
 // The running iclab binary (/proc/self/exe), which launchers start for each job.
 std::filesystem::path self_binary();
 
-// Runs one job as a child process (stdout and stderr to its log) and waits for it; records its outcome.
+// Runs one job as a child process (stdout and stderr to its log) under the job's lock and waits for it; records its
+// outcome. A job another launcher is running is left alone (status "running elsewhere"); SIGINT/SIGTERM/SIGHUP are
+// forwarded to the job, which stops at a checkpoint (status "interrupted").
 JobOutcome run_job_process(const Sweep& sweep, const SweepJob& job, int threads, const std::filesystem::path& binary);
 
 struct LocalPoolOptions {
@@ -22,7 +24,9 @@ struct LocalPoolOptions {
     bool quiet = false;
     std::filesystem::path binary;
 };
-// Runs every unfinished job, `jobs` at a time; one line per finished job on stderr with the sweep's ETA; at the
+// Runs every unfinished job, `jobs` at a time, each under its lock (a job another launcher is running is waited for
+// at the end, then skipped if it finished); SIGINT/SIGTERM/SIGHUP stop launching, are forwarded once to the running
+// jobs, which stop at a checkpoint, and are recorded as `interrupted` in the manifest; one line per finished job on stderr with the sweep's ETA; at the
 // end, every failed job with its exit status and log. Writes manifest.csv after each job. Returns the number of
 // jobs that failed.
 std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options);
@@ -33,6 +37,8 @@ struct SlurmOptions {
     int cpus = 1;           // --cpus-per-task, also each job's --threads
     std::filesystem::path binary;
 };
+// --partition, --time and --cpus by format (they go into #SBATCH lines): InputError otherwise.
+void check_slurm_options(const SlurmOptions& options);
 // slurm/array.sbatch in the sweep folder: one array task per job, each `iclab sweep-job SWEEP_DIR $SLURM_ARRAY_TASK_ID`
 // (finished jobs exit at once, so re-submitting after failures is safe).
 std::filesystem::path write_slurm_script(const Sweep& sweep, const SlurmOptions& options);

@@ -13,6 +13,8 @@
 #include "framework/config/config.hpp"
 #include "framework/core/check.hpp"
 #include "framework/core/hash.hpp"
+#include "framework/core/process.hpp"
+#include "framework/run/job_lock.hpp"
 #include "framework/run/run_folder.hpp"
 
 namespace iclab::run {
@@ -60,7 +62,8 @@ bool parse_range(const std::string& text, std::vector<std::string>& values, cons
     if (!std::regex_match(text, match, range)) return false;
     const long long from = std::stoll(match[1].str()), to = std::stoll(match[2].str());
     ICLAB_INPUT_CHECK(to > from, where << ": the range " << text << " is empty (i:j means i, i+1, ..., j-1)");
-    ICLAB_INPUT_CHECK(to - from <= 100000, where << ": the range " << text << " has more than 100000 values");
+    ICLAB_INPUT_CHECK(to - from <= static_cast<long long>(kMaxSweepJobs),
+                      where << ": the range " << text << " has " << to - from << " values; a sweep has at most " << kMaxSweepJobs << " jobs");
     for (long long v = from; v < to; ++v) values.push_back(std::to_string(v));
     return true;
 }
@@ -78,6 +81,16 @@ std::string mark_of(const std::string& file, const YAML::Node& node) {
 }
 
 std::string key_of(const std::string& override_text) { return override_text.substr(0, override_text.find('=')); }
+
+// A derived folder name: characters outside [A-Za-z0-9._+-] become '_', a leading '.' too, and a name longer than
+// kMaxNameLength keeps its start and gets a hash of the whole, so two long names stay apart.
+std::string bounded_name(std::string name) {
+    for (char& c : name)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == '+' || c == ',')) c = '_';
+    if (!name.empty() && name.front() == '.') name.front() = '_';
+    if (name.size() > kMaxNameLength) name = name.substr(0, kMaxNameLength - 17) + "_" + fnv1a64_hex(name);
+    return name.empty() ? "_" : name;
+}
 
 void write_atomically(const fs::path& path, const std::string& text) {
     const fs::path partial = path.string() + ".partial." + std::to_string(::getpid());
@@ -97,6 +110,16 @@ std::string read_text(const fs::path& path) {
 }
 
 }  // namespace
+
+void check_sweep_name(const std::string& name, const std::string& where) {
+    ICLAB_INPUT_CHECK(!name.empty() && name.size() <= kMaxNameLength,
+                      where << ": a name must have 1 to " << kMaxNameLength << " characters, got " << name.size());
+    for (const char c : name)
+        ICLAB_INPUT_CHECK(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == '+' || c == ',',
+                          where << ": the name '" << (has_control_characters(name) ? std::string("(control characters)") : name)
+                                << "' must be one folder name: letters, digits and . - _ + , only");
+    ICLAB_INPUT_CHECK(name.front() != '.', where << ": the name '" << name << "' must not start with '.'");
+}
 
 bool parse_sweep_override(const std::string& text, SweepAxis& axis) {
     const auto equals = text.find('=');
@@ -140,6 +163,10 @@ SweepFile load_sweep_file(const std::string& path) {
     SweepSpec& spec = file.spec;
     spec.source = path;
     const fs::path folder = fs::path(path).parent_path();
+    const auto scalar = [&](const YAML::Node& node, const std::string& what) {
+        ICLAB_INPUT_CHECK(node.IsScalar(), "sweep file " << mark_of(path, node) << ": " << what << ": expected a single value");
+        return node.Scalar();
+    };
     const auto config_path = [&](const YAML::Node& node) {
         ICLAB_INPUT_CHECK(node.IsScalar(), mark_of(path, node) << ": a config is a file name");
         const fs::path p = node.Scalar();
@@ -150,7 +177,7 @@ SweepFile load_sweep_file(const std::string& path) {
         ICLAB_INPUT_CHECK(node.IsMap(), mark_of(path, node) << ": " << block << ": expected a map key: [values]");
         for (const auto& item : node) {
             SweepAxis axis;
-            axis.key = item.first.as<std::string>();
+            axis.key = scalar(item.first, block + ": a key");
             const std::string where = mark_of(path, item.first) + ": " + block + "." + axis.key;
             if (item.second.IsSequence()) {
                 for (const auto& v : item.second) axis.values.push_back(flow_text(v));
@@ -162,18 +189,24 @@ SweepFile load_sweep_file(const std::string& path) {
             out.push_back(axis);
         }
     };
+    std::map<std::string, std::string> seen_keys;  // key -> where
     for (const auto& item : root) {
-        const std::string key = item.first.as<std::string>();
+        const std::string key = scalar(item.first, "a key");
         const YAML::Node& value = item.second;
         const std::string where = mark_of(path, item.first);
-        if (key == "name") spec.name = value.as<std::string>();
+        const auto [previous, inserted] = seen_keys.emplace(key, where);
+        ICLAB_INPUT_CHECK(inserted, "sweep file " << where << ": '" << key << "' is given twice (also at " << previous->second << ")");
+        if (key == "name") {
+            spec.name = scalar(value, "name");
+            check_sweep_name(spec.name, "sweep file " + where);
+        }
         else if (key == "config") spec.configs.push_back(config_path(value));
         else if (key == "configs") {
             ICLAB_INPUT_CHECK(value.IsSequence(), where << ": configs: expected a list of config files");
             for (const auto& c : value) spec.configs.push_back(config_path(c));
         } else if (key == "overrides") {
             ICLAB_INPUT_CHECK(value.IsSequence(), where << ": overrides: expected a list of key=value");
-            for (const auto& o : value) spec.overrides.push_back(o.as<std::string>());
+            for (const auto& o : value) spec.overrides.push_back(scalar(o, "overrides: an item (key=value)"));
         } else if (key == "grid") axes(value, "grid", spec.grid);
         else if (key == "zip") axes(value, "zip", spec.zip);
         else if (key == "jobs" || key == "threads") {
@@ -207,6 +240,41 @@ Sweep plan_sweep(const SweepSpec& spec, const Catalog& catalog) {
                                                                        "do not sweep " << key);
     for (const auto& o : spec.overrides)
         ICLAB_INPUT_CHECK(key_of(o) != "output.name", spec.source << ": the sweep names every run folder; leave out output.name");
+    // One key, one place: a key set twice (two axes, an axis and a fixed value, two fixed values) is refused rather
+    // than resolved silently by order.
+    {
+        std::map<std::string, std::string> where;
+        const auto claim = [&](const std::string& key, const std::string& as) {
+            const auto [previous, inserted] = where.emplace(key, as);
+            ICLAB_INPUT_CHECK(inserted, spec.source << ": " << key << " is set twice (" << previous->second << " and " << as
+                                                    << "); give each key once");
+        };
+        for (const auto& o : spec.overrides) claim(key_of(o), "a fixed value");
+        for (const auto& axis : spec.grid) claim(axis.key, "a grid axis");
+        for (const auto& axis : spec.zip) claim(axis.key, "a zipped axis");
+    }
+    if (!spec.name.empty()) check_sweep_name(spec.name, spec.source);
+    // The size of the plan before planning it: each job's config is resolved and validated below.
+    {
+        double count = static_cast<double>(spec.configs.size());
+        for (const auto& axis : spec.grid) count *= static_cast<double>(axis.values.size());
+        if (!spec.zip.empty()) count *= static_cast<double>(spec.zip.front().values.size());
+        ICLAB_INPUT_CHECK(count <= static_cast<double>(kMaxSweepJobs),
+                          spec.source << ": the sweep has " << count << " jobs; at most " << kMaxSweepJobs
+                                      << " are planned at once (split it into several sweeps)");
+    }
+    // The fixed overrides once per config, so a bad one is reported once, not once per job.
+    for (const auto& config_path : spec.configs) {
+        try {
+            (void)catalog.load_config(fs::absolute(config_path).lexically_normal().string(), spec.overrides);
+        } catch (const InputError& error) {
+            std::string message = error.what();
+            if (spec.source != "command line")
+                for (std::size_t at; (at = message.find("command-line override")) != std::string::npos;)
+                    message.replace(at, 21, "override (from " + spec.source + ")");
+            throw InputError(spec.source + ": " + config_path + ": " + message);
+        }
+    }
 
     // Every combination: grid (first axis slowest), crossed with the zipped axes.
     std::vector<std::vector<std::string>> combinations = {{}};
@@ -259,7 +327,7 @@ Sweep plan_sweep(const SweepSpec& spec, const Catalog& catalog) {
                                                                  fs::path(config_path).stem().string()
                                                            : "";
                 if (!combination.empty()) name += (name.empty() ? "" : "_") + overrides_name(cfg, combination);
-                job.name = name.empty() ? "base" : name;
+                job.name = name.empty() ? "base" : bounded_name(name);
                 if (output_dir.empty()) output_dir = fs::absolute(cfg.get_string("output.dir"));
                 if (!seen.emplace(absolute + "\n" + job.name, sweep.jobs.size()).second) continue;  // the same job twice
                 job.index = sweep.jobs.size();
@@ -276,9 +344,7 @@ Sweep plan_sweep(const SweepSpec& spec, const Catalog& catalog) {
         name = fs::path(spec.configs.front()).stem().string();
         if (!fixed_canonical.empty()) name += "_" + fnv1a64_hex(fixed_canonical).substr(0, 8);
     }
-    for (char& c : name)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == '+')) c = '_';
-    sweep.dir = output_dir / "sweeps" / name;
+    sweep.dir = output_dir / "sweeps" / bounded_name(name);
     // What each run will write as its config.yaml, to recognize its folder later.
     for (auto& job : sweep.jobs) {
         std::vector<std::string> overrides = job.overrides;
@@ -332,6 +398,10 @@ std::vector<std::string> job_arguments(const Sweep& sweep, const SweepJob& job, 
 
 fs::path job_log_path(const Sweep& sweep, const SweepJob& job) { return sweep.dir / "logs" / (job.name + ".log"); }
 
+fs::path job_lock_path(const Sweep& sweep, const SweepJob& job) { return sweep.dir / "locks" / (job.name + ".lock"); }
+
+bool job_running(const Sweep& sweep, const SweepJob& job) { return lock_held_elsewhere(job_lock_path(sweep, job)); }
+
 void write_sweep_plan(const Sweep& sweep) {
     fs::create_directories(sweep.dir);
     YAML::Emitter out;
@@ -352,13 +422,26 @@ Sweep read_sweep_plan(const fs::path& sweep_dir) {
     const fs::path path = sweep_dir / "sweep.yaml";
     ICLAB_INPUT_CHECK(fs::is_regular_file(path), sweep_dir.string() << " is not a sweep folder (no sweep.yaml)");
     Sweep sweep;
+    // The folder given is the truth: jobs are written under it, never under a `dir:` the file records. A plan that
+    // records another folder was moved or edited: its jobs' configs name the old folder, so it is refused.
+    std::error_code error;
+    sweep.dir = fs::canonical(sweep_dir, error);
+    ICLAB_INPUT_CHECK(!error, sweep_dir.string() << ": " << error.message());
     try {
-        const YAML::Node root = YAML::LoadFile(path.string());
-        sweep.dir = root["dir"].as<std::string>();
+        const YAML::Node root = YAML::Load(config::read_config_text(path.string()));
+        ICLAB_INPUT_CHECK(root.IsMap() && root["dir"] && root["jobs"] && root["jobs"].IsSequence(),
+                          path.string() << " is damaged: expected the keys dir and jobs");
+        const fs::path recorded = root["dir"].as<std::string>();
+        ICLAB_INPUT_CHECK(fs::weakly_canonical(recorded, error) == sweep.dir,
+                          path.string() << " records the sweep folder " << recorded.string() << " but lives in "
+                                        << sweep.dir.string() << ": the sweep was moved or its plan edited; plan it again "
+                                        << "(iclab sweep / iclab run -m) where it is now");
+        ICLAB_INPUT_CHECK(root["jobs"].size() <= kMaxSweepJobs, path.string() << " is damaged: more than " << kMaxSweepJobs << " jobs");
         for (const auto& node : root["jobs"]) {
             SweepJob job;
             job.index = sweep.jobs.size();
             job.name = node["name"].as<std::string>();
+            check_sweep_name(job.name, path.string() + ": job " + std::to_string(job.index));  // one folder under the sweep
             job.config_path = node["config"].as<std::string>();
             job.experiment = node["experiment"].as<std::string>();
             job.overrides = node["overrides"].as<std::vector<std::string>>();
@@ -402,6 +485,7 @@ void write_manifest(const Sweep& sweep) {
             seconds = t.str();
         }
         if (status == "finished") status = "done";
+        else if (job_running(sweep, job)) status = "running";
         std::string overrides;
         for (const auto& o : job.overrides) overrides += (overrides.empty() ? "" : " ") + o;
         out << job.index << "," << csv(job.name) << "," << status << "," << exit_status << "," << seconds << ","

@@ -13,6 +13,11 @@
 //   manifest.csv    one row per job: index, name, status, exit_status, seconds, run_dir, log, overrides
 //   status/<name>   the last outcome of each job ("done 0 12.5", "failed 1 3.0"), written by the job's launcher
 //   logs/<name>.log each job's stdout and stderr
+//   locks/<name>.lock  flock'd by whoever runs the job (a local pool, a Slurm task), and inherited by the job's
+//                   process: a second launcher never trains a job that is running
+//
+// Limits (refused with exit 2 before anything is written): at most kMaxSweepJobs jobs; sweep and job names are
+// one folder name of at most kMaxNameLength characters; a key is set once (fixed, grid or zip).
 //   <name>/         each job's run folder (config.yaml, log.txt, checkpoint.h5, results.h5)
 #include <cstddef>
 #include <filesystem>
@@ -22,6 +27,13 @@
 #include "framework/run/experiment.hpp"
 
 namespace iclab::run {
+
+constexpr std::size_t kMaxSweepJobs = 4096;
+constexpr std::size_t kMaxNameLength = 120;
+
+// A user-given sweep name: one folder name (letters, digits, . - _ + ,), not starting with '.', at most
+// kMaxNameLength characters. InputError prefixed by `where` otherwise.
+void check_sweep_name(const std::string& name, const std::string& where);
 
 // One axis of a sweep: a key and the values it takes, as YAML texts.
 struct SweepAxis {
@@ -82,7 +94,12 @@ JobState job_state(const Sweep& sweep, const SweepJob& job);
 std::vector<std::string> job_arguments(const Sweep& sweep, const SweepJob& job, int threads);
 std::filesystem::path job_log_path(const Sweep& sweep, const SweepJob& job);
 
-// sweep.yaml: written when a sweep is planned, read by `iclab sweep-job` (Slurm array tasks).
+// locks/<name>.lock, and whether a process holds it now (the job is running, launched from anywhere).
+std::filesystem::path job_lock_path(const Sweep& sweep, const SweepJob& job);
+bool job_running(const Sweep& sweep, const SweepJob& job);
+
+// sweep.yaml: written when a sweep is planned, read by `iclab sweep-job` (Slurm array tasks). Reading takes the
+// folder it is given as the sweep's folder; a plan recording another folder (moved, edited) is an InputError.
 void write_sweep_plan(const Sweep& sweep);
 Sweep read_sweep_plan(const std::filesystem::path& sweep_dir);
 

@@ -11,6 +11,7 @@
 #include "framework/core/check.hpp"
 #include "framework/core/hash.hpp"
 #include "framework/io/provenance.hpp"
+#include "framework/core/interrupt.hpp"
 #include "framework/run/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
 
@@ -93,6 +94,9 @@ bool Trainer<T>::train(Rng data_rng) {
                          run_.path().string().c_str());
     }
 
+    // SIGINT/SIGTERM/SIGHUP (Ctrl-C, kill, scancel) stop the run after the current step with a checkpoint, as
+    // --stop-after does; the command then exits with 128 + the signal and `iclab run --resume` continues it.
+    InterruptScope interruptible;
     for (std::size_t step = next_step_; step < stop; ++step) {
         const auto step_start = std::chrono::steady_clock::now();
         const double loss = task_.train_step(data_rng_);
@@ -133,12 +137,14 @@ bool Trainer<T>::train(Rng data_rng) {
         progress_->update(next_step_, status + "  " + format_metric("tok/s", tokens_per_s, 0));
 
         const bool periodic = settings_.checkpoint_every > 0 && next_step_ % settings_.checkpoint_every == 0;
-        if (periodic || next_step_ == stop) write_checkpoint();
+        if (periodic || next_step_ == stop || interrupt_requested()) write_checkpoint();
+        if (interrupt_requested()) break;
     }
     if (next_step_ < steps) {
         progress_->end_bar();
-        run_.log() << "stopped after step " << next_step_ << " of " << steps << " (--stop-after); checkpoint.h5 holds step "
-                   << last_checkpoint_step_ << "\n"
+        run_.log() << "stopped after step " << next_step_ << " of " << steps << " ("
+                   << (interrupt_requested() ? std::string(signal_name(interrupt_signal())) : std::string("--stop-after"))
+                   << "); checkpoint.h5 holds step " << last_checkpoint_step_ << "\n"
                    << std::flush;
     }
     return next_step_ == steps;

@@ -3,18 +3,36 @@
 # installs Debian's slurm-wlm and munge (when missing), writes a minimal slurm.conf for this host, and starts
 # munged, slurmctld and slurmd (no systemd needed). Idempotent: a running cluster is left as it is.
 #   scripts/slurm/local_cluster.sh          set up and start
-#   scripts/slurm/local_cluster.sh stop     stop the daemons
+#   scripts/slurm/local_cluster.sh stop     stop the daemons this script started (by their pid files)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/lib/apt_ensure.sh
 
+sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+# The daemons this script started, one "name pid-file" line each: `stop` stops those and only those (on a shared
+# host, other people's munged or slurmd are left alone). A daemon that was already running is not recorded.
+started=/run/iclab-local-cluster.started
+
 if [ "${1:-}" = "stop" ]; then
-  pkill -x slurmd || true; pkill -x slurmctld || true; pkill -x munged || true
+  [ -f "$started" ] || { echo "slurm: this script started no daemon here (no $started)" >&2; exit 0; }
+  while read -r name pid_file; do
+    pid=$(cat "$pid_file" 2>/dev/null || true)
+    if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$name" ]; then
+      $sudo_cmd kill "$pid" && echo "slurm: stopped $name ($pid)" >&2
+    fi
+  done < "$started"
+  $sudo_cmd rm -f "$started"
   exit 0
 fi
 
 apt_ensure "slurm setup" slurm-wlm munge
-sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+# Starts daemon `name` (its pid file `pid_file`) with the command that follows, unless one is already running.
+start_daemon() {
+  local name=$1 pid_file=$2; shift 2
+  pgrep -x "$name" >/dev/null && return 0
+  "$@"
+  echo "$name $pid_file" | $sudo_cmd tee -a "$started" >/dev/null
+}
 
 # munge: a key, its folders, the daemon
 if [ ! -s /etc/munge/munge.key ]; then
@@ -24,7 +42,8 @@ fi
 $sudo_cmd mkdir -p /run/munge /var/lib/munge /var/log/munge
 $sudo_cmd chown -R munge:munge /etc/munge /run/munge /var/lib/munge /var/log/munge 2>/dev/null || true
 $sudo_cmd chmod 0700 /etc/munge; $sudo_cmd chmod 0400 /etc/munge/munge.key
-pgrep -x munged >/dev/null || $sudo_cmd -u munge munged 2>/dev/null || $sudo_cmd munged --force
+start_munged() { $sudo_cmd -u munge munged 2>/dev/null || $sudo_cmd munged --force; }
+start_daemon munged /run/munge/munged.pid start_munged
 
 # slurm.conf for one node: this host with all its CPUs and most of its memory
 host=$(hostname -s)
@@ -56,8 +75,8 @@ SlurmdLogFile=/var/log/slurm/slurmd.log
 NodeName=$host CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
-pgrep -x slurmctld >/dev/null || $sudo_cmd slurmctld
-pgrep -x slurmd >/dev/null || $sudo_cmd slurmd
+start_daemon slurmctld /run/slurmctld.pid $sudo_cmd slurmctld
+start_daemon slurmd /run/slurmd.pid $sudo_cmd slurmd
 for _ in $(seq 1 30); do
   if sinfo -h -o '%T' 2>/dev/null | grep -qE 'idle|mixed|allocated'; then
     echo "slurm: single-node cluster up on $host ($cpus CPUs)" >&2; exit 0
