@@ -18,6 +18,7 @@
 #include "experiments/cli/sweep.hpp"
 #include "experiments/registry.hpp"
 #include "framework/run/run_folder.hpp"
+#include "framework/run/sweep.hpp"
 #include "framework/core/interrupt.hpp"
 #include "framework/core/threads.hpp"
 
@@ -267,7 +268,25 @@ int command_list() {
         try {
             name = experiments::catalog().peek_experiment_name(f, {});
         } catch (const std::exception&) {
-            name = "?";
+        }
+        if (name.empty()) {  // a sweep file: the experiments of its configs
+            try {
+                const run::SweepFile sweep = run::load_sweep_file(f);
+                std::vector<std::string> names;
+                for (const auto& config : sweep.spec.configs) {
+                    std::string experiment = "?";
+                    try {
+                        experiment = experiments::catalog().peek_experiment_name(config, {});
+                    } catch (const std::exception&) {
+                    }
+                    if (std::find(names.begin(), names.end(), experiment) == names.end()) names.push_back(experiment);
+                }
+                name = "sweep of " + std::to_string(sweep.spec.configs.size()) + " config(s): ";
+                for (std::size_t i = 0; i < names.size() && i < 4; ++i) name += (i ? ", " : "") + names[i];
+                if (names.size() > 4) name += ", ...";
+            } catch (const std::exception&) {
+                name = "? (neither a config nor a sweep file)";
+            }
         }
         std::printf("  %-45s %s\n", f.c_str(), name.c_str());
     }

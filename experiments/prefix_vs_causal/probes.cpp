@@ -24,6 +24,13 @@ void declare_keys(config::Schema& schema) {
     schema.add_string_free("source.run_dir", "", "the finished prefix_vs_causal run whose layers are probed")
         .add_int("probes.fit_sequences", 1024, 1, 1 << 24, "training-pool sequences whose query positions fit the probes (Q13: 1,024)")
         .add_float("probes.ridge", 1e-8, 0.0, 1.0, "ridge added to the normal equations, relative to their mean diagonal");
+    // At validation, so that --dry-run and a sweep's plan (which validates every job first) refuse a missing source.
+    schema.add_rule([](const config::Config& cfg) {
+        const std::string dir = cfg.get_string("source.run_dir");
+        if (dir.empty()) cfg.fail({"source.run_dir"}, "the finished prefix_vs_causal run to probe is required");
+        if (!std::filesystem::exists(std::filesystem::path(dir) / kResultsFile))
+            cfg.fail({"source.run_dir"}, "'" + dir + "' holds no finished run (no " + kResultsFile + ")");
+    });
 }
 
 // Runs `data` through the model in chunks and hands each chunk's query rows to visit(depth, h (C), y (O)).
