@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "framework/core/check.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/sweep.hpp"
 #include "tests/cli_helpers.hpp"
@@ -51,6 +52,10 @@ TEST_CASE("sweep overrides: lists, ranges and fixed values", "[sweep]") {
     CHECK_FALSE(iclab::run::parse_sweep_override("model.feature_map=elu1", axis));
     CHECK_FALSE(iclab::run::parse_sweep_override("output.name=\"a,b\"", axis));  // a quoted comma
     CHECK_THROWS_WITH(iclab::run::parse_sweep_override("seed=3:3", axis), Catch::Contains("empty"));
+    // Found by the fuzzer: a bound past int64 was a std::out_of_range (exit 1); both extremes at once overflowed to - from.
+    CHECK_THROWS_AS(iclab::run::parse_sweep_override("seed=0:44444444444444444444", axis), iclab::InputError);
+    CHECK_THROWS_WITH(iclab::run::parse_sweep_override("seed=-9223372036854775807:9223372036854775807", axis),
+                      Catch::Contains("at most 4096"));
 }
 
 TEST_CASE("a 2 x 2 x 2-seed multirun runs 8 jobs once, and collect gives 8 rows", "[sweep][cli]") {

@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -57,10 +59,17 @@ bool parse_range(const std::string& text, std::vector<std::string>& values, cons
     static const std::regex range(R"(^\s*(-?[0-9]+)\s*:\s*(-?[0-9]+)\s*$)");
     std::smatch match;
     if (!std::regex_match(text, match, range)) return false;
-    const long long from = std::stoll(match[1].str()), to = std::stoll(match[2].str());
+    const auto integer = [&](const std::string& digits) {
+        errno = 0;
+        const long long value = std::strtoll(digits.c_str(), nullptr, 10);
+        ICLAB_INPUT_CHECK(errno != ERANGE, where << ": " << digits << " is out of range in " << text);
+        return value;
+    };
+    const long long from = integer(match[1].str()), to = integer(match[2].str());
     ICLAB_INPUT_CHECK(to > from, where << ": the range " << text << " is empty (i:j means i, i+1, ..., j-1)");
-    ICLAB_INPUT_CHECK(to - from <= static_cast<long long>(kMaxSweepJobs),
-                      where << ": the range " << text << " has " << to - from << " values; a sweep has at most " << kMaxSweepJobs << " jobs");
+    const double count = static_cast<double>(to) - static_cast<double>(from);  // no overflow of to - from
+    ICLAB_INPUT_CHECK(count <= static_cast<double>(kMaxSweepJobs),
+                      where << ": the range " << text << " has " << count << " values; a sweep has at most " << kMaxSweepJobs << " jobs");
     for (long long v = from; v < to; ++v) values.push_back(std::to_string(v));
     return true;
 }
