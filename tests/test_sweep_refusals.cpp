@@ -88,6 +88,9 @@ TEST_CASE("sweep files: one value per scalar key, each key once, a bad fixed val
         {head + "grid: {seed: [0, 1]}\ngrid: {model.layers: [1, 2]}\n", "'grid' is given twice"},
         {head + "grid: {seed: [0, 1]}\nzip: {seed: [2, 3]}\n", "seed is set twice"},
         {head + "grid: {seed: 0:5000}\n", "at most 4096 jobs"},
+        // Found by the fuzzer: a config name too long for the file system was a std::filesystem_error (exit 1).
+        {"config: " + std::string(5000, 'c') + "\n", "longer than 4096 characters"},
+        {"configs: [" + std::string(300, '(') + "]\n", "cannot open file"},
     };
     for (const auto& c : cases) {
         INFO(c.text);

@@ -61,7 +61,9 @@ std::string Catalog::peek_experiment_name(const std::string& config_path, const 
     std::filesystem::path path = config_path;
     std::vector<std::string> seen;
     for (std::size_t depth = 0; depth < config::kMaxInheritDepth; ++depth) {
-        const std::string identity = std::filesystem::weakly_canonical(path).string();
+        std::error_code error;  // a name too long, a loop: load_config reports it as an input error; let it
+        const std::string identity = std::filesystem::weakly_canonical(path, error).string();
+        if (error) return "";
         // A cycle or an over-deep chain: load_config names it with file and line; let it.
         if (std::find(seen.begin(), seen.end(), identity) != seen.end()) return "";
         seen.push_back(identity);

@@ -245,7 +245,8 @@ void write_sweep_plan(const Sweep& sweep) {
 
 Sweep read_sweep_plan(const fs::path& sweep_dir) {
     const fs::path path = sweep_dir / "sweep.yaml";
-    ICLAB_INPUT_CHECK(fs::is_regular_file(path), sweep_dir.string() << " is not a sweep folder (no sweep.yaml)");
+    std::error_code no_throw;
+    ICLAB_INPUT_CHECK(fs::is_regular_file(path, no_throw), sweep_dir.string() << " is not a sweep folder (no sweep.yaml)");
     Sweep sweep;
     // The folder given is the truth: jobs are written under it, never under a `dir:` the file records. A plan that
     // records another folder was moved or edited: its jobs' configs name the old folder, so it is refused.

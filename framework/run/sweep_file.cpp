@@ -128,7 +128,8 @@ SweepSpec sweep_from_command_line(const std::string& config, const std::vector<s
 }
 
 SweepFile load_sweep_file(const std::string& path) {
-    ICLAB_INPUT_CHECK(fs::is_regular_file(path), "sweep file " << path << " is not a readable file");
+    std::error_code no_throw;  // a name too long or a loop is "not a readable file", never a filesystem_error
+    ICLAB_INPUT_CHECK(fs::is_regular_file(path, no_throw), "sweep file " << path << " is not a readable file");
     YAML::Node root;
     try {
         root = YAML::Load(config::read_config_text(path));  // the config files' rules: size cap, UTF-8 text
@@ -149,7 +150,9 @@ SweepFile load_sweep_file(const std::string& path) {
         ICLAB_INPUT_CHECK(node.IsScalar(), mark_of(path, node) << ": a config is a file name");
         const fs::path p = node.Scalar();
         // Relative to the working directory when it exists there (as on the command line), else to the sweep file.
-        return (p.is_absolute() || fs::exists(p) ? p : folder / p).lexically_normal().string();
+        std::error_code error;
+        ICLAB_INPUT_CHECK(node.Scalar().size() <= 4096, mark_of(path, node) << ": a config file name longer than 4096 characters");
+        return (p.is_absolute() || fs::exists(p, error) ? p : folder / p).lexically_normal().string();
     };
     const auto axes = [&](const YAML::Node& node, const std::string& block, std::vector<SweepAxis>& out) {
         ICLAB_INPUT_CHECK(node.IsMap(), mark_of(path, node) << ": " << block << ": expected a map key: [values]");
