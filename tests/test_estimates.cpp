@@ -34,6 +34,7 @@ TEST_CASE("every quick and paper config has a finite estimate within the work li
             } catch (const iclab::InputError& error) {
                 // A paper size may exceed this machine's memory (forward_1.98b): refused by the estimate, as it should.
                 const std::string message = error.what();
+                if (message.find("missing top-level key 'experiment'") != std::string::npos) continue;  // a sweep file
                 REQUIRE_THAT(message, Catch::Contains("GiB available"));
                 WARN(message);
                 continue;
@@ -64,11 +65,11 @@ TEST_CASE("estimates grow with the sizes that set them", "[estimate]") {
     const auto small = estimate(figures, {"figures.features=[1048576]", "figures.repeats=1000", "figures.fig10=false"});
     const auto large = estimate(figures, {"figures.features=[1048576]", "figures.repeats=100000", "figures.fig10=false"});
     CHECK(large.flops / small.flops == Approx(100.0).epsilon(0.02));
-    // lsa_gd's layer study holds (layers, B, T) tables: memory linear in lsa.layers once they dominate.
+    // lsa_gd's layer study holds three (layers, B, T) tables: memory affine in lsa.layers, 3 B T doubles per layer.
     const std::string lsa = std::string(ICLAB_SOURCE_DIR) + "/configs/quick/lsa_gd.yaml";
-    const auto shallow = estimate(lsa, {"lsa.layers=10000", "task.sequences=1000"});
-    const auto deep = estimate(lsa, {"lsa.layers=20000", "task.sequences=1000"});
-    CHECK(deep.memory_gib / shallow.memory_gib == Approx(2.0).epsilon(0.05));
+    const auto l1 = estimate(lsa, {"lsa.layers=1000"}), l2 = estimate(lsa, {"lsa.layers=2000"});
+    const double B = 64, T = 40 + 200;  // configs/paper/lsa_gd.yaml: 64 sequences of 40 examples and 200 queries
+    CHECK((l2.memory_gib - l1.memory_gib) * 1024.0 * 1024.0 * 1024.0 == Approx(1000.0 * 3.0 * B * T * 8.0));
 }
 
 TEST_CASE("schema: lists are non-empty unless their default is, set_items bounds them, final rules run last", "[config][estimate]") {
