@@ -60,7 +60,7 @@ const std::vector<BadConfig> kCorpus = {
     {"configs/quick/gd004_fig5.yaml", "'fig5.betas=[]'", "fig5.betas"},
     // iclaa
     {"configs/quick/iclaa.yaml", "'iclaa.feature_maps=[]'", "iclaa.feature_maps"},
-    {"configs/quick/iclaa.yaml", "'iclaa.keep_tokens=[2, 33]'", "iclaa.keep_tokens"},
+    {"configs/quick/iclaa.yaml", "'iclaa.keep_tokens=[2, 32]'", "iclaa.keep_tokens"},
     {"configs/quick/iclaa.yaml", "'iclaa.random_features=[]'", "iclaa.random_features"},
     {"configs/quick/iclaa.yaml", "'iclaa.learned.features=[]'", "iclaa.learned.features"},
     {"configs/quick/iclaa.yaml", "'iclaa.keep_tokens=[]'", "iclaa.keep_tokens"},

@@ -48,7 +48,6 @@ Methods build_methods(const config::Config& cfg, model::Transformer<double>& net
     add({Method::before, "no prompt (before)", 0, 0, icl::RopeConvention::rotate_then_map, nullptr, 0.0, 0.0});
     add({Method::exact_cache, "exact cache (check)", M, 0, icl::RopeConvention::rotate_then_map, nullptr, icl::cache_bytes(M, D), 0.0});
     for (const auto k : cfg.get_int_list("iclaa.keep_tokens")) {
-        if (static_cast<std::size_t>(k) >= M) continue;
         for (const Method m : {Method::recent, Method::heavy})
             add({m, std::string(method_name(m)) + " k=" + std::to_string(k), static_cast<std::size_t>(k), 0,
                  icl::RopeConvention::rotate_then_map, nullptr, icl::cache_bytes(k, D), 0.0});
@@ -120,8 +119,7 @@ Methods build_methods(const config::Config& cfg, model::Transformer<double>& net
     if (smallest_learned != methods.rows.end() && cfg.get_bool("iclaa.hybrid")) {
         const Row learned = *smallest_learned;
         for (const auto k : cfg.get_int_list("iclaa.keep_tokens")) {
-            if (static_cast<std::size_t>(k) >= M) continue;
-            Row row = learned;
+                Row row = learned;
             row.method = Method::hybrid;
             row.label = "recent k=" + std::to_string(k) + " + " + learned.label;
             row.keep = static_cast<std::size_t>(k);
@@ -217,9 +215,10 @@ void declare_keys(config::Schema& schema) {
             if (F % 2 != 0) cfg.fail({"iclaa.learned.features"}, "learned maps need an even F, got " + std::to_string(F));
         const auto M = cfg.get_int("iclaa.prompt_length");
         for (const auto k : cfg.get_int_list("iclaa.keep_tokens"))
-            if (k > M)
+            if (k >= M)  // k = M keeps the whole prompt: the exact cache's row, not a truncation
                 cfg.fail({"iclaa.keep_tokens", "iclaa.prompt_length"}, "iclaa.keep_tokens: " + std::to_string(k) +
-                                                                           " tokens exceed the prompt, iclaa.prompt_length = " + std::to_string(M));
+                                                                           " tokens do not truncate the prompt, iclaa.prompt_length = " +
+                                                                           std::to_string(M) + " (each k must be smaller)");
         if (cfg.get_int("iclaa.learned.split_min") > cfg.get_int("iclaa.learned.split_max"))
             cfg.fail({"iclaa.learned.split_min", "iclaa.learned.split_max"}, "split_min must not exceed split_max");
         if (!cfg.get_string("source.run_dir").empty()) return;

@@ -68,6 +68,9 @@ RunOutcome run_probes(const RunContext& context) {
     const config::Config source = context.catalog.load_config((source_dir / kConfigFile).string(), {});
     ICLAB_INPUT_CHECK(source.get_string("experiment") == "prefix_vs_causal",
                       "source.run_dir: a prefix_vs_causal run is needed, got " << source.get_string("experiment"));
+    // Checked before the run folder exists: a refused run leaves nothing.
+    const std::uint64_t pool_size = static_cast<std::uint64_t>(source.get_int("task.pool_sequences"));
+    ICLAB_INPUT_CHECK(pool_size > 0, "source.run_dir: the run trained without a fixed pool (task.pool_sequences 0)");
     RunFolder run(cfg, context.options);
     const tasks::RegressionSpec task = regression_spec_from_config(source);
     model::Transformer<double> model(regression_model_spec(source));
@@ -77,8 +80,6 @@ RunOutcome run_probes(const RunContext& context) {
     const bool classification = task.kind == tasks::RegressionKind::classification;
 
     // Fit: normal equations per depth, A_l = Σ [h,1][h,1]ᵀ (K, K), B_l = Σ [h,1] yᵀ (K, O).
-    const std::uint64_t pool_size = static_cast<std::uint64_t>(source.get_int("task.pool_sequences"));
-    ICLAB_INPUT_CHECK(pool_size > 0, "source.run_dir: the run trained without a fixed pool (task.pool_sequences 0)");
     std::vector<std::uint64_t> indices(std::min<std::uint64_t>(cfg.get_int("probes.fit_sequences"), pool_size));
     for (std::size_t i = 0; i < indices.size(); ++i) indices[i] = i;
     tasks::RegressionBatch<double> fit;
