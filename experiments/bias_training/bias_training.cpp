@@ -280,7 +280,13 @@ Experiment bias_training() {
             "to ICL accuracy (paper 000 Figure 1)",
             {KeyGroup::output, KeyGroup::induction_task, KeyGroup::model, KeyGroup::train},
             declare_keys,
-            run_bias_training};
+            run_bias_training,
+            [](const config::Config& cfg) {  // one training per seed and variant, one after the other
+                RunEstimate e = estimate_training(cfg);
+                e.flops *= static_cast<double>(cfg.get_int_list("bias_training.seeds").size() *
+                                               cfg.get_string_list("bias_training.variants").size());
+                return e;
+            }};
 }
 
 }  // namespace iclab::experiments

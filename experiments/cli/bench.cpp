@@ -122,6 +122,9 @@ void bench(const BenchOptions& options) {
     ICLAB_INPUT_CHECK(options.iters >= 0, "iclab bench: --iters must be >= 0");
     ICLAB_INPUT_CHECK(options.iters > 0 || !options.export_path.empty(), "iclab bench: --iters 0 only makes sense with --export");
     ICLAB_INPUT_CHECK(options.blas_size > 0, "iclab bench: --blas-size must be positive");
+    // Three S x S matrices (6 GiB in fp64 at 16384) and 2 S^3 FLOP per timed product (8.8e12: ~15 min at 10 GFLOP/s).
+    ICLAB_INPUT_CHECK(options.blas_size <= 16384, "iclab bench: --blas-size " << options.blas_size
+                                                                             << " is too large: at most 16384 (3 S^2 values, 2 S^3 FLOP per product)");
     const config::Config cfg = experiments::catalog().load_config(options.config_path, options.overrides);
     // Which model by the task's keys, not by the experiment's name: induction-head tasks have trigger tokens,
     // in-context regression tasks (paper 003 prefix_vs_causal, regression, ...) a kind and a token format.

@@ -240,6 +240,7 @@ int command_run(const std::vector<std::string>& args) {
     if (vm.count("dry-run")) {
         if (vm.count("resume")) std::cout << options.resume_dir.string() << " can be resumed" << resume_text << " (experiment " << experiment.name << ")\n";
         else std::cout << "config " << config_path << " is valid (experiment " << experiment.name << ")\n";
+        std::cout << "estimated " << run::describe_estimate(experiment.estimate(cfg)) << "\n";
         return 0;
     }
     configure_threads(vm["threads"].as<int>());

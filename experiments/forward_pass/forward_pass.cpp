@@ -115,7 +115,16 @@ Experiment forward_pass() {
             "forward-only passes of a randomly initialized model: throughput and peak memory (inference mode)",
             {KeyGroup::output, KeyGroup::model},
             declare_keys,
-            run_forward_pass};
+            run_forward_pass,
+            [](const config::Config& cfg) {  // the parameters, one batch's activations; repeats + 1 forwards
+                const double B = static_cast<double>(cfg.get_int("task.batch_size")), T = static_cast<double>(cfg.get_int("task.seq_len"));
+                const double V = static_cast<double>(cfg.get_int("task.vocab"));
+                RunEstimate e;
+                e.memory_gib = inference_memory_gib(cfg, B, T, V);
+                e.flops = static_cast<double>(cfg.get_int("task.repeats") + 1) * B * transformer_forward_flops(cfg, T, V);
+                e.keys = {"model.width", "model.layers", "task.batch_size", "task.seq_len", "task.vocab"};
+                return e;
+            }};
 }
 
 }  // namespace iclab::experiments

@@ -209,7 +209,16 @@ Experiment gd004_example() {
     return {"gd004_example", "paper 004 §5.2 / Fig. 3 left / Fig. 8: trained Performer layer vs its GD-CL reference",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
             declare_keys,
-            run_gd004_example};
+            run_gd004_example,
+            [](const config::Config& cfg) {  // training, the test forwards, and the GD-CL duals (N N_CL steps of (C, R))
+                RunEstimate e = estimate_training(cfg);
+                const double T = static_cast<double>(cfg.get_int("task.examples") + 1), C = static_cast<double>(cfg.get_int("model.width"));
+                const double R = static_cast<double>(cfg.get_int("model.random_features"));
+                e.flops += static_cast<double>(cfg.get_int("example.test_sequences")) * transformer_forward_flops(cfg, T, 64.0) +
+                           2.0 * static_cast<double>(cfg.get_int("example.dual_sequences")) * T *
+                               static_cast<double>(cfg.get_int("example.epochs")) * 8.0 * C * R;
+                return e;
+            }};
 }
 
 }  // namespace iclab::experiments

@@ -49,6 +49,8 @@ void declare_keys(config::Schema& schema) {
         .add_string_list("fig5.controls", {"eq14", "per_sequence"}, {"eq14", "per_sequence"},
                          "the caveat's reruns of (a): Eq. 14 form; a fresh task per sequence")
         .add_float("fig5.verdict_fraction", 0.8, 0.5, 1.0, "a claim is reproduced when its sign holds in >= this fraction of seeds (4/5)")
+        .set_items("fig5.parts", 0)  // either may be empty (not both: the rule below)
+        .set_items("fig5.controls", 0)
         .add_rule([](const config::Config& cfg) {
             auto has = [](const auto& list, const auto& value) { return std::find(list.begin(), list.end(), value) != list.end(); };
             auto distinct = [&](const char* key, const auto& list) {
@@ -201,13 +203,33 @@ RunOutcome run_gd004_fig5(const RunContext& context) {
     return {run.path(), true, 0, 0};
 }
 
+// seeds x variants models, each E epochs of one batch-1 SGD step per training sequence (forward + backward of the
+// Performer layer over T = N + 1 tokens: features 2 T R C, attention 4 T R, x3 for the backward) and the test set per
+// epoch; memory: the data (train + test sequences x T x C, twice) and per-step features T x R.
+RunEstimate estimate(const config::Config& cfg) {
+    const double T = static_cast<double>(cfg.get_int("task.examples") + 1), C = 12.0;
+    const double R = static_cast<double>(cfg.get_int("model.random_features"));
+    const double train = static_cast<double>(cfg.get_int("task.train_sequences")), test = static_cast<double>(cfg.get_int("task.test_sequences"));
+    const double variants = static_cast<double>(cfg.get_float_list("fig5.alphas").size() + cfg.get_string_list("fig5.augmentations").size() +
+                                                cfg.get_int_list("fig5.negatives").size() * cfg.get_float_list("fig5.betas").size() + 1 +
+                                                2 * cfg.get_float_list("fig5.alphas").size());
+    const double per_sequence = T * (4.0 * R * C + 4.0 * T * R + 6.0 * C * C);
+    RunEstimate e;
+    e.flops = static_cast<double>(cfg.get_int("fig5.seeds")) * variants * static_cast<double>(cfg.get_int("train.epochs")) *
+              (3.0 * train + test) * per_sequence;
+    e.memory_gib = (2.0 * (train + test) * T * C + 8.0 * T * R + 4.0 * C * R) * 8.0 / (1024.0 * 1024.0 * 1024.0);
+    e.keys = {"model.random_features", "task.train_sequences", "train.epochs", "fig5.seeds"};
+    return e;
+}
+
 }  // namespace
 
 Experiment gd004_fig5() {
     return {"gd004_fig5", "paper 004 Fig. 5: training the Performer layer with the regularized, augmented and negative-sample attentions",
             {KeyGroup::output},
             declare_keys,
-            run_gd004_fig5};
+            run_gd004_fig5,
+            estimate};
 }
 
 }  // namespace iclab::experiments

@@ -4,6 +4,7 @@
 //   §6  the error of the Performer attention (PRF and Haar-ORF) against exact softmax attention as R (d_r) grows,
 //       50 repeats, on the trained weights and on random calibration weights (slope bar −1 ± 0.3);
 //   §8  the regularized GD-CL trajectory (Eq. 13-14) with batch-1 SGD over N_CL epochs against Eq. 14's attention.
+#include <algorithm>
 #include <cstdio>
 
 #include "experiments/gd004_figures/figures.hpp"
@@ -31,6 +32,32 @@ void declare_keys(config::Schema& schema) {
             if (!cfg.get_bool("figures.dr_sweep") && !cfg.get_bool("figures.fig10"))
                 cfg.fail({"figures.dr_sweep", "figures.fig10"}, "gd004_figures: enable at least one part");
         });
+}
+
+// Training; §6: 2 weights x repeats x |R grid| x {prf, orf} Performer attentions over T tokens (features T x R from
+// width C, attention 4 T^2 R... kept as T R (4 C + 4 T)), the features of the largest R held with 4 metric columns per
+// cell; §8: sequences x alphas x N_CL x 2 splits x N_CL x T batch-1 steps of (C, R).
+RunEstimate estimate(const config::Config& cfg) {
+    RunEstimate e = estimate_training(cfg);
+    const double T = static_cast<double>(cfg.get_int("task.examples") + 1), C = static_cast<double>(cfg.get_int("model.width"));
+    const double repeats = static_cast<double>(cfg.get_int("figures.repeats"));
+    const auto features = cfg.get_int_list("figures.features");
+    if (cfg.get_bool("figures.dr_sweep")) {
+        double largest = 0, total = 0;
+        for (const auto R : features) largest = std::max(largest, static_cast<double>(R)), total += static_cast<double>(R);
+        e.flops += 2.0 * repeats * 2.0 * total * T * (4.0 * C + 4.0 * T);
+        e.memory_gib += (3.0 * T * largest + repeats * (T * C + 3.0 * C * C) + 4.0 * 4.0 * repeats * static_cast<double>(features.size())) *
+                        8.0 / (1024.0 * 1024.0 * 1024.0);
+    }
+    if (cfg.get_bool("figures.fig10")) {
+        const double R = static_cast<double>(cfg.get_int("model.random_features"));
+        double epochs = 0;
+        for (const auto n : cfg.get_int_list("figures.fig10_epochs")) epochs += static_cast<double>(n);
+        e.flops += static_cast<double>(cfg.get_int("figures.fig10_sequences")) *
+                   static_cast<double>(cfg.get_float_list("figures.fig10_alphas").size()) * 2.0 * epochs * T * 8.0 * C * R;
+    }
+    e.keys = {"figures.features", "figures.repeats", "model.width", "train.steps"};
+    return e;
 }
 
 RunOutcome run_gd004_figures(const RunContext& context) {
@@ -65,7 +92,8 @@ Experiment gd004_figures() {
     return {"gd004_figures", "paper 004 Fig. 3 centre/right (Performer error vs d_r) and Fig. 10 (regularized GD-CL trajectory)",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
             declare_keys,
-            run_gd004_figures};
+            run_gd004_figures,
+            estimate};
 }
 
 }  // namespace iclab::experiments

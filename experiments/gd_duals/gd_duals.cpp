@@ -133,7 +133,8 @@ Experiment gd_duals() {
             "ICL = GD exact duals: paper 002 Thm 1, Alg. 1; paper 004 Thm 1 and Eq. 14/16/18 duals; von Oswald Prop. 1",
             {KeyGroup::output},
             declare_keys,
-            run_gd_duals};
+            run_gd_duals,
+            estimate_sweeps};
 }
 
 }  // namespace iclab::experiments

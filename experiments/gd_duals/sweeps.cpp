@@ -28,16 +28,36 @@ struct Kernel {
     std::size_t features = 0;
     bool softmax = false;
 };
-Kernel kernel_from_name(const std::string& name) {
+constexpr std::size_t kMaxKernelFeatures = 1 << 16;  // R of prf<R>
+constexpr std::size_t kMaxPatternLayers = 64;       // letters of an alg1_002 pattern
+
+// The kernel of a name, or "" in `reason` (then the Kernel is unspecified): the config rule refuses what this refuses,
+// so the sweeps only see names that parse.
+Kernel parse_kernel(const std::string& name, bool softmax_allowed, std::string& reason) {
     Kernel k;
+    reason.clear();
     if (name == "softmax") {
         k.softmax = true;
+        if (!softmax_allowed) reason = "'softmax' (the exact kernel form) is a kernel of thm1_004.kernels only";
     } else if (name.rfind("prf", 0) == 0) {
         k.map = nn::FeatureMap::performer;
-        k.features = static_cast<std::size_t>(std::stoul(name.substr(3)));
-    } else {
+        const std::string digits = name.substr(3);
+        const bool numeric = !digits.empty() && digits.size() <= 6 &&
+                             std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+        k.features = numeric ? static_cast<std::size_t>(std::stoul(digits)) : 0;
+        if (!numeric || k.features < 1 || k.features > kMaxKernelFeatures)
+            reason = "'" + name + "': prf<R> needs a feature count R in [1, " + std::to_string(kMaxKernelFeatures) + "], e.g. prf64";
+    } else if (name == "identity" || name == "elu1" || name == "relu") {
         k.map = nn::feature_map_from_name(name);
+    } else {
+        reason = "'" + name + "' is not a kernel (identity, elu1, relu, prf<R>" + (softmax_allowed ? ", softmax)" : ")");
     }
+    return k;
+}
+Kernel kernel_from_name(const std::string& name) {
+    std::string reason;
+    const Kernel k = parse_kernel(name, true, reason);
+    ICLAB_CHECK(reason.empty(), "gd_duals: kernel " << reason);  // the config rule refused it already
     return k;
 }
 
@@ -323,6 +343,73 @@ void sweep_vo_construct(const config::Config& cfg, const Rng& stream, const std:
                         }
 }
 
+run::RunEstimate estimate_sweeps(const config::Config& cfg) {
+    const double dtypes = static_cast<double>(cfg.get_string_list("gd_duals.dtypes").size());
+    const auto width_of = [](const std::string& name, double otherwise) {  // F: R of prf<R>, else the given width
+        std::string reason;
+        const Kernel k = parse_kernel(name, true, reason);
+        return reason.empty() && k.map == nn::FeatureMap::performer ? static_cast<double>(k.features) : otherwise;
+    };
+    const auto doubles = [](const char* key, const config::Config& c) {
+        std::vector<double> out;
+        for (auto v : c.get_int_list(key)) out.push_back(static_cast<double>(v));
+        return out;
+    };
+    double flops = 0, values = 0;  // values: the largest instance's doubles alive at once
+    // 002-T1: per instance the attention and the GD step on (m + n) tokens of width C with F features.
+    const double t1 = static_cast<double>(cfg.get_int("thm1_002.instances")) *
+                      static_cast<double>(cfg.get_float_list("thm1_002.eta_over_m").size());
+    for (const auto& name : cfg.get_string_list("thm1_002.feature_maps"))
+        for (double C : doubles("thm1_002.widths", cfg))
+            for (double m : doubles("thm1_002.prompts", cfg))
+                for (double n : doubles("thm1_002.inputs", cfg)) {
+                    const double F = width_of(name, C);
+                    flops += dtypes * t1 * 10.0 * (m + n + 1) * C * (3.0 * C + 4.0 * F);
+                    values = std::max(values, 4.0 * (C * F + (m + n + 1) * (F + 3.0 * C)) + 3.0 * C * C);
+                }
+    // 002-A1: per instance |pattern| layers on m + n rows (LSA 6 C^2 + 4 rows H F per row, FFN 16 C^2), with and without
+    // pre-LN, attention and GD sides.
+    const double C = static_cast<double>(cfg.get_int("alg1_002.width")), a1 = static_cast<double>(cfg.get_int("alg1_002.instances"));
+    for (const auto& pattern : cfg.get_string_list("alg1_002.patterns"))
+        for (const auto& name : cfg.get_string_list("alg1_002.feature_maps"))
+            for (double m : doubles("alg1_002.prompts", cfg))
+                for (double n : doubles("alg1_002.inputs", cfg))
+                    for (double H : doubles("alg1_002.heads", cfg)) {
+                        const double F = width_of(name, C / H), P = static_cast<double>(pattern.size()), rows = m + n;
+                        flops += dtypes * a1 * 2.0 * 4.0 * P * rows * (22.0 * C * C + 4.0 * rows * H * F + 4.0 * C * F);
+                        values = std::max(values, 2.0 * P * (11.0 * C * C + C * F) + 8.0 * rows * (C + H * F));
+                    }
+    // 004-T1 and 004-V: N N_CL batch-1 steps over T = N + 1 tokens with features of width F (C = 12).
+    const double C4 = 12.0;
+    for (const auto& name : cfg.get_string_list("thm1_004.kernels"))
+        for (double N : doubles("thm1_004.demos", cfg))
+            for (double epochs : doubles("thm1_004.epochs", cfg)) {
+                const double F = width_of(name, C4);
+                flops += dtypes * static_cast<double>(cfg.get_int("thm1_004.instances")) * 6.0 * N * (epochs + 2.0) * (N + 1) * C4 * F * 4.0;
+                values = std::max(values, 8.0 * (N + 1) * F + 4.0 * C4 * F);
+            }
+    {
+        const double F = width_of(cfg.get_string("variants_004.kernel"), C4), N = static_cast<double>(cfg.get_int("variants_004.demos"));
+        double epochs = 0;
+        for (double e : doubles("variants_004.epochs", cfg)) epochs += e + 1.0;
+        const double cells = static_cast<double>(cfg.get_float_list("variants_004.alphas").size()) +
+                             epochs * (4.0 + 2.0 * static_cast<double>(cfg.get_int_list("variants_004.negatives").size() *
+                                                                       cfg.get_float_list("variants_004.betas").size()));
+        flops += dtypes * static_cast<double>(cfg.get_int("variants_004.instances")) * cells * N * (N + 1) * C4 * F * 8.0;
+    }
+    // VO-C: K layers over N + 1 tokens of width d_x + d_y = 10 + d_y, both W_0 and sharing choices, every eta.
+    for (double dy : doubles("vo_construct.dy", cfg))
+        for (double N : doubles("vo_construct.demos", cfg))
+            for (double K : doubles("vo_construct.layers", cfg))
+                flops += dtypes * static_cast<double>(cfg.get_int("vo_construct.instances")) * 4.0 *
+                         static_cast<double>(cfg.get_float_list("vo_construct.etas").size()) * K * (N + 1) * 10.0 * (10.0 + dy) * (10.0 + dy) * 4.0;
+    run::RunEstimate e;
+    e.flops = flops;
+    e.memory_gib = values * 8.0 / (1024.0 * 1024.0 * 1024.0);
+    e.keys = {"thm1_002.widths", "thm1_002.feature_maps", "alg1_002.width", "thm1_004.kernels"};
+    return e;
+}
+
 void declare_sweep_keys(config::Schema& schema) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     schema.add_float_list("gd_duals.max_conditioning", {1e3, 5.0}, 0.0, kInf,
@@ -361,6 +448,31 @@ void declare_sweep_keys(config::Schema& schema) {
         .add_int_list("vo_construct.demos", {10, 40}, 1, 4096, "N context tokens")
         .add_int_list("vo_construct.layers", {1, 2, 4, 8, 16}, 1, 64, "K layers = K GD steps")
         .add_float_list("vo_construct.etas", {0.1, 0.5, 1.0}, 0.0, kInf, "eta of shared layers");
+    // The free-form lists are parsed here, at validation, so a bad item is refused (exit 2) before the run folder exists.
+    schema.add_rule([](const config::Config& cfg) {
+        for (const char* key : {"thm1_002.feature_maps", "alg1_002.feature_maps", "thm1_004.kernels"}) {
+            const auto names = cfg.get_string_list(key);
+            for (std::size_t i = 0; i < names.size(); ++i) {
+                std::string reason;
+                parse_kernel(names[i], std::string(key) == "thm1_004.kernels", reason);
+                if (!reason.empty()) cfg.fail({key}, std::string(key) + " item " + std::to_string(i + 1) + ": " + reason);
+            }
+        }
+        const auto patterns = cfg.get_string_list("alg1_002.patterns");
+        for (std::size_t i = 0; i < patterns.size(); ++i) {
+            const std::string& p = patterns[i];
+            const bool letters = std::all_of(p.begin(), p.end(), [](char c) { return c == 'A' || c == 'F'; });
+            if (p.empty() || p.size() > kMaxPatternLayers || !letters || p.find('A') == std::string::npos)
+                cfg.fail({"alg1_002.patterns"}, "alg1_002.patterns item " + std::to_string(i + 1) + ": '" + p +
+                                                    "' is not a layer pattern: 1 to " + std::to_string(kMaxPatternLayers) +
+                                                    " letters A (LSA) and F (FFN) with at least one A");
+        }
+        const auto width = cfg.get_int("alg1_002.width");
+        for (const auto heads : cfg.get_int_list("alg1_002.heads"))
+            if (width % heads != 0)
+                cfg.fail({"alg1_002.heads", "alg1_002.width"}, "alg1_002.heads: " + std::to_string(heads) +
+                                                                   " heads do not divide alg1_002.width = " + std::to_string(width));
+    });
 }
 
 }  // namespace iclab::experiments::duals

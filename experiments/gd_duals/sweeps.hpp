@@ -8,6 +8,7 @@
 
 #include "framework/config/config.hpp"
 #include "framework/core/rng.hpp"
+#include "framework/run/memory_estimate.hpp"
 
 namespace iclab::experiments::duals {
 
@@ -45,5 +46,8 @@ void sweep_variants_004(const config::Config& cfg, const Rng& stream, const std:
 void sweep_vo_construct(const config::Config& cfg, const Rng& stream, const std::vector<std::string>& dtypes, Results& results);
 
 void declare_sweep_keys(config::Schema& schema);
+
+// The sweeps' memory (the largest instance) and work, from the validated keys.
+run::RunEstimate estimate_sweeps(const config::Config& cfg);
 
 }  // namespace iclab::experiments::duals

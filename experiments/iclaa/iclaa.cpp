@@ -4,6 +4,7 @@
 // exact prompt KV cache (the check: equal to rounding) and truncated caches (recent-k, heavy-k) at equal bytes.
 // Scored per pair: relative logit error, gap closed G = 1 − after/before (the paper's G = 0.446), KL, top-1
 // agreement, ICL accuracy on X's first trigger occurrences. All in float64.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -47,7 +48,6 @@ Methods build_methods(const config::Config& cfg, model::Transformer<double>& net
     add({Method::before, "no prompt (before)", 0, 0, icl::RopeConvention::rotate_then_map, nullptr, 0.0, 0.0});
     add({Method::exact_cache, "exact cache (check)", M, 0, icl::RopeConvention::rotate_then_map, nullptr, icl::cache_bytes(M, D), 0.0});
     for (const auto k : cfg.get_int_list("iclaa.keep_tokens")) {
-        if (static_cast<std::size_t>(k) >= M) continue;
         for (const Method m : {Method::recent, Method::heavy})
             add({m, std::string(method_name(m)) + " k=" + std::to_string(k), static_cast<std::size_t>(k), 0,
                  icl::RopeConvention::rotate_then_map, nullptr, icl::cache_bytes(k, D), 0.0});
@@ -119,8 +119,7 @@ Methods build_methods(const config::Config& cfg, model::Transformer<double>& net
     if (smallest_learned != methods.rows.end() && cfg.get_bool("iclaa.hybrid")) {
         const Row learned = *smallest_learned;
         for (const auto k : cfg.get_int_list("iclaa.keep_tokens")) {
-            if (static_cast<std::size_t>(k) >= M) continue;
-            Row row = learned;
+                Row row = learned;
             row.method = Method::hybrid;
             row.label = "recent k=" + std::to_string(k) + " + " + learned.label;
             row.keep = static_cast<std::size_t>(k);
@@ -214,6 +213,12 @@ void declare_keys(config::Schema& schema) {
     schema.add_rule([](const config::Config& cfg) {
         for (const auto F : cfg.get_int_list("iclaa.learned.features"))
             if (F % 2 != 0) cfg.fail({"iclaa.learned.features"}, "learned maps need an even F, got " + std::to_string(F));
+        const auto M = cfg.get_int("iclaa.prompt_length");
+        for (const auto k : cfg.get_int_list("iclaa.keep_tokens"))
+            if (k >= M)  // k = M keeps the whole prompt: the exact cache's row, not a truncation
+                cfg.fail({"iclaa.keep_tokens", "iclaa.prompt_length"}, "iclaa.keep_tokens: " + std::to_string(k) +
+                                                                           " tokens do not truncate the prompt, iclaa.prompt_length = " +
+                                                                           std::to_string(M) + " (each k must be smaller)");
         if (cfg.get_int("iclaa.learned.split_min") > cfg.get_int("iclaa.learned.split_max"))
             cfg.fail({"iclaa.learned.split_min", "iclaa.learned.split_max"}, "split_min must not exceed split_max");
         if (!cfg.get_string("source.run_dir").empty()) return;
@@ -235,6 +240,36 @@ void declare_keys(config::Schema& schema) {
         if (!dir.empty() && !std::filesystem::exists(std::filesystem::path(dir) / kResultsFile))
             cfg.fail({"source.run_dir"}, "'" + dir + "' holds no finished run (no " + kResultsFile + ")");
     });
+}
+
+// Training (without source.run_dir); the feature maps of every prf / orf row held at once (a (D, F) draw per layer and
+// head, feature_seeds draws per F) plus one sub-batch's prompt terms (F (D + 1) per layer and head); per pair and row
+// the prompt's and the input's features and state products (4 D F per token, layer and head); the learned fits.
+// The model size comes from this config's model keys (with source.run_dir: the source's, assumed alike).
+RunEstimate estimate(const config::Config& cfg) {
+    const bool trains = cfg.get_string("source.run_dir").empty();
+    RunEstimate e = trains ? estimate_training(cfg) : RunEstimate{};
+    const double L = static_cast<double>(cfg.get_int("model.layers")), H = static_cast<double>(cfg.get_int("model.heads"));
+    const double D = static_cast<double>(cfg.get_int("model.width")) / H;
+    const double M = static_cast<double>(cfg.get_int("iclaa.prompt_length")), N = static_cast<double>(cfg.get_int("iclaa.input_length"));
+    const double pairs = static_cast<double>(cfg.get_int("iclaa.pairs")), seeds = static_cast<double>(cfg.get_int("iclaa.feature_seeds"));
+    const auto maps = cfg.get_string_list("iclaa.feature_maps");
+    const double random_kinds = static_cast<double>(std::count(maps.begin(), maps.end(), "prf") + std::count(maps.begin(), maps.end(), "orf"));
+    double features = 0, largest = D;
+    for (const auto F : cfg.get_int_list("iclaa.random_features"))
+        features += random_kinds * seeds * static_cast<double>(F), largest = std::max(largest, static_cast<double>(F));
+    if (std::count(maps.begin(), maps.end(), "learned"))
+        for (const auto F : cfg.get_int_list("iclaa.learned.features")) {
+            features += static_cast<double>(F), largest = std::max(largest, static_cast<double>(F));
+            e.flops += static_cast<double>(cfg.get_int("iclaa.learned.steps") * cfg.get_int("iclaa.learned.batch")) *
+                       static_cast<double>(cfg.get_int("task.seq_len")) * L * H * 12.0 * D * static_cast<double>(F);
+        }
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    e.memory_gib = std::max(e.memory_gib, (features * L * H * D + largest * (D + 1) * L * H) * 8.0 / gib +
+                                              static_cast<double>(cfg.get_int("iclaa.batch_size")) * (M + N) * 60.0 * L * D * H * 8.0 / gib);
+    e.flops += pairs * (M + N) * L * H * 4.0 * D * features;
+    e.keys = {"iclaa.random_features", "iclaa.feature_seeds", "iclaa.pairs", "model.width", "train.steps"};
+    return e;
 }
 
 void evaluate(const config::Config& cfg, const config::Config& model_cfg, model::Transformer<double>& net, RunFolder& run, bool quiet) {
@@ -290,7 +325,8 @@ Experiment iclaa() {
             "and truncated prompt caches (paper 000 §5, §6.4)",
             {KeyGroup::output, KeyGroup::induction_task, KeyGroup::model, KeyGroup::train},
             declare_keys,
-            run_iclaa};
+            run_iclaa,
+            estimate};
 }
 
 }  // namespace iclab::experiments

@@ -314,6 +314,31 @@ void declare_keys(config::Schema& schema) {
         });
 }
 
+// Per size and dtype, per pair: M_old on [X'; X], the conversion of X' and M_new on X (3 forwards of 2 P flops per
+// token, P the size's parameters), for Table 1's and the Theorem 4.1 model's pairs. Memory: a size whose parameters do
+// not fit is skipped with a note (fits_in_memory), so the run needs only the smallest size's model in fp64, twice.
+RunEstimate estimate(const config::Config& cfg) {
+    const auto layers = cfg.get_int_list("sizes.layers"), widths = cfg.get_int_list("sizes.widths");
+    const auto pairs = cfg.get_int_list("sizes.pairs"), t41 = cfg.get_int_list("sizes.theorem41_model_pairs");
+    const double V = static_cast<double>(cfg.get_int("task.vocab")), M = static_cast<double>(cfg.get_int("task.prompt_length"));
+    const double N = static_cast<double>(cfg.get_int("task.input_length"));
+    const double mlp = cfg.get_bool("model.mlp") ? static_cast<double>(cfg.get_int("model.mlp_ratio")) : 0.0;
+    const double dtypes = static_cast<double>(cfg.get_string_list("task.dtypes").size());
+    RunEstimate e;
+    double smallest = -1;
+    for (std::size_t i = 0; i < layers.size() && i < widths.size() && i < pairs.size() && i < t41.size(); ++i) {
+        const double L = static_cast<double>(layers[i]), C = static_cast<double>(widths[i]);
+        const double P = L * (4.0 + 2.0 * mlp) * C * C + 2.0 * V * C;
+        e.flops += dtypes * static_cast<double>(pairs[i] + t41[i]) * 2.0 * P * (2.0 * (M + N) + N) +
+                   static_cast<double>(cfg.get_int("theorem41.direct_pairs")) * 2.0 * (M + N) * 8.0 * C * C;
+        const double gib = 2.0 * P * 8.0 / (1024.0 * 1024.0 * 1024.0);
+        smallest = smallest < 0 ? gib : std::min(smallest, gib);
+    }
+    e.memory_gib = std::max(0.0, smallest);
+    e.keys = {"sizes.widths", "sizes.layers", "sizes.pairs"};
+    return e;
+}
+
 RunOutcome run_iclca_exactness(const RunContext& context) {
     const config::Config& cfg = context.config;
     const RunOptions& options = context.options;
@@ -399,7 +424,8 @@ Experiment iclca_exactness() {
             "ICLCA exactness on random-weight models of several sizes, fp32 and fp64 (paper 000 Table 1, Theorem 4.1)",
             {KeyGroup::output},
             declare_keys,
-            run_iclca_exactness};
+            run_iclca_exactness,
+            estimate};
 }
 
 }  // namespace iclab::experiments

@@ -337,7 +337,17 @@ Experiment iclca_induction() {
             "converted M_new (paper 000 Table 2)",
             {KeyGroup::output, KeyGroup::induction_task, KeyGroup::model, KeyGroup::train},
             declare_keys,
-            run_iclca_induction};
+            run_iclca_induction,
+            [](const config::Config& cfg) {  // training (without source.run_dir), then per pair in fp64: M_old on [X'; X]
+                                             // and on X, the conversion of X' (a forward) and M_new on X
+                RunEstimate e = cfg.get_string("source.run_dir").empty() ? estimate_training(cfg) : RunEstimate{};
+                const double M = static_cast<double>(cfg.get_int("iclca.prompt_length")), N = static_cast<double>(cfg.get_int("iclca.input_length"));
+                e.flops += static_cast<double>(cfg.get_int("iclca.pairs")) *
+                           (transformer_forward_flops(cfg, M + N, 52.0) + 2.0 * transformer_forward_flops(cfg, N, 52.0) +
+                            transformer_forward_flops(cfg, M, 52.0));
+                e.keys = {"iclca.pairs", "model.width", "model.layers", "train.steps"};
+                return e;
+            }};
 }
 
 }  // namespace iclab::experiments

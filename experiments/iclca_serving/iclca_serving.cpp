@@ -127,7 +127,23 @@ Experiment iclca_serving() {
             "time the logits of an input with the ICL prompt prepended vs with its ICLCA adapter (paper 000 §7)",
             {KeyGroup::output, KeyGroup::model},
             declare_keys,
-            run_iclca_serving};
+            run_iclca_serving,
+            [](const config::Config& cfg) {  // per (M, N), repeats + 1 times: M_old on [X'; X], the conversion, M_new on X
+                const double V = static_cast<double>(cfg.get_int("task.vocab"));
+                double longest = 0, flops = 0;
+                for (const auto M : cfg.get_int_list("task.prompt_lengths"))
+                    for (const auto N : cfg.get_int_list("task.input_lengths")) {
+                        const double m = static_cast<double>(M), n = static_cast<double>(N);
+                        longest = std::max(longest, m + n);
+                        flops += transformer_forward_flops(cfg, m + n, V) + transformer_forward_flops(cfg, m, V) +
+                                 transformer_forward_flops(cfg, n, V);
+                    }
+                RunEstimate e;
+                e.memory_gib = 2.0 * inference_memory_gib(cfg, 1.0, longest, V);  // M_old and M_new
+                e.flops = static_cast<double>(cfg.get_int("task.repeats") + 1) * flops;
+                e.keys = {"task.prompt_lengths", "task.input_lengths", "model.width", "model.layers", "task.vocab"};
+                return e;
+            }};
 }
 
 }  // namespace iclab::experiments

@@ -26,7 +26,8 @@ Experiment induction_head() {
             "train a linearized-attention transformer on the bigram induction-head task (paper 000 §6.2)",
             {KeyGroup::output, KeyGroup::induction_task, KeyGroup::model, KeyGroup::train},
             nullptr,
-            run_induction_head};
+            run_induction_head,
+            estimate_training};
 }
 
 }  // namespace iclab::experiments

@@ -4,6 +4,7 @@
 // stationary points and rates (Props 3, 4, 7), the online-GD identities (Props 5, 8) and App. D's κ claim.
 // One table row per check: the claim, our value, the band, pass/FAIL.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 
@@ -46,6 +47,42 @@ void declare_keys(config::Schema& schema) {
         .add_int("stationary.step", 20, 1, 4096, "n grid step of the stationary table (paper 20)")
         .add_int("stationary.replicates", 2, 1, 100, "independent data draws for the stationary study")
         .add_float_list("stationary.mus", {0.0, 1.0, 2.0, 3.0}, -100.0, 100.0, "input shifts mu: x ~ U(-1,1)^d + mu (Figure 2 right)");
+    schema.add_rule([](const config::Config& cfg) {
+        const auto need_at_most = [&cfg](const char* key, const char* limit_key, const std::string& why) {
+            if (cfg.get_int(key) > cfg.get_int(limit_key))
+                cfg.fail({key, limit_key}, std::string(key) + " = " + std::to_string(cfg.get_int(key)) + " exceeds " + limit_key +
+                                               " = " + std::to_string(cfg.get_int(limit_key)) + ": " + why);
+        };
+        need_at_most("rates.rate_layer", "rates.convergence_layers", "the rate is read on the convergence_layers-deep run");
+        need_at_most("stationary.step", "stationary.examples", "the n grid step, 0 < step <= the largest n");
+        need_at_most("lsa.eta_sweep_replicates", "task.replicates", "the eta ablation runs on the layer study's replicates");
+        need_at_most("rates.deep_queries", "task.queries", "the deep runs carry a subset of the queries");
+    });
+}
+
+// The layer study holds up to three (layers, B, T) prediction tables (the recursion references) and the LSA's
+// (B, T, 3C) and (B, T, T) buffers (C = d + 1); each of ~10 runs per replicate costs, per layer, B T (6 C^2 + 4 T C).
+// The η ablation and the deep runs likewise; the stationary study per n of its grid, μ and replicate solves (n, n)
+// systems per sequence and runs power_steps (n, n) and (d, d) products and rate_layers GD steps.
+RunEstimate estimate(const config::Config& cfg) {
+    const double d = static_cast<double>(cfg.get_int("task.dim")), C = d + 1.0, n = static_cast<double>(cfg.get_int("task.examples"));
+    const double T = n + static_cast<double>(cfg.get_int("task.queries")), B = static_cast<double>(cfg.get_int("task.sequences"));
+    const double L = static_cast<double>(cfg.get_int("lsa.layers")), replicates = static_cast<double>(cfg.get_int("task.replicates"));
+    const double per_layer = B * T * (6.0 * C * C + 4.0 * T * C);
+    const double deep = static_cast<double>(cfg.get_int("rates.convergence_layers"));
+    const double deep_T = n + static_cast<double>(cfg.get_int("rates.deep_queries"));
+    const double etas = static_cast<double>(cfg.get_float_list("lsa.eta_sweep").size() * cfg.get_int("lsa.eta_sweep_replicates"));
+    const double n_max = static_cast<double>(cfg.get_int("stationary.examples")), step = static_cast<double>(cfg.get_int("stationary.step"));
+    const double grid = std::floor(n_max / step), mus = static_cast<double>(cfg.get_float_list("stationary.mus").size());
+    const double power = static_cast<double>(cfg.get_int("rates.power_steps"));
+    const double rate_layers = std::max({static_cast<double>(cfg.get_int("rates.rate_layer")), deep, L});
+    RunEstimate e;
+    e.flops = replicates * 10.0 * L * per_layer + etas * 3.0 * L * per_layer + 2.0 * deep * B * deep_T * (6.0 * C * C + 4.0 * deep_T * C) +
+              static_cast<double>(cfg.get_int("stationary.replicates")) * mus * grid * B * n_max * n_max * (d + n_max / 3.0) +
+              B * (2.0 * power * (n * n + d * d) + rate_layers * 4.0 * n * d + n * n * n);
+    e.memory_gib = (3.0 * L * B * T + B * T * (5.0 * C + T) + B * n_max * n_max + 2.0 * n * n) * 8.0 / (1024.0 * 1024.0 * 1024.0);
+    e.keys = {"task.sequences", "lsa.layers", "task.queries", "task.examples", "stationary.examples"};
+    return e;
 }
 
 Settings settings_from_config(const config::Config& cfg) {
@@ -170,7 +207,8 @@ Experiment lsa_gd() {
             "constructed multi-layer LSA = GD; prefixLM vs causalLM stationary points and rates (paper 003 Part A, Fig. 2, App. D)",
             {KeyGroup::output},
             declare_keys,
-            run_lsa_gd};
+            run_lsa_gd,
+            estimate};
 }
 
 }  // namespace iclab::experiments

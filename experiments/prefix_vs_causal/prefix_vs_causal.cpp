@@ -30,7 +30,20 @@ void declare_keys(config::Schema& schema) {
                  "also report the error on the first N test sequences (the paper's test set has 64)")
         .add_int("prefix_vs_causal.pool_eval_sequences", 1024, 1, 1 << 24,
                  "training-pool sequences (the first N of the pool) whose query error is reported (Figure 6)")
-        .add_string_free("prefix_vs_causal.profile", "", "the spec's profile name (quick, cpu2, ...), recorded in results.h5")
+        .add_string("prefix_vs_causal.profile", "", {"", "smoke", "quick", "cpu2", "cpu2-long", "paper-task-small", "paper"},
+                    "the spec's profile name (specs/paper003.md, Part B), recorded in results.h5; empty: none")
+        .add_rule([](const config::Config& cfg) {
+            const auto first = cfg.get_int("prefix_vs_causal.first_sequences"), eval = cfg.get_int("eval.sequences");
+            if (first > eval)
+                cfg.fail({"prefix_vs_causal.first_sequences", "eval.sequences"},
+                         "prefix_vs_causal.first_sequences = " + std::to_string(first) + " exceeds the test set, eval.sequences = " +
+                             std::to_string(eval));
+            const auto pool = cfg.get_int("task.pool_sequences"), pool_eval = cfg.get_int("prefix_vs_causal.pool_eval_sequences");
+            if (pool > 0 && pool_eval > pool)
+                cfg.fail({"prefix_vs_causal.pool_eval_sequences", "task.pool_sequences"},
+                         "prefix_vs_causal.pool_eval_sequences = " + std::to_string(pool_eval) +
+                             " exceeds the training pool, task.pool_sequences = " + std::to_string(pool));
+        })
         .add_rule([](const config::Config& cfg) {  // the trained positions end at examples + queries
             for (const auto k : cfg.get_int_list("prefix_vs_causal.test_examples"))
                 if (k > cfg.get_int("task.examples"))
@@ -38,6 +51,16 @@ void declare_keys(config::Schema& schema) {
                              "fewer-ICE tests need k <= task.examples = " + std::to_string(cfg.get_int("task.examples")) +
                                  ", got " + std::to_string(k));
         });
+}
+
+// Training, then forward passes over the test sets (the fewer-ICE tests and the pool's first sequences).
+RunEstimate estimate(const config::Config& cfg) {
+    RunEstimate e = estimate_training(cfg);
+    const double T = static_cast<double>(cfg.get_int("task.examples") + cfg.get_int("task.queries"));
+    const double sets = 2.0 + static_cast<double>(cfg.get_int_list("prefix_vs_causal.test_examples").size());
+    e.flops += sets * static_cast<double>(cfg.get_int("eval.sequences")) * transformer_forward_flops(cfg, T, 64.0) +
+               static_cast<double>(cfg.get_int("prefix_vs_causal.pool_eval_sequences")) * transformer_forward_flops(cfg, T, 64.0);
+    return e;
 }
 
 // One row of /tables/prefix_vs_causal.
@@ -138,7 +161,8 @@ Experiment prefix_vs_causal() {
             "paper 003 §5.2: trained softmax transformers, prefixLM vs causalLM on LR / N-LR / MC (Tables 1, 3-6)",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
             declare_keys,
-            run_prefix_vs_causal};
+            run_prefix_vs_causal,
+            estimate};
 }
 
 }  // namespace iclab::experiments

@@ -23,14 +23,24 @@ namespace {
 void declare_keys(config::Schema& schema) {
     schema.add_string_free("source.run_dir", "", "the finished prefix_vs_causal run whose layers are probed")
         .add_int("probes.fit_sequences", 1024, 1, 1 << 24, "training-pool sequences whose query positions fit the probes (Q13: 1,024)")
-        .add_float("probes.ridge", 1e-8, 0.0, 1.0, "ridge added to the normal equations, relative to their mean diagonal");
-    // At validation, so that --dry-run and a sweep's plan (which validates every job first) refuse a missing source.
-    schema.add_rule([](const config::Config& cfg) {
-        const std::string dir = cfg.get_string("source.run_dir");
-        if (dir.empty()) cfg.fail({"source.run_dir"}, "the finished prefix_vs_causal run to probe is required");
-        if (!std::filesystem::exists(std::filesystem::path(dir) / kResultsFile))
-            cfg.fail({"source.run_dir"}, "'" + dir + "' holds no finished run (no " + kResultsFile + ")");
-    });
+        .add_float("probes.ridge", 1e-8, 0.0, 1.0, "ridge added to the normal equations, relative to their mean diagonal")
+        .add_rule([](const config::Config& cfg) {  // checked here, so that no run folder is made for a missing source
+            const std::string dir = cfg.get_string("source.run_dir");
+            if (dir.empty()) cfg.fail({"source.run_dir"}, "source.run_dir: name the finished prefix_vs_causal run to probe");
+            if (!std::filesystem::exists(std::filesystem::path(dir) / kResultsFile))
+                cfg.fail({"source.run_dir"}, "source.run_dir: '" + dir + "' holds no finished run (no " + kResultsFile + ")");
+        });
+}
+
+// The source model's size is not known before its config is read: the bound of the cpu2 profile's model (L 6, C 64,
+// T 30: ~2e7 FLOP per sequence forward) per fitted sequence, and its residual streams (L + 1) x T x C per sequence.
+RunEstimate estimate(const config::Config& cfg) {
+    const double sequences = static_cast<double>(cfg.get_int("probes.fit_sequences"));
+    RunEstimate e;
+    e.flops = 2.0 * sequences * 2e7;
+    e.memory_gib = sequences * 7.0 * 30.0 * 64.0 * 8.0 / (1024.0 * 1024.0 * 1024.0);
+    e.keys = {"probes.fit_sequences"};
+    return e;
 }
 
 // Runs `data` through the model in chunks and hands each chunk's query rows to visit(depth, h (C), y (O)).
@@ -58,6 +68,9 @@ RunOutcome run_probes(const RunContext& context) {
     const config::Config source = context.catalog.load_config((source_dir / kConfigFile).string(), {});
     ICLAB_INPUT_CHECK(source.get_string("experiment") == "prefix_vs_causal",
                       "source.run_dir: a prefix_vs_causal run is needed, got " << source.get_string("experiment"));
+    // Checked before the run folder exists: a refused run leaves nothing.
+    const std::uint64_t pool_size = static_cast<std::uint64_t>(source.get_int("task.pool_sequences"));
+    ICLAB_INPUT_CHECK(pool_size > 0, "source.run_dir: the run trained without a fixed pool (task.pool_sequences 0)");
     RunFolder run(cfg, context.options);
     const tasks::RegressionSpec task = regression_spec_from_config(source);
     model::Transformer<double> model(regression_model_spec(source));
@@ -67,8 +80,6 @@ RunOutcome run_probes(const RunContext& context) {
     const bool classification = task.kind == tasks::RegressionKind::classification;
 
     // Fit: normal equations per depth, A_l = Σ [h,1][h,1]ᵀ (K, K), B_l = Σ [h,1] yᵀ (K, O).
-    const std::uint64_t pool_size = static_cast<std::uint64_t>(source.get_int("task.pool_sequences"));
-    ICLAB_INPUT_CHECK(pool_size > 0, "source.run_dir: the run trained without a fixed pool (task.pool_sequences 0)");
     std::vector<std::uint64_t> indices(std::min<std::uint64_t>(cfg.get_int("probes.fit_sequences"), pool_size));
     for (std::size_t i = 0; i < indices.size(); ++i) indices[i] = i;
     tasks::RegressionBatch<double> fit;
@@ -133,7 +144,7 @@ RunOutcome run_probes(const RunContext& context) {
 
 Experiment prefix_vs_causal_probes() {
     return {"prefix_vs_causal_probes", "paper 003 Figure 3: least-squares probes of every layer of a prefix_vs_causal run",
-            {KeyGroup::output}, declare_keys, run_probes};
+            {KeyGroup::output}, declare_keys, run_probes, estimate};
 }
 
 }  // namespace iclab::experiments

@@ -28,7 +28,8 @@ Experiment regression() {
             "train on in-context linear/sigmoid regression or classification with real-valued tokens (papers 003, 004)",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
             nullptr,
-            run_regression};
+            run_regression,
+            estimate_training};
 }
 
 }  // namespace iclab::experiments

@@ -30,6 +30,18 @@ void declare_keys(config::Schema& schema) {
                          "vo_trained compares with GD on linear regression: task.kind linear, y_dim 1, queries 1, stacked tokens");
             if (cfg.get_string("model.read_out") != "slice" || cfg.get_int("model.layers") != 1)
                 cfg.fail({"model.read_out", "model.layers"}, "vo_trained reads the query's y-slot of one layer (read_out slice, layers 1)");
+            // One LSA layer: linear attention without feature map or normalizer, no LayerNorm or MLP, the query outside
+            // the keys, so that the prediction is linear in x_q (the sensitivities below and von Oswald's GD step).
+            if (cfg.get_string("model.attention") != "linear" || cfg.get_string("model.feature_map") != "identity" ||
+                cfg.get_string("model.normalizer") != "none")
+                cfg.fail({"model.attention", "model.feature_map", "model.normalizer"},
+                         "vo_trained trains one linear self-attention layer: model.attention linear, model.feature_map identity, "
+                         "model.normalizer none");
+            if (cfg.get_bool("model.layernorm") || cfg.get_bool("model.mlp") || cfg.get_bool("model.rope") ||
+                !cfg.get_bool("model.isolate_queries") || cfg.get_bool("model.query_self"))
+                cfg.fail({"model.layernorm", "model.mlp", "model.rope", "model.isolate_queries", "model.query_self"},
+                         "vo_trained's layer is linear in the query: model.layernorm, model.mlp, model.rope, model.query_self "
+                         "false and model.isolate_queries true");
         });
 }
 
@@ -110,7 +122,15 @@ Experiment vo_trained() {
     return {"vo_trained", "trained one-layer LSA vs one GD step at the best eta (von Oswald et al. 2023 Fig. 2; spec §11)",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
             declare_keys,
-            run_vo_trained};
+            run_vo_trained,
+            [](const config::Config& cfg) {  // training, then (d_x + 1) forwards of each eval task
+                RunEstimate e = estimate_training(cfg);
+                const double T = static_cast<double>(cfg.get_int("task.examples") + cfg.get_int("task.queries"));
+                e.flops += static_cast<double>(cfg.get_int("vo.eval_tasks")) * static_cast<double>(cfg.get_int("task.x_dim") + 2) *
+                           transformer_forward_flops(cfg, T, 64.0);
+                e.keys.push_back("vo.eval_tasks");
+                return e;
+            }};
 }
 
 }  // namespace iclab::experiments

@@ -129,6 +129,12 @@ std::string allowed_violation(const KeySpec& spec, const Value& value) {
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, std::vector<std::int64_t>> || std::is_same_v<T, std::vector<double>> ||
                           std::is_same_v<T, std::vector<std::string>>) {
+                if (v.size() < spec.min_items)
+                    return v.empty() ? std::string("the list is empty (it needs at least ") + std::to_string(spec.min_items) +
+                                           (spec.min_items == 1 ? " item)" : " items)")
+                                     : std::to_string(v.size()) + " items, at least " + std::to_string(spec.min_items) + " needed";
+                if (v.size() > spec.max_items)
+                    return std::to_string(v.size()) + " items, at most " + std::to_string(spec.max_items) + " allowed";
                 for (std::size_t i = 0; i < v.size(); ++i) {
                     std::string reason = item_violation(spec, v[i]);
                     if (!reason.empty()) return "item " + std::to_string(i + 1) + ": " + reason;
@@ -186,6 +192,15 @@ KeySpec make_spec(const std::string& path, ValueType type, Value default_value, 
     spec.type = type;
     spec.default_value = std::move(default_value);
     spec.help = help;
+    // A list must not be empty unless its default is (then empty means "none"); Schema::set_items changes it.
+    std::visit(
+        [&spec](const auto& v) {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, std::vector<std::int64_t>> || std::is_same_v<T, std::vector<double>> ||
+                          std::is_same_v<T, std::vector<std::string>>)
+                spec.min_items = v.empty() ? 0 : 1;
+        },
+        spec.default_value);
     return spec;
 }
 }  // namespace
@@ -251,6 +266,26 @@ Schema& Schema::add_string_list_free(const std::string& path, const std::vector<
     return add_key(make_spec(path, ValueType::string_list, default_value, help));
 }
 
+Schema& Schema::set_items(const std::string& path, std::size_t min_items, std::size_t max_items) {
+    auto found = index_.find(path);
+    ICLAB_CHECK(found != index_.end(), "config schema: set_items of an undeclared key: " << path);
+    KeySpec& spec = keys_[found->second];
+    ICLAB_CHECK(spec.type == ValueType::int_list || spec.type == ValueType::float_list || spec.type == ValueType::string_list,
+                "config schema: set_items of " << path << ", which is not a list");
+    ICLAB_CHECK(min_items <= max_items, "config schema: empty item range for " << path);
+    spec.min_items = min_items;
+    spec.max_items = max_items;
+    const std::string reason = detail::allowed_violation(spec, spec.default_value);
+    ICLAB_CHECK(reason.empty(), "config schema: default of " << path << ": " << reason);
+    return *this;
+}
+
+Schema& Schema::add_final_rule(Rule rule) {
+    ICLAB_CHECK(static_cast<bool>(rule), "config schema: empty rule");
+    final_rules_.push_back(std::move(rule));
+    return *this;
+}
+
 Schema& Schema::add_rule(Rule rule) {
     ICLAB_CHECK(static_cast<bool>(rule), "config schema: empty rule");
     rules_.push_back(std::move(rule));
@@ -269,6 +304,12 @@ std::string Schema::help_text() const {
     std::vector<std::vector<std::string>> rows;
     for (const KeySpec& spec : keys_) {
         std::string allowed = detail::format_allowed(spec);
+        const bool list = spec.type == ValueType::int_list || spec.type == ValueType::float_list || spec.type == ValueType::string_list;
+        if (list && (spec.min_items > 0 || spec.max_items != static_cast<std::size_t>(-1))) {
+            std::string items = std::to_string(spec.min_items) +
+                                (spec.max_items == static_cast<std::size_t>(-1) ? "+" : "-" + std::to_string(spec.max_items)) + " items";
+            allowed = allowed.empty() ? items : allowed + " " + items;
+        }
         rows.push_back({spec.path, type_name(spec.type), detail::format_value(spec.default_value),
                         allowed.empty() ? "-" : allowed, spec.help});
     }
@@ -325,6 +366,11 @@ std::vector<std::string> Config::get_string_list(const std::string& path) const 
 }
 
 std::string Config::origin(const std::string& path) const { return entry(path).origin; }
+
+bool Config::is_default(const std::string& path) const {
+    const Entry& e = entry(path);
+    return e.value == e.spec.default_value;
+}
 
 void Config::fail(const std::vector<std::string>& paths, const std::string& message) const {
     ICLAB_CHECK(!paths.empty(), "config: fail() needs at least one key");

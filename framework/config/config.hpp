@@ -46,6 +46,9 @@ struct KeySpec {
     std::int64_t int_minimum = 0, int_maximum = 0;  // inclusive, int and int-list keys
     double float_minimum = 0, float_maximum = 0;    // inclusive, float and float-list keys
     std::vector<std::string> allowed;
+    // List keys: how many items (inclusive). By default a list must not be empty unless its default is empty;
+    // Schema::set_items changes it.
+    std::size_t min_items = 0, max_items = static_cast<std::size_t>(-1);
     std::string help;
 };
 
@@ -74,11 +77,18 @@ public:
     Schema& add_string_list_free(const std::string& path, const std::vector<std::string>& default_value,
                                  const std::string& help);
 
+    // The number of items a list key may hold, [min_items, max_items] (e.g. 0 when an empty list means "none").
+    Schema& set_items(const std::string& path, std::size_t min_items, std::size_t max_items = static_cast<std::size_t>(-1));
+
     // Runs after every key has a valid value; reports a violation with Config::fail.
     Schema& add_rule(Rule rule);
 
     const std::vector<KeySpec>& keys() const { return keys_; }
+    // Runs after every rule passed (e.g. the memory estimate, which may assume the other rules' conditions).
+    Schema& add_final_rule(Rule rule);
+
     const std::vector<Rule>& rules() const { return rules_; }
+    const std::vector<Rule>& final_rules() const { return final_rules_; }
     // nullptr when the path is not a declared key.
     const KeySpec* find(const std::string& path) const;
     // True for a proper prefix of a declared key: "model" when "model.layers" is declared.
@@ -96,7 +106,7 @@ private:
     std::unordered_map<std::string, std::size_t> index_;
     std::vector<std::string> sections_;  // order of first appearance
     std::unordered_set<std::string> section_set_;
-    std::vector<Rule> rules_;
+    std::vector<Rule> rules_, final_rules_;
 };
 
 // A fully resolved, validated config: every schema key has a value and an origin.
@@ -113,6 +123,9 @@ public:
 
     // Whether the config's schema declares this key.
     bool has(const std::string& path) const { return index_.count(path) > 0; }
+    // Whether the key holds its schema default (a resolved config.yaml lists defaults too, so this, not the origin,
+    // tells whether a value changes anything).
+    bool is_default(const std::string& path) const;
     // The value as one line of YAML flow text: 2, 0.0003, true, "elu1", [1, 2], ["a", "b"].
     std::string value_text(const std::string& path) const;
 

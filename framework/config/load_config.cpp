@@ -152,6 +152,7 @@ std::string read_config_text(const std::string& path) {
     const auto fail = [&](const std::string& why) { throw InputError("config error: " + path + ": " + why); };
     std::error_code error;
     const fs::file_status status = fs::status(path, error);
+    if (error && error != std::errc::no_such_file_or_directory) fail("cannot open file: " + error.message());  // e.g. a symlink loop
     if (!fs::exists(status)) fail("cannot open file: no such file");
     if (fs::is_directory(status)) fail("cannot open file: it is a directory");
     if (!fs::is_regular_file(status)) fail("cannot open file: not a regular file");
@@ -383,6 +384,22 @@ std::string parse_for_key(const KeySpec& spec, const YAML::Node& node, Value& ou
 
 }  // namespace
 
+namespace {
+// A command-line override whose value is sweep syntax (key=a,b or key=i:j) given to a single run.
+bool looks_like_sweep(const Leaf& leaf) {
+    if (leaf.origin.rfind("command-line override", 0) != 0 || !is_plain_scalar(leaf.node)) return false;
+    const std::string& text = leaf.node.Scalar();
+    if (text.find(',') != std::string::npos) return true;
+    const std::size_t colon = text.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) return false;
+    const auto digits = [](const std::string& part) {
+        std::size_t start = !part.empty() && part[0] == '-' ? 1 : 0;
+        return part.size() > start && std::all_of(part.begin() + static_cast<long>(start), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    return digits(text.substr(0, colon)) && digits(text.substr(colon + 1));
+}
+}  // namespace
+
 // Resolves the loader's leaves into a Config of `schema` (types, ranges, sets, then rules); InputError listing
 // every problem.
 struct ConfigBuilder {
@@ -430,6 +447,7 @@ Config ConfigBuilder::build(Loader& loader, const std::string& path, const std::
         std::string problem = parse_for_key(*spec, leaf.node, value);
         if (problem.empty()) problem = detail::allowed_violation(*spec, value);
         if (!problem.empty()) {
+            if (looks_like_sweep(leaf)) problem += " (a, b, ... and i:j are sweeps over values: run them with iclab run -m)";
             loader.errors.push_back(error_line(leaf.origin, leaf.path, problem));
             continue;
         }
@@ -447,8 +465,10 @@ Config ConfigBuilder::build(Loader& loader, const std::string& path, const std::
     }
 
     // Rules read values, so they run only once every value is valid; each failing rule adds its line.
-    if (loader.errors.empty()) {
-        for (const Schema::Rule& rule : schema.rules()) {
+    // Final rules (the run's size) only once every rule passed.
+    for (const auto* rules : {&schema.rules(), &schema.final_rules()}) {
+        if (!loader.errors.empty()) break;
+        for (const Schema::Rule& rule : *rules) {
             try {
                 rule(config);
             } catch (const InputError& e) {

@@ -23,7 +23,8 @@ std::filesystem::path make_run_dir(const std::filesystem::path& results_root, co
                                    bool overwrite) {
     std::error_code error;
     std::filesystem::create_directories(results_root, error);
-    ICLAB_CHECK(!error, "cannot create results folder " << results_root.string() << ": " << error.message());
+    // Bad input, not a failure of iclab's (the config rule on output.dir catches most of it before this point).
+    ICLAB_INPUT_CHECK(!error, "output.dir: cannot create the results folder " << results_root.string() << ": " << error.message());
     const std::string base = sanitize_run_name(name);
 
     // A bound on the suffix only to turn a runaway loop (e.g. a file system that reports every name

@@ -2,6 +2,9 @@
 // This is the one place where config meets model (config -> task -> model -> experiment -> results).
 #include "framework/run/config_keys.hpp"
 
+#include <filesystem>
+#include <system_error>
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -128,6 +131,18 @@ void add_model_keys(config::Schema& schema) {
                          "features phi(q)^T sum phi(k) can be zero or negative; use model.normalizer: none");
         })
         .add_rule([](const config::Config& cfg) {
+            // Softmax attention reads none of linearized attention's keys: a value other than the default would change
+            // nothing, silently. (A resolved config.yaml lists every key with its default, so the value decides.)
+            if (cfg.get_string("model.attention") != "softmax") return;
+            for (const char* key : {"model.feature_map", "model.random_features", "model.orthogonal_features",
+                                    "model.performer_input_scale", "model.normalizer", "model.normalizer_eps",
+                                    "model.unnormalized_scale", "model.attention_bias_d"})
+                if (!cfg.is_default(key))
+                    cfg.fail({key, "model.attention"}, std::string(key) + " = " + cfg.value_text(key) +
+                                                           " belongs to linearized attention; softmax attention does not read "
+                                                           "it (remove it, or use model.attention: linear)");
+        })
+        .add_rule([](const config::Config& cfg) {
             if (cfg.get_string("model.attention") == "softmax" && cfg.get_bool("model.attention_bias_trainable"))
                 cfg.fail({"model.attention_bias_trainable", "model.attention"},
                          "softmax attention has no b_KV, b_D (they belong to linearized attention, paper 000 Eq. 13)");
@@ -173,12 +188,42 @@ void add_train_keys(config::Schema& schema) {
         });
 }
 
+namespace {
+// output.dir must be a folder or creatable as one: its nearest existing ancestor is a folder (checked here, so that a
+// regular file in the way is refused before any run folder is made).
+void check_output_dir(const config::Config& cfg) {
+    namespace fs = std::filesystem;
+    const std::string dir = cfg.get_string("output.dir");
+    if (dir.empty()) cfg.fail({"output.dir"}, "output.dir is empty (use . for the working directory)");
+    for (char c : dir)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+            cfg.fail({"output.dir"}, "output.dir holds a control character (code " + std::to_string(static_cast<int>(c)) + ")");
+    if (dir.size() > 4096) cfg.fail({"output.dir"}, "output.dir is longer than 4096 characters");
+    fs::path existing = fs::path(dir).lexically_normal();
+    while (true) {
+        std::error_code error;
+        const fs::file_status status = fs::status(existing, error);
+        if (fs::exists(status)) {
+            if (!fs::is_directory(status))
+                cfg.fail({"output.dir"}, "output.dir '" + dir + "': " + existing.string() + " exists and is not a folder");
+            return;
+        }
+        if (error && error != std::errc::no_such_file_or_directory)
+            cfg.fail({"output.dir"}, "output.dir '" + dir + "': " + existing.string() + ": " + error.message());
+        if (!existing.has_relative_path() || existing.parent_path() == existing) return;  // nothing exists up to the root
+        existing = existing.parent_path();
+        if (existing.empty()) existing = ".";
+    }
+}
+}  // namespace
+
 void add_output_keys(config::Schema& schema) {
     schema.add_int("seed", 0, 0, std::numeric_limits<std::int64_t>::max(),
                    "seed of every random draw (initialization, data, evaluation set)")
         .add_string_free("output.dir", "results", "folder that receives run folders (relative to the working directory)")
         .add_string_free("output.name", "", "run folder name (empty: <experiment>_<config>[_<overrides>]_seed<k>)")
-        .add_bool("output.checkpoint", true, "store the trained parameters in results.h5 /checkpoint");
+        .add_bool("output.checkpoint", true, "store the trained parameters in results.h5 /checkpoint")
+        .add_rule(check_output_dir);
 }
 
 model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t vocab, std::size_t max_seq_len) {

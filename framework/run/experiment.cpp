@@ -1,6 +1,7 @@
 #include "framework/run/experiment.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <yaml-cpp/yaml.h>
 
@@ -37,10 +38,16 @@ config::Schema Experiment::schema() const {
         add_regression_task_keys(schema);
     }
     if (declare_keys) declare_keys(schema);
+    // After every other rule: the run's size (the estimate may assume the other rules' conditions, e.g. heads | width).
+    if (estimate)
+        schema.add_final_rule([estimate = estimate](const config::Config& cfg) { check_run_estimate(cfg, estimate(cfg)); });
     return schema;
 }
 
 Catalog::Catalog(std::vector<Experiment> experiments) : experiments_(std::move(experiments)) {
+    for (const auto& experiment : experiments_)
+        ICLAB_CHECK(static_cast<bool>(experiment.estimate) && static_cast<bool>(experiment.run),
+                    "experiment " << experiment.name << " has no estimate of its memory and work (Experiment::estimate)");
     for (std::size_t i = 0; i < experiments_.size(); ++i)
         for (std::size_t j = 0; j < i; ++j)
             ICLAB_CHECK(experiments_[i].name != experiments_[j].name, "experiment " << experiments_[i].name << " listed twice");
@@ -61,9 +68,9 @@ std::string Catalog::peek_experiment_name(const std::string& config_path, const 
     std::filesystem::path path = config_path;
     std::vector<std::string> seen;
     for (std::size_t depth = 0; depth < config::kMaxInheritDepth; ++depth) {
-        std::error_code error;  // a name too long, a loop: load_config reports it as an input error; let it
-        const std::string identity = std::filesystem::weakly_canonical(path, error).string();
-        if (error) return "";
+        std::error_code error;  // a symlink loop or an unreadable folder: read_config_text below names it (exit 2)
+        std::filesystem::path canonical = std::filesystem::weakly_canonical(path, error);
+        const std::string identity = (error ? path.lexically_normal() : canonical).string();
         // A cycle or an over-deep chain: load_config names it with file and line; let it.
         if (std::find(seen.begin(), seen.end(), identity) != seen.end()) return "";
         seen.push_back(identity);
@@ -98,6 +105,9 @@ config::Config Catalog::load_config(const std::string& config_path, const std::v
 RunOutcome Catalog::run(const config::Config& cfg, const RunOptions& options) const {
     const Experiment& experiment = find(cfg.get_string("experiment"));
     const RunContext context{cfg, options, *this};
+    const RunEstimate estimate = experiment.estimate(cfg);
+    if (!options.quiet && estimate.flops >= kPrintEstimateFlops)
+        std::fprintf(stderr, "[iclab] %s: estimated %s\n", experiment.name.c_str(), describe_estimate(estimate).c_str());
     return experiment.run(context);
 }
 

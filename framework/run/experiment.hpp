@@ -13,6 +13,7 @@
 
 #include "framework/config/config.hpp"
 #include "framework/core/rng.hpp"
+#include "framework/run/memory_estimate.hpp"
 #include "framework/run/run_options.hpp"
 
 namespace iclab::run {
@@ -46,6 +47,9 @@ struct Experiment {
     // Declares the experiment's own keys and cross-key rules (may be empty).
     std::function<void(config::Schema&)> declare_keys;
     std::function<RunOutcome(const RunContext&)> run;
+    // The run's memory and work from a validated config (required: the Catalog refuses an experiment without it).
+    // `iclab run` refuses a run that cannot fit (exit 2, before its folder exists) and prints a long run's estimate.
+    std::function<RunEstimate(const config::Config&)> estimate;
 
     // `experiment` (allowed: this name), the key groups in KeyGroup order, then the experiment's own keys.
     config::Schema schema() const;

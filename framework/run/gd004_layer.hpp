@@ -50,6 +50,7 @@ inline void require_004_layer(const config::Config& cfg, const std::string& expe
          "read_in identity, read_out slice");
     need(cfg.get_string("task.format") == "stacked" && cfg.get_int("task.queries") == 1 && cfg.get_string("task.kind") == "linear",
          "task.format", "stacked tokens, one query, linear task");
+    need(cfg.get_string("task.w_mode") == "fixed", "task.w_mode", "one fixed task W (task.w_mode fixed, paper 004 A.3's single task)");
 }
 
 }  // namespace iclab::run

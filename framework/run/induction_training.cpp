@@ -24,6 +24,7 @@ void add_induction_task_keys(config::Schema& schema) {
     schema.add_int("task.seq_len", 64, 2, 1 << 20, "T: model inputs per sequence (T + 1 tokens are drawn)")
         .add_string_list_free("task.triggers", {"a", "b", "c", "d", "e"},
                          "trigger letters (paper 000 §6.2: a, b, c, d, e)")
+        .set_items("task.triggers", 0)  // empty: the task's own rule says "at least one trigger"
         .add_string("task.successors", "non_trigger", {"non_trigger", "any"},
                     "draw committed successors from the non-trigger letters (default: avoids loops like "
                     "'aaaa') or from the whole vocabulary (the paper's literal wording)")

@@ -1,32 +1,113 @@
 #include "framework/run/memory_estimate.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "framework/core/measure.hpp"
 
 namespace iclab::run {
 
+namespace {
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+double sequence_length(const config::Config& cfg) {
+    return cfg.has("task.seq_len") ? static_cast<double>(cfg.get_int("task.seq_len"))
+                                   : static_cast<double>(cfg.get_int("task.examples") + cfg.get_int("task.queries"));
+}
+}  // namespace
+
+std::string describe_estimate(const RunEstimate& e) {
+    const double seconds = e.flops / kNominalFlopsPerSecond;
+    char time[64];
+    if (seconds < 120) std::snprintf(time, sizeof time, "%.0f s", seconds);
+    else if (seconds < 7200) std::snprintf(time, sizeof time, "%.0f min", seconds / 60);
+    else if (seconds < 3 * 86400) std::snprintf(time, sizeof time, "%.1f h", seconds / 3600);
+    else std::snprintf(time, sizeof time, "%.0f days", seconds / 86400);
+    char text[200];
+    std::snprintf(text, sizeof text, "about %.3g GiB, %.2g FLOP (about %s at %.0f GFLOP/s)", e.memory_gib, e.flops, time,
+                  kNominalFlopsPerSecond / 1e9);
+    return text;
+}
+
+void check_run_estimate(const config::Config& cfg, const RunEstimate& e) {
+    std::vector<std::string> keys = e.keys.empty() ? std::vector<std::string>{"experiment"} : e.keys;
+    const double available = available_memory_gib();
+    char text[600];
+    if (available > 0.0 && e.memory_gib > available) {
+        std::snprintf(text, sizeof text, "this run needs about %.3g GiB, this machine has %.3g GiB available; lower %s",
+                      e.memory_gib, available, keys.front().c_str());
+        std::string message = text;
+        for (std::size_t i = 1; i < keys.size(); ++i) message += (i + 1 == keys.size() ? " or " : ", ") + keys[i];
+        cfg.fail(keys, message + " (estimate: " + describe_estimate(e) + ")");
+    }
+    if (e.flops > kMaxRunFlops) {
+        std::snprintf(text, sizeof text, "this run would take %s; iclab refuses runs of more than %.0e FLOP; lower %s",
+                      describe_estimate(e).c_str(), kMaxRunFlops, keys.front().c_str());
+        std::string message = text;
+        for (std::size_t i = 1; i < keys.size(); ++i) message += (i + 1 == keys.size() ? " or " : ", ") + keys[i];
+        cfg.fail(keys, message);
+    }
+}
+
 MemoryEstimate estimate_training_memory(const config::Config& cfg) {
     const double L = static_cast<double>(cfg.get_int("model.layers")), C = static_cast<double>(cfg.get_int("model.width"));
     const double H = static_cast<double>(cfg.get_int("model.heads"));
     const double mlp = cfg.get_bool("model.mlp") ? static_cast<double>(cfg.get_int("model.mlp_ratio")) : 0.0;
     const bool tokens = cfg.has("task.seq_len");
-    const double T = tokens ? static_cast<double>(cfg.get_int("task.seq_len"))
-                            : static_cast<double>(cfg.get_int("task.examples") + cfg.get_int("task.queries"));
+    const double T = sequence_length(cfg);
     const double V = tokens ? 52.0 : 64.0;  // output width: the induction vocabulary, or a bound for vector tasks
     const double B = static_cast<double>(cfg.get_int("train.batch_size"));
     const double bytes = cfg.has("model.dtype") && cfg.get_string("model.dtype") == "float64" ? 8.0 : 4.0;
-    const double gib = 1024.0 * 1024.0 * 1024.0;
 
     MemoryEstimate e;
     // Per block: q, k, v, o projections 4C^2 and the MLP 2 mlp C^2; embedding and unembedding V C each.
     const double blocks = cfg.has("model.shared_layers") && cfg.get_bool("model.shared_layers") ? 1.0 : L;
     e.parameters = blocks * (4.0 * C * C + 2.0 * mlp * C * C + 10.0 * C) + 2.0 * V * C;
-    e.state_gib = 4.0 * e.parameters * bytes / gib;
+    e.state_gib = 4.0 * e.parameters * bytes / kGib;
     // Saved per token and layer: LayerNorm outputs, q, k, v, attention output, residuals (~12 C), the MLP's hidden
     // pre- and post-activation (2 mlp C) and one row of attention weights per head (H T, the quadratic form); logits
-    // and their softmax per token (3 V).
-    e.activations_gib = B * T * (L * ((12.0 + 2.0 * mlp) * C + H * T) + 3.0 * V) * bytes / gib;
+    // and their softmax per token (3 V). Performer features: q and k features per head (2 H R).
+    const double features = cfg.has("model.feature_map") && cfg.get_string("model.attention") == "linear" &&
+                                    cfg.get_string("model.feature_map") == "performer"
+                                ? 2.0 * H * static_cast<double>(cfg.get_int("model.random_features"))
+                                : 0.0;
+    e.activations_gib = B * T * (L * ((12.0 + 2.0 * mlp) * C + H * T + features) + 3.0 * V) * bytes / kGib;
+    return e;
+}
+
+double transformer_forward_flops(const config::Config& cfg, double T, double V) {
+    const double L = static_cast<double>(cfg.get_int("model.layers")), C = static_cast<double>(cfg.get_int("model.width"));
+    const double H = static_cast<double>(cfg.get_int("model.heads"));
+    const double mlp = cfg.get_bool("model.mlp") ? static_cast<double>(cfg.get_int("model.mlp_ratio")) : 0.0;
+    const bool performer = cfg.has("model.feature_map") && cfg.get_string("model.attention") == "linear" &&
+                           cfg.get_string("model.feature_map") == "performer";
+    const double R = performer ? static_cast<double>(cfg.get_int("model.random_features")) : C / H;
+    // Per token and layer: the projections and the MLP (2 flops per weight), the features (2 D R per head for q and
+    // k), and attention over T keys (quadratic form: scores and weighted values, 4 T times the feature width).
+    const double per_token_layer = 2.0 * (4.0 + 2.0 * mlp) * C * C + (performer ? 4.0 * C * R : 0.0) + 4.0 * T * H * R;
+    return T * (L * per_token_layer + 2.0 * V * C);
+}
+
+double inference_memory_gib(const config::Config& cfg, double B, double T, double V) {
+    const double L = static_cast<double>(cfg.get_int("model.layers")), C = static_cast<double>(cfg.get_int("model.width"));
+    const double H = static_cast<double>(cfg.get_int("model.heads"));
+    const double mlp = cfg.get_bool("model.mlp") ? static_cast<double>(cfg.get_int("model.mlp_ratio")) : 0.0;
+    const double bytes = cfg.get_string("model.dtype") == "float64" ? 8.0 : 4.0;
+    const double parameters = L * (4.0 + 2.0 * mlp) * C * C + 2.0 * V * C;
+    return (parameters + B * T * ((12.0 + 2.0 * mlp) * C + H * T + 2.0 * V)) * bytes / kGib;
+}
+
+RunEstimate estimate_training(const config::Config& cfg) {
+    const MemoryEstimate m = estimate_training_memory(cfg);
+    const double T = sequence_length(cfg), V = cfg.has("task.seq_len") ? 52.0 : 64.0;
+    const double steps = static_cast<double>(cfg.get_int("train.steps")), B = static_cast<double>(cfg.get_int("train.batch_size"));
+    const double forward = transformer_forward_flops(cfg, T, V);
+    const double evaluations = std::floor(steps / static_cast<double>(cfg.get_int("eval.every"))) + 1.0;
+    RunEstimate e;
+    e.memory_gib = m.total_gib() + static_cast<double>(cfg.get_int("eval.sequences")) * T * 16.0 * 8.0 / kGib;
+    e.flops = steps * B * 3.0 * forward + evaluations * static_cast<double>(cfg.get_int("eval.sequences")) * forward;
+    e.keys = {"model.width", "model.layers", "train.batch_size", "train.steps"};
     return e;
 }
 

@@ -1,12 +1,38 @@
 #pragma once
-// What a training run will hold in memory, estimated from its config before anything is allocated, so that a
-// config that cannot fit is refused at validation (exit 2) instead of dying in std::bad_alloc after the run folder
-// was made (issue 15: width 4096 x 64 layers, or seq_len and batch of 2^20).
+// What a run will hold in memory and how much arithmetic it will do, estimated from its config before anything is
+// allocated. Every experiment provides its estimate (Experiment::estimate); `iclab run` refuses at validation (exit 2,
+// before the run folder exists) a config whose memory estimate exceeds the machine's available memory or whose work
+// exceeds kMaxRunFlops, and prints the estimate before a long run starts (issues 15, 20: width 4096 x 64 layers,
+// lsa_gd's std::bad_alloc, 2^20 random features).
 #include <string>
+#include <vector>
 
 #include "framework/config/config.hpp"
 
 namespace iclab::run {
+
+// A run's size: estimates within ~2-4x (the large tensors and the dominant loops only).
+struct RunEstimate {
+    double memory_gib = 0;  // the largest allocations alive at once
+    double flops = 0;       // arithmetic of the whole run (a multiply-add counts 2)
+    // The keys that set the size, named in a refusal (the first one's file:line leads the message).
+    std::vector<std::string> keys;
+};
+
+// Nominal throughput for the printed time. Measured as estimate / wall time on this 2-core machine: 37-103 GFLOP/s
+// (quick lsa_gd 12 s, quick gd_duals 2 s, paper induction_head 6 min, paper bias_training ~11.5 min a run on one
+// thread, cpu2 prefix_vs_causal, paper iclca_exactness 89 min); a loaded machine is slower.
+constexpr double kNominalFlopsPerSecond = 5e10;
+// Work refused outright: ~23 days at the nominal rate (the largest paper profile is ~1e15 FLOP).
+constexpr double kMaxRunFlops = 1e17;
+// Runs of at least this much work print their estimate before starting (~10 s at the nominal rate).
+constexpr double kPrintEstimateFlops = 5e11;
+
+// "about 2.1 GiB, 3.4e+12 FLOP (about 6 min at 10 GFLOP/s)".
+std::string describe_estimate(const RunEstimate& estimate);
+
+// The validation rule: cfg.fail on estimate.keys naming the estimate and the limit.
+void check_run_estimate(const config::Config& cfg, const RunEstimate& estimate);
 
 struct MemoryEstimate {
     double parameters = 0;    // values
@@ -19,7 +45,18 @@ struct MemoryEstimate {
 // task.examples + task.queries (vector tasks). An estimate within ~2x: it counts the large tensors only.
 MemoryEstimate estimate_training_memory(const config::Config& cfg);
 
-// The validation rule: fails naming the estimate and the machine's available memory when the estimate exceeds it.
+// A transformer trained from the model/train keys: memory as estimate_training_memory, FLOPs of train.steps steps
+// (forward + backward = 3 forwards) and of the evaluations (eval.sequences every eval.every steps).
+RunEstimate estimate_training(const config::Config& cfg);
+
+// FLOPs of one forward pass of a model of the model keys over one sequence of T tokens with an output width V.
+double transformer_forward_flops(const config::Config& cfg, double T, double V);
+
+// Memory of a model of the model keys in inference mode on B sequences of T tokens, output width V: the parameters
+// and one layer's activations (q, k, v, MLP, attention rows), the logits.
+double inference_memory_gib(const config::Config& cfg, double B, double T, double V);
+
+// The validation rule of the training experiments: fails naming the estimate and the machine's available memory.
 void check_training_memory(const config::Config& cfg);
 
 }  // namespace iclab::run
