@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# libFuzzer (clang) targets for the two readers of untrusted input: the config loader and the HDF5 results reader.
-#   scripts/fuzz.sh [config|results_reader] [RUNS]      default: both, 1000000 runs each
+# libFuzzer (clang) targets for the readers of untrusted input: the config loader, the HDF5 results reader and the
+# adapter readers (ICLCA and ICLAA adapter files).
+#   scripts/fuzz.sh [config|results_reader|adapter_reader] [RUNS]      default: all three, 1000000 runs each
 #   FUZZ_SECONDS=N stops each target after N seconds if RUNS are not done by then (libFuzzer -max_total_time)
 # Builds tests/fuzz/fuzz_<target>.cpp with -fsanitize=fuzzer,address,undefined into build-fuzz/, seeds the corpus
-# (configs/**/*.yaml for the config loader; a small results file the target writes itself for the reader), runs
+# (configs/**/*.yaml for the config loader; a small results file, or small adapters, the target writes itself), runs
 # RUNS executions and prints libFuzzer's final stats. Findings are written to build-fuzz/<target>/crash-*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/apt_ensure.sh
 apt_ensure "fuzz setup" clang libyaml-cpp-dev libhdf5-dev
-targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader)
+targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader adapter_reader)
 runs="${2:-1000000}"
 out=build-fuzz; mkdir -p "$out"
 hdf5_flags=$(pkg-config --cflags --libs hdf5-serial 2>/dev/null || echo "-I/usr/include/hdf5/serial -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5")
 common=(-std=c++17 -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
 export ICLAB_FUZZ_TMP=$(mktemp -d); trap 'rm -rf "$ICLAB_FUZZ_TMP"' EXIT
 for target in "${targets[@]}"; do
+  max_len=4096
   case "$target" in
     config)
       clang++ "${common[@]}" tests/fuzz/fuzz_config.cpp framework/config/config.cpp framework/config/load_config.cpp \
@@ -24,14 +26,22 @@ for target in "${targets[@]}"; do
       printf 'inherit: base.yaml\nmodel:\n  width: 64\n\xffmodel.heads=3\ntrain.lr=.inf\n' > "$out/config/corpus/overrides.yaml"
       ;;
     results_reader)
-      clang++ "${common[@]}" tests/fuzz/fuzz_results_reader.cpp framework/io/results_file.cpp $hdf5_flags -lhdf5_cpp \
-        -o "$out/fuzz_results_reader"
+      clang++ "${common[@]}" tests/fuzz/fuzz_results_reader.cpp framework/io/results_reader.cpp framework/io/results_writer.cpp \
+        $hdf5_flags -lhdf5_cpp -o "$out/fuzz_results_reader"
       mkdir -p "$out/results_reader/corpus"
       ICLAB_FUZZ_SEED="$out/results_reader/corpus/seed.h5" "$out/fuzz_results_reader" -runs=0 >/dev/null 2>&1 || true
       ;;
-    *) echo "fuzz: unknown target $target (config, results_reader)" >&2; exit 2 ;;
+    adapter_reader)
+      clang++ "${common[@]}" -I/usr/include/xtensor-blas tests/fuzz/fuzz_adapter_reader.cpp framework/icl/adapter_io.cpp \
+        framework/icl/iclaa_adapter_io.cpp framework/icl/rope_convention.cpp framework/io/results_reader.cpp \
+        framework/io/results_writer.cpp $hdf5_flags -lhdf5_cpp -o "$out/fuzz_adapter_reader"
+      mkdir -p "$out/adapter_reader/corpus"
+      ICLAB_FUZZ_SEED_DIR="$out/adapter_reader/corpus" "$out/fuzz_adapter_reader" -runs=0 >/dev/null 2>&1 || true
+      max_len=$(( $(stat -c %s "$out"/adapter_reader/corpus/* | sort -n | tail -1) + 1024 ))  # adapters are a few kB: no truncated seed
+      ;;
+    *) echo "fuzz: unknown target $target (config, results_reader, adapter_reader)" >&2; exit 2 ;;
   esac
   echo "== fuzz_$target: $runs runs" >&2
-  (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=1 "../fuzz_$target" -runs="$runs" -max_total_time="${FUZZ_SECONDS:-0}" -max_len=4096 -timeout=10 \
+  (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=1 "../fuzz_$target" -runs="$runs" -max_total_time="${FUZZ_SECONDS:-0}" -max_len="$max_len" -timeout=10 \
      -rss_limit_mb=2048 -print_final_stats=1 corpus 2>&1 | grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done|ERROR|SUMMARY|crash-|timeout-|leak-" ) || true
 done
