@@ -205,7 +205,6 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
     // with buffers of another size); a learned map pairs its columns, so F is even.
     ICLAB_INPUT_CHECK(exp_linear || F == D, file << ": attribute features = " << F << " but an elu1 map has F = head_dim = " << D);
     ICLAB_INPUT_CHECK(a.feature_map != "learned" || F % 2 == 0, file << ": attribute features = " << F << " is odd, a learned map's F is even");
-    ICLAB_INPUT_CHECK(H * F * D < (std::size_t{1} << 31), file << ": model_heads, features and head_dim give " << H * F * D << " values per layer");
     const double input_scale = reader.read_attr_double("/", present("input_scale"));
     const double lambda = reader.read_attr_double("/", present("lambda"));
     ICLAB_INPUT_CHECK(input_scale == expected_input_scale(a.feature_map, D),
@@ -226,6 +225,10 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
                       file << ": attribute model_layers = " << L << " (feature_map " << a.feature_map << ") but /iclaa holds "
                            << (reader.has("/iclaa") ? reader.list("/iclaa").size() : 0) << " datasets, not " << (exp_linear ? 6 : 4) << " per layer");
 
+    // H is bounded by what the file stores before L·H maps are allocated (layer 0's log_b_d has H values).
+    const std::string first_scales = layer_path(0, "log_b_d");
+    ICLAB_INPUT_CHECK(reader.has(first_scales) && reader.read_tensor_double(first_scales).shape == std::vector<std::size_t>{H},
+                      file << ": " << first_scales << " is missing or does not hold model_heads = " << H << " values");
     a.maps.assign(L, std::vector<nn::KernelFeatures<double>>(H));
     a.terms = PromptTerms(L, std::vector<nn::SoftmaxPromptHead<double>>(H));
     const auto shaped = [&](std::size_t l, const char* what, std::vector<std::size_t> shape) {

@@ -56,6 +56,7 @@ struct Table {
     // InputError naming the table and the column when it is missing (or not numbers / not strings).
     const Column& column(const std::string& name) const;
     std::vector<double> numbers(const std::string& name) const;  // a float or integer column, as double
+    const std::vector<int64_t>& integers(const std::string& name) const;
     const std::vector<std::string>& strings(const std::string& name) const;
 };
 

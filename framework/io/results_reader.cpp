@@ -193,7 +193,11 @@ std::vector<std::string> ResultsReader::read_column_string(const std::string& pa
                     "it is not a 1-D column of strings");
         const H5::StrType type = dataset.getStrType();  // stored type: no ASCII <-> UTF-8 conversion
         ICLAB_INPUT_CHECK(type.isVariableStr(), "it holds fixed-length strings (this writer never does)");
-        std::vector<char*> pointers(static_cast<size_t>(space.getSimpleExtentNpoints()), nullptr);
+        const size_t count = static_cast<size_t>(space.getSimpleExtentNpoints());
+        // A damaged header can claim any count: every stored string takes at least one byte of the dataset's storage.
+        ICLAB_INPUT_CHECK(count <= dataset.getStorageSize(), path << " claims " << count << " strings but stores "
+                                                                  << dataset.getStorageSize() << " bytes: the file is damaged");
+        std::vector<char*> pointers(count, nullptr);
         std::vector<std::string> strings;
         if (pointers.empty()) return strings;
         dataset.read(pointers.data(), type);
@@ -297,6 +301,12 @@ std::vector<double> Table::numbers(const std::string& name) const {
     const auto* integers = std::get_if<std::vector<int64_t>>(&found.values);
     ICLAB_INPUT_CHECK(integers != nullptr, "table " << path << ": column " << name << " holds strings, numbers were expected");
     return std::vector<double>(integers->begin(), integers->end());
+}
+
+const std::vector<int64_t>& Table::integers(const std::string& name) const {
+    const auto* integers = std::get_if<std::vector<int64_t>>(&column(name).values);
+    ICLAB_INPUT_CHECK(integers != nullptr, "table " << path << ": column " << name << " does not hold integers");
+    return *integers;
 }
 
 const std::vector<std::string>& Table::strings(const std::string& name) const {
