@@ -17,7 +17,7 @@ hdf5_flags=$(pkg-config --cflags --libs hdf5-serial 2>/dev/null || echo "-I/usr/
 common=(-std=c++17 -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
 export ICLAB_FUZZ_TMP=$(mktemp -d); trap 'rm -rf "$ICLAB_FUZZ_TMP"' EXIT
 for target in "${targets[@]}"; do
-  max_len=4096; extra=()
+  max_len=4096; extra=(); leaks=1
   case "$target" in
     config)
       clang++ "${common[@]}" tests/fuzz/fuzz_config.cpp framework/config/config.cpp framework/config/load_config.cpp \
@@ -40,7 +40,9 @@ for target in "${targets[@]}"; do
       max_len=$(( $(stat -c %s "$out"/adapter_reader/corpus/* | sort -n | tail -1) + 1024 ))  # adapters are a few kB: no truncated seed
       # HDF5 leaks inside a failed H5Fopen (tests/fuzz/lsan_hdf5.supp), and only the slow unwinder sees that far into
       # the uninstrumented library: leaks are checked once per corpus file after fuzzing instead of in the loop.
-      extra=(-detect_leaks=0)
+      # HDF5 1.10 also loops forever in H5HG_read on some damaged global heaps (a vlen string attribute): fork mode
+      # records such inputs as timeout-* and goes on (an open finding, docs/testing.md).
+      extra=(-detect_leaks=0 -fork=1 -ignore_timeouts=1); leaks=0
       ;;
     *) echo "fuzz: unknown target $target (config, results_reader, adapter_reader)" >&2; exit 2 ;;
   esac
@@ -48,9 +50,9 @@ for target in "${targets[@]}"; do
   # -malloc_limit_mb above -rss_limit_mb: HDF5's H5Fopen asks malloc for 4 GiB on some damaged superblocks and fails
   # cleanly when refused (iclab exits 2; without a cap nothing is touched: 22 MB RSS); the RSS limit still holds.
   # lsan_hdf5.supp: a leak inside HDF5's failed H5Fopen (see the file); leaks in iclab's code stay findings.
-  (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions="$PWD/../../tests/fuzz/lsan_hdf5.supp" \
-     "../fuzz_$target" -runs="$runs" -max_total_time="${FUZZ_SECONDS:-0}" -max_len="$max_len" -timeout=10 \
-     -rss_limit_mb=2048 -malloc_limit_mb=8192 -print_final_stats=1 "${extra[@]}" corpus 2>&1 | grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done|ERROR|SUMMARY|crash-|timeout-|leak-" ) || true
+  (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=$leaks LSAN_OPTIONS=suppressions="$PWD/../../tests/fuzz/lsan_hdf5.supp" \
+     "../fuzz_$target" -runs="$runs" -max_total_time="${FUZZ_SECONDS:-0}" -max_len="$max_len" -timeout="${FUZZ_TIMEOUT:-10}" \
+     -rss_limit_mb=2048 -malloc_limit_mb=8192 -print_final_stats=1 "${extra[@]}" corpus 2>&1 | grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done|ERROR|SUMMARY|crash-|timeout-|leak-|INFO: fuzzed|INFO: exiting" ) || true
   if [ "$target" = adapter_reader ]; then
     echo "== fuzz_$target: leak check of the $(ls "$out/$target/corpus" | wc -l) corpus files" >&2
     (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 LSAN_OPTIONS=suppressions="$PWD/../../tests/fuzz/lsan_hdf5.supp" \
