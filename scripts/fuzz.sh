@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# libFuzzer (clang) targets for the two readers of untrusted input: the config loader and the HDF5 results reader.
-#   scripts/fuzz.sh [config|results_reader|sweep_file] [RUNS]      default: all, 1000000 runs each
+# libFuzzer (clang) targets for the readers of untrusted input: the config loader, the HDF5 results reader, the
+# adapter readers (ICLCA and ICLAA adapter files) and the sweep-file / override parser.
+#   scripts/fuzz.sh [config|results_reader|adapter_reader|sweep_file] [RUNS]      default: all four, 1000000 runs each
 #   FUZZ_SECONDS=N stops each target after N seconds if RUNS are not done by then (libFuzzer -max_total_time)
 # Builds tests/fuzz/fuzz_<target>.cpp with -fsanitize=fuzzer,address,undefined into build-fuzz/, seeds the corpus
-# (configs/**/*.yaml for the config loader; a small results file the target writes itself for the reader), runs
+# (configs/**/*.yaml for the config loader; a small results file, or small adapters, the target writes itself), runs
 # RUNS executions and prints libFuzzer's final stats. Findings are written to build-fuzz/<target>/crash-*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/apt_ensure.sh
 apt_ensure "fuzz setup" clang libyaml-cpp-dev libhdf5-dev
-targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader sweep_file)
+targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader adapter_reader sweep_file)
 runs="${2:-1000000}"
 out=build-fuzz; mkdir -p "$out"
 hdf5_flags=$(pkg-config --cflags --libs hdf5-serial 2>/dev/null || echo "-I/usr/include/hdf5/serial -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5")
 common=(-std=c++17 -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
 export ICLAB_FUZZ_TMP=$(mktemp -d); trap 'rm -rf "$ICLAB_FUZZ_TMP"' EXIT
 for target in "${targets[@]}"; do
+  max_len=4096; extra=(); leaks=1
   case "$target" in
     config)
       clang++ "${common[@]}" tests/fuzz/fuzz_config.cpp framework/config/config.cpp framework/config/load_config.cpp \
@@ -24,8 +26,8 @@ for target in "${targets[@]}"; do
       printf 'inherit: base.yaml\nmodel:\n  width: 64\n\xffmodel.heads=3\ntrain.lr=.inf\n' > "$out/config/corpus/overrides.yaml"
       ;;
     results_reader)
-      clang++ "${common[@]}" tests/fuzz/fuzz_results_reader.cpp framework/io/results_file.cpp $hdf5_flags -lhdf5_cpp \
-        -o "$out/fuzz_results_reader"
+      clang++ "${common[@]}" tests/fuzz/fuzz_results_reader.cpp framework/io/results_reader.cpp framework/io/results_writer.cpp \
+        $hdf5_flags -lhdf5_cpp -o "$out/fuzz_results_reader"
       mkdir -p "$out/results_reader/corpus"
       ICLAB_FUZZ_SEED="$out/results_reader/corpus/seed.h5" "$out/fuzz_results_reader" -runs=0 >/dev/null 2>&1 || true
       ;;
@@ -38,9 +40,31 @@ for target in "${targets[@]}"; do
       done
       printf '\1train.lr=1e-3,3e-3\nseed=0:4\ntask.triggers=[a, b],[c]\nname="a,b"\nmodel.layers=1:3' > "$out/sweep_file/corpus/overrides"
       ;;
-    *) echo "fuzz: unknown target $target (config, results_reader, sweep_file)" >&2; exit 2 ;;
+    adapter_reader)
+      clang++ "${common[@]}" -I/usr/include/xtensor-blas tests/fuzz/fuzz_adapter_reader.cpp framework/icl/adapter_io.cpp \
+        framework/icl/iclaa_adapter_io.cpp framework/icl/rope_convention.cpp framework/io/results_reader.cpp \
+        framework/io/results_writer.cpp $hdf5_flags -lhdf5_cpp -o "$out/fuzz_adapter_reader"
+      mkdir -p "$out/adapter_reader/corpus"
+      ICLAB_FUZZ_SEED_DIR="$out/adapter_reader/corpus" "$out/fuzz_adapter_reader" -runs=0 >/dev/null 2>&1 || true
+      max_len=$(( $(stat -c %s "$out"/adapter_reader/corpus/* | sort -n | tail -1) + 1024 ))  # adapters are a few kB: no truncated seed
+      # HDF5 leaks inside a failed H5Fopen (tests/fuzz/lsan_hdf5.supp), and only the slow unwinder sees that far into
+      # the uninstrumented library: leaks are checked once per corpus file after fuzzing instead of in the loop.
+      # HDF5 1.10 also loops forever in H5HG_read on some damaged global heaps (a vlen string attribute): fork mode
+      # records such inputs as timeout-* and goes on (an open finding, docs/testing.md).
+      extra=(-detect_leaks=0 -fork=1 -ignore_timeouts=1); leaks=0
+      ;;
+    *) echo "fuzz: unknown target $target (config, results_reader, adapter_reader, sweep_file)" >&2; exit 2 ;;
   esac
   echo "== fuzz_$target: $runs runs" >&2
-  (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=1 "../fuzz_$target" -runs="$runs" -max_total_time="${FUZZ_SECONDS:-0}" -max_len=4096 -timeout=10 \
-     -rss_limit_mb=2048 -print_final_stats=1 corpus 2>&1 | grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done|ERROR|SUMMARY|crash-|timeout-|leak-" ) || true
+  # -malloc_limit_mb above -rss_limit_mb: HDF5's H5Fopen asks malloc for 4 GiB on some damaged superblocks and fails
+  # cleanly when refused (iclab exits 2; without a cap nothing is touched: 22 MB RSS); the RSS limit still holds.
+  # lsan_hdf5.supp: a leak inside HDF5's failed H5Fopen (see the file); leaks in iclab's code stay findings.
+  (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=$leaks LSAN_OPTIONS=suppressions="$PWD/../../tests/fuzz/lsan_hdf5.supp" \
+     "../fuzz_$target" -runs="$runs" -max_total_time="${FUZZ_SECONDS:-0}" -max_len="$max_len" -timeout="${FUZZ_TIMEOUT:-10}" \
+     -rss_limit_mb=2048 -malloc_limit_mb=8192 -print_final_stats=1 "${extra[@]}" corpus 2>&1 | grep -E "stat::number_of_executed_units|stat::peak_rss_mb|Done|ERROR|SUMMARY|crash-|timeout-|leak-|INFO: fuzzed|INFO: exiting" ) || true
+  if [ "$target" = adapter_reader ]; then
+    echo "== fuzz_$target: leak check of the $(ls "$out/$target/corpus" | wc -l) corpus files" >&2
+    (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=1:fast_unwind_on_malloc=0 LSAN_OPTIONS=suppressions="$PWD/../../tests/fuzz/lsan_hdf5.supp" \
+       "../fuzz_$target" -rss_limit_mb=2048 -malloc_limit_mb=8192 corpus/* 2>&1 | grep -E "ERROR|SUMMARY|Executed" | tail -3) || true
+  fi
 done

@@ -124,9 +124,10 @@ RunOutcome run_bias_training(const RunContext& context) {
         const io::ResultsReader reader(sub_dir / kResultsFile);
         std::vector<io::Column> curves;
         std::vector<double> steps, accuracy, train_loss, denominator;
-        std::stringstream order(reader.read_attr_string("/curves", "column_order"));
-        for (std::string name; std::getline(order, name, ',');) {
-            std::vector<double> column = reader.read_column_double("/curves/" + name);
+        const io::Table curve_table = reader.read_table("/curves");  // columns of one length, checked
+        for (const auto& stored : curve_table.columns) {
+            const std::string& name = stored.name;
+            std::vector<double> column = curve_table.numbers(name);
             if (name == "step") steps = column;
             if (name == "icl_accuracy") accuracy = column;
             if (name == "train_loss") train_loss = column;
@@ -137,10 +138,11 @@ RunOutcome run_bias_training(const RunContext& context) {
                     sub_dir.string() << ": /curves lacks step, train_loss or icl_accuracy rows");
         io::ResultsWriter& w = run.results();
         w.write_columns("/curves/" + sub.name(), curves);
-        w.write_columns("/steps/" + sub.name(), {{"step", reader.read_column_int64("/steps/step")},
-                                                 {"loss", reader.read_column_double("/steps/loss")},
-                                                 {"lr", reader.read_column_double("/steps/lr")},
-                                                 {"grad_norm", reader.read_column_double("/steps/grad_norm")}});
+        const io::Table step_table = reader.read_table("/steps");
+        w.write_columns("/steps/" + sub.name(), {{"step", step_table.integers("step")},
+                                                 {"loss", step_table.numbers("loss")},
+                                                 {"lr", step_table.numbers("lr")},
+                                                 {"grad_norm", step_table.numbers("grad_norm")}});
         SubRunNumbers n;
         for (double threshold : thresholds) {
             double first = kNaN;

@@ -13,6 +13,7 @@
 #include "experiments/registry.hpp"
 #include "framework/core/check.hpp"
 #include "framework/core/rng.hpp"
+#include "framework/io/output_path.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/checkpoint_io.hpp"
@@ -135,9 +136,10 @@ void bench(const BenchOptions& options) {
                       "in-context regression model (task.kind, task.format); "
                           << options.config_path << " is a " << cfg.get_string("experiment") << " config");
     // Refuse an existing output before spending minutes measuring.
-    for (const std::string& path : {options.out, options.export_path})
-        ICLAB_INPUT_CHECK(path.empty() || options.overwrite || !std::filesystem::exists(path),
-                          path << " exists (--overwrite replaces it)");
+    if (!options.out.empty()) io::check_output_file(options.out, options.overwrite, "iclab bench --out");
+    if (!options.export_path.empty()) io::check_output_file(options.export_path, options.overwrite, "iclab bench --export");
+    ICLAB_INPUT_CHECK(options.out.empty() || options.export_path.empty() || !io::same_output_file(options.out, options.export_path),
+                      "iclab bench: --out and --export name the same file " << options.out << ": give two files");
     if (regression && !induction)
         bench_regression(cfg, options);
     else

@@ -10,6 +10,7 @@
 #include "framework/icl/feature_fit.hpp"
 #include "framework/icl/iclaa_adapter.hpp"
 #include "framework/icl/iclca.hpp"
+#include "framework/io/output_path.hpp"
 #include "framework/run/finished_run.hpp"
 
 namespace iclab::cli {
@@ -24,11 +25,36 @@ void convert_iclaa(const ConvertOptions& options, const std::vector<std::int32_t
     } catch (const InputError& error) {
         throw InputError("iclab convert --method iclaa: cannot convert a prompt for " + options.run_dir.string() + ": " + error.what());
     }
+    // Composition reconverts [X'_1; X'_2] (spec §1.5) with the base's feature map: its kind, F, seed and RoPE convention are
+    // inherited, and a flag given with another value is refused (the composed adapter has one map).
+    std::string feature_map = options.feature_map, convention = options.rope_convention;
+    std::size_t features = options.features;
+    std::uint64_t seed = options.seed;
+    std::size_t fit_steps = options.fit_steps;
     std::vector<std::int32_t> context;
     std::string context_text;
-    for (const auto& file : options.adapters) {
+    for (std::size_t i = 0; i < options.adapters.size(); ++i) {
+        const auto& file = options.adapters[i];
         const icl::IclaaAdapter base = icl::read_iclaa_adapter(file);
         icl::check_iclaa_adapter(model, base, file.string());
+        const std::string base_convention = icl::rope_convention_name(base.convention);
+        const auto agree = [&](bool given_or_later, bool same, const char* flag, const std::string& ours, const std::string& theirs) {
+            ICLAB_INPUT_CHECK(!given_or_later || same, "iclab convert: the base adapter " << file.string() << " was converted with " << flag << " "
+                                                           << theirs << ", not " << ours << ": a composed adapter keeps its base's "
+                                                           << flag << " (leave the flag out to inherit it)");
+        };
+        const bool later = i > 0;  // the second base must agree with the first
+        agree(options.feature_map_given || later, base.feature_map == feature_map, "--feature-map", feature_map, base.feature_map);
+        agree(options.features_given || later, base.features == features, "--random-features", std::to_string(features), std::to_string(base.features));
+        agree(options.seed_given || later, base.seed == seed, "--seed", std::to_string(seed), std::to_string(base.seed));
+        agree(options.rope_convention_given || later, base_convention == convention, "--rope-convention", convention, base_convention);
+        if (base.feature_map == "learned")
+            agree(options.fit_steps_given || later, base.fit_steps == fit_steps, "--fit-steps", std::to_string(fit_steps), std::to_string(base.fit_steps));
+        if (base.feature_map == "learned") fit_steps = base.fit_steps;
+        feature_map = base.feature_map;
+        features = base.features;
+        seed = base.seed;
+        convention = base_convention;
         context.insert(context.end(), base.prompt.begin(), base.prompt.end());
         context_text += base.prompt_text;
     }
@@ -37,22 +63,24 @@ void convert_iclaa(const ConvertOptions& options, const std::vector<std::int32_t
                       "iclab convert: the prompt (with its base adapters' prompts) has " << context.size() << " tokens, the model's RoPE table "
                                                                                         << model.spec().max_seq_len);
     icl::FeatureMapChoice choice;
-    choice.map = options.feature_map;
-    choice.features = options.feature_map == "elu1" ? model.spec().head_dim() : options.features;
-    choice.fit.steps = options.fit_steps;
-    Rng rng(options.seed);
+    choice.map = feature_map;
+    choice.features = feature_map == "elu1" ? model.spec().head_dim() : features;
+    choice.fit.steps = fit_steps;
+    Rng rng(seed);
     icl::FeatureFitReport report;
     const auto start = std::chrono::steady_clock::now();
     icl::LayerHeadMaps maps = icl::build_feature_maps(model, choice, icl::induction_sequence_sampler(loaded.task),
                                                       static_cast<std::size_t>(loaded.task.seq_len), rng, &report);
-    const icl::IclaaAdapter adapter = icl::iclaa_convert(model, context, context_text + options.prompt, std::move(maps), options.feature_map,
-                                                         options.seed, icl::parse_rope_convention(options.rope_convention));
+    icl::IclaaAdapter adapter = icl::iclaa_convert(model, context, context_text + options.prompt, std::move(maps), feature_map, seed,
+                                                         icl::parse_rope_convention(convention));
     const double seconds = seconds_since(start);
+    adapter.fit_steps = feature_map == "learned" ? fit_steps : 0;
     icl::write_iclaa_adapter(options.out, adapter, options.overwrite);
     std::printf("method                ICLAA (approximate: kernel biases for softmax attention, paper 000 §5)\n");
     std::printf("prompt length M       %zu%s\n", context.size(), options.adapters.empty() ? "" : " (base adapters' prompts included)");
-    std::printf("feature map           %s, F %zu, seed %llu, %s\n", options.feature_map.c_str(), adapter.features,
-                static_cast<unsigned long long>(options.seed), icl::rope_convention_name(adapter.convention));
+    std::printf("feature map           %s, F %zu, seed %llu, %s%s\n", feature_map.c_str(), adapter.features,
+                static_cast<unsigned long long>(seed), icl::rope_convention_name(adapter.convention),
+                options.adapters.empty() ? "" : " (the base adapter's)");
     std::printf("adapter bytes (fp32)  %.0f kernel biases + %.0f feature maps\n", adapter.bias_bytes(), adapter.map_bytes());
     std::printf("exact prompt cache    %.0f bytes (fp32 keys and values of every layer and head)\n", adapter.exact_cache_bytes());
     std::printf("conversion            %.2f s\n", seconds);
@@ -64,11 +92,9 @@ void convert_iclaa(const ConvertOptions& options, const std::vector<std::int32_t
 void convert(const ConvertOptions& options) {
     // Everything that can be refused is refused before the model is loaded.
     ICLAB_INPUT_CHECK(!options.out.empty(), "iclab convert: --out ADAPTER.h5 is required");
-    ICLAB_INPUT_CHECK(options.overwrite || !std::filesystem::exists(options.out),
-                      options.out.string() << " already exists: an adapter file is not replaced without --overwrite");
-    const auto out_folder = options.out.parent_path();
-    ICLAB_INPUT_CHECK(out_folder.empty() || std::filesystem::is_directory(out_folder),
-                      "iclab convert: the folder of --out " << options.out.string() << " does not exist");
+    io::check_output_file(options.out, options.overwrite, "iclab convert --out");  // an adapter is never replaced without --overwrite
+    for (const auto& base : options.adapters)
+        ICLAB_INPUT_CHECK(!io::same_output_file(base, options.out), "iclab convert: --out " << options.out.string() << " is also a base --adapter");
     const std::vector<int> letters = tasks::encode_letters(options.prompt);
     ICLAB_INPUT_CHECK(!letters.empty(), "iclab convert: the prompt is empty");
     const std::vector<std::int32_t> prompt(letters.begin(), letters.end());

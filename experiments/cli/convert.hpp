@@ -24,6 +24,10 @@ struct ConvertOptions {
     std::uint64_t seed = 0;                      // of the random features or of the learned map's fit
     std::string rope_convention = "rotate_then_map";
     std::size_t fit_steps = 600;                 // learned maps: Adam steps of the fit
+    // Which of the four were given on the command line: converting on top of an ICLAA adapter inherits the others from
+    // it, and refuses a given one that differs from it (a composed adapter has one feature map, F, seed and convention).
+    // (and, for learned maps, fit_steps)
+    bool feature_map_given = false, features_given = false, seed_given = false, rope_convention_given = false, fit_steps_given = false;
 };
 
 // Prints the prompt length M, the adapter's and the model's parameter counts, the percentage and, as the

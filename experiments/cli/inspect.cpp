@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 
 void collect(const std::vector<fs::path>& paths, const fs::path& out, bool overwrite) {
     ICLAB_INPUT_CHECK(!paths.empty(), "iclab collect: give at least one folder");
+    run::check_collection_out(out, overwrite);  // before any work
     const std::vector<fs::path> runs = run::find_runs(paths);
     ICLAB_INPUT_CHECK(!runs.empty(), "iclab collect: no finished run (config.yaml and results.h5) under the folders given");
     const run::Collection collection = run::collect_runs(runs);
@@ -42,9 +43,8 @@ std::string cell_text(const io::Column& column, std::size_t row) {
 }
 
 void print_table(const io::ResultsReader& reader, const std::string& path) {
-    std::vector<io::Column> columns;
-    std::stringstream order(reader.read_attr_string(path, "column_order"));
-    for (std::string name; std::getline(order, name, ',');) columns.push_back(reader.read_column(path + "/" + name));
+    const io::Table table = reader.read_table(path);  // every column checked to have table.rows values
+    const std::vector<io::Column>& columns = table.columns;
     // Each paper_<x> column right after <x> (or after the last column when there is no <x>).
     std::vector<io::Column> arranged;
     for (const auto& column : columns) {
@@ -58,7 +58,7 @@ void print_table(const io::ResultsReader& reader, const std::string& path) {
         if (paper.name.rfind("paper", 0) == 0 &&
             std::none_of(arranged.begin(), arranged.end(), [&](const io::Column& c) { return c.name == paper.name; }))
             arranged.push_back(paper);
-    const std::size_t rows = columns.empty() ? 0 : std::visit([](const auto& v) { return v.size(); }, columns.front().values);
+    const std::size_t rows = table.rows;
     std::vector<std::size_t> widths;
     for (const auto& column : arranged) {
         std::size_t width = column.name.size();
@@ -80,11 +80,10 @@ void print_table(const io::ResultsReader& reader, const std::string& path) {
 }
 
 void print_tables_below(const io::ResultsReader& reader, const std::string& path) {
-    for (const auto& [name, value] : reader.attributes(path))
-        if (name == "column_order") {
-            print_table(reader, path);
-            return;
-        }
+    if (reader.is_table(path)) {
+        print_table(reader, path);
+        return;
+    }
     for (const auto& child : reader.list(path)) {
         try {
             reader.list(path + "/" + child);

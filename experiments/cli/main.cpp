@@ -64,11 +64,23 @@ std::vector<std::string> positional_arguments(const po::variables_map& vm) {
 }
 
 // Reads letters from a file, skipping whitespace.
+// A text or prompt file: a regular file of at most kMaxLettersFile bytes (never a device, FIFO or folder, which could
+// be read forever or mean something else), whitespace dropped.
+constexpr std::uintmax_t kMaxLettersFile = 1 << 20;
+
 std::string read_letters_file(const std::string& path, const char* flag) {
+    std::error_code error;
+    const std::filesystem::file_status status = std::filesystem::status(path, error);
+    ICLAB_INPUT_CHECK(std::filesystem::exists(status), flag << " " << path << " does not exist");
+    ICLAB_INPUT_CHECK(!std::filesystem::is_directory(status), flag << " " << path << " is a directory, not a file");
+    ICLAB_INPUT_CHECK(std::filesystem::is_regular_file(status), flag << " " << path << " is not a regular file");
+    const std::uintmax_t size = std::filesystem::file_size(path, error);
+    ICLAB_INPUT_CHECK(!error && size <= kMaxLettersFile,
+                      flag << " " << path << " has " << size << " bytes, more than the " << kMaxLettersFile << " read as letters");
     std::ifstream file(path);
     ICLAB_INPUT_CHECK(file.good(), "cannot read " << flag << " " << path);
     std::string text;
-    for (char c; file.get(c);)
+    for (char c; file.get(c) && text.size() <= kMaxLettersFile;)
         if (!std::isspace(static_cast<unsigned char>(c))) text += c;
     return text;
 }
@@ -381,6 +393,11 @@ int command_convert(const std::vector<std::string>& args) {
     options.seed = static_cast<std::uint64_t>(seed);
     options.rope_convention = convention;
     options.fit_steps = static_cast<std::size_t>(fit_steps);
+    options.feature_map_given = !vm["feature-map"].defaulted();
+    options.features_given = !vm["random-features"].defaulted();
+    options.seed_given = !vm["seed"].defaulted();
+    options.rope_convention_given = !vm["rope-convention"].defaulted();
+    options.fit_steps_given = !vm["fit-steps"].defaulted();
     cli::convert(options);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include "experiments/registry.hpp"
 #include "framework/icl/adapter_file.hpp"
 #include "framework/icl/iclaa_adapter.hpp"
+#include "framework/io/output_path.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/finished_run.hpp"
@@ -16,11 +17,8 @@ namespace iclab::cli {
 void predict(const PredictOptions& options) {
     const std::vector<int> tokens = tasks::encode_letters(options.text);
     ICLAB_INPUT_CHECK(!tokens.empty(), "--text is empty");
-    // Refuse what would be refused after the work: an existing --out, a missing folder for it.
-    ICLAB_INPUT_CHECK(options.out.empty() || options.overwrite || !std::filesystem::exists(options.out),
-                      options.out.string() << " exists (--overwrite replaces it)");
-    ICLAB_INPUT_CHECK(options.out.empty() || options.out.parent_path().empty() || std::filesystem::is_directory(options.out.parent_path()),
-                      "the folder of --out " << options.out.string() << " does not exist");
+    // Refuse what would be refused after the work: an existing --out, a folder that is missing or takes no file.
+    if (!options.out.empty()) io::check_output_file(options.out, options.overwrite, "iclab predict --out");
     run::InductionRun loaded = run::load_induction_run(options.run_dir, experiments::catalog(), tokens.size(), "iclab predict");
     model::Transformer<double>& model = *loaded.model;
     const tasks::InductionHeadSpec& task = loaded.task;

@@ -37,7 +37,12 @@ struct Adapter {
     std::size_t model_parameter_count = 0;  // every parameter of the model (b_KV, b_D included)
     std::string source;                     // where it was converted from, e.g. the run folder (information only)
 
-    std::size_t parameter_count() const { return biases.parameter_count(); }
+    std::size_t parameter_count() const {  // = biases.parameter_count(), here so that the file reader links without iclca.cpp
+        std::size_t count = 0;
+        for (const auto& v : biases.b_kv) count += v.size();
+        for (const auto& v : biases.b_d) count += v.size();
+        return count;
+    }
     double size_percent() const;            // 100 · parameter_count / model_parameter_count
     // FNV-1a 64 (16 hex digits) of the format version, the model fingerprint, the base chain's fingerprints,
     // the prompt tokens and every bias value: names this adapter in later adapters' base chains.

@@ -21,22 +21,6 @@ void check_iclaa_assumptions(const model::ModelSpec& spec) {
         throw InputError("ICLAA converts token prompts; this model reads vectors");
 }
 
-RopeConvention parse_rope_convention(const std::string& name) {
-    if (name == "rotate_then_map") return RopeConvention::rotate_then_map;
-    if (name == "absolute_prompt_positions") return RopeConvention::absolute_prompt_positions;
-    if (name == "unrotated") return RopeConvention::unrotated;
-    throw InputError("unknown RoPE convention '" + name + "' (known: rotate_then_map, absolute_prompt_positions, unrotated)");
-}
-
-const char* rope_convention_name(RopeConvention convention) {
-    switch (convention) {
-        case RopeConvention::rotate_then_map: return "rotate_then_map";
-        case RopeConvention::absolute_prompt_positions: return "absolute_prompt_positions";
-        case RopeConvention::unrotated: return "unrotated";
-    }
-    return "?";
-}
-
 PromptKeysValues capture_prompt_keys_values(model::Transformer<double>& model, const std::int32_t* prompts, std::size_t batch,
                                             std::size_t length) {
     const model::ModelSpec& spec = model.spec();

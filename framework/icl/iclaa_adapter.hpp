@@ -22,6 +22,7 @@ struct IclaaAdapter {
     std::string feature_map;   // prf | orf | elu1 | learned
     std::size_t features = 0;  // F
     std::uint64_t seed = 0;    // of the random draw or the fit
+    std::size_t fit_steps = 0; // learned maps: Adam steps of the fit (0 for the others); composition refits with it
     RopeConvention convention = RopeConvention::rotate_then_map;
     LayerHeadMaps maps;        // [l][h]
     PromptTerms terms;         // [l][h]: kernel terms only (features point into maps after read/make)

@@ -46,6 +46,20 @@ struct TensorData {
     std::vector<T> values;
 };
 
+// A table read back by ResultsReader::read_table: its columns in column_order, every one of `rows` values (checked
+// when read: show, collect and the adapter reader never index past a shorter column).
+struct Table {
+    std::string path;             // the table's group
+    std::vector<Column> columns;  // in column_order
+    std::size_t rows = 0;
+    bool has(const std::string& name) const;
+    // InputError naming the table and the column when it is missing (or not numbers / not strings).
+    const Column& column(const std::string& name) const;
+    std::vector<double> numbers(const std::string& name) const;  // a float or integer column, as double
+    const std::vector<int64_t>& integers(const std::string& name) const;
+    const std::vector<std::string>& strings(const std::string& name) const;
+};
+
 class ResultsWriter {
 public:
     // Builds the file in memory; nothing is on disk until commit(). The temporary file of commit() has a name of
@@ -140,6 +154,11 @@ public:
     std::vector<std::string> read_column_string(const std::string& path) const;
     // A 1-D column in its stored kind: strings, integers (as int64) or floats (as double).
     Column read_column(const std::string& path) const;
+    // The one way to read a table (a group with column_order): InputError (exit 2) naming the table when
+    // column_order is missing, empty, names a column twice or a column that is absent, or when the columns differ
+    // in length. Every command that reads tables (show, collect, adapters' base chains) reads them through it.
+    Table read_table(const std::string& group_path) const;
+    bool is_table(const std::string& group_path) const;  // a group with the attribute column_order
 
     // Every attribute of an object, in name order: strings, int64 or double (other kinds are skipped).
     using AttributeValue = std::variant<std::string, int64_t, double>;

@@ -1,5 +1,6 @@
 #include "framework/run/collect.hpp"
 
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -7,10 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
 #include "framework/core/check.hpp"
+#include "framework/io/output_path.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/run_folder.hpp"
 
@@ -58,11 +61,10 @@ std::string column_safe(std::string text) {
 // The groups under `path` that are tables (have column_order), with their names relative to `path`.
 void find_tables(const io::ResultsReader& reader, const std::string& path, const std::string& name,
                  std::vector<std::pair<std::string, std::string>>& out) {
-    for (const auto& [attr, value] : reader.attributes(path))
-        if (attr == "column_order") {
-            out.emplace_back(name, path);
-            return;
-        }
+    if (reader.is_table(path)) {
+        out.emplace_back(name, path);
+        return;
+    }
     for (const auto& child : reader.list(path)) {
         const std::string child_path = path + "/" + child;
         try {
@@ -72,13 +74,6 @@ void find_tables(const io::ResultsReader& reader, const std::string& path, const
         }
         find_tables(reader, child_path, name.empty() ? child : name + "/" + child, out);
     }
-}
-
-std::vector<std::string> column_order(const io::ResultsReader& reader, const std::string& path) {
-    std::vector<std::string> names;
-    std::stringstream order(reader.read_attr_string(path, "column_order"));
-    for (std::string name; std::getline(order, name, ',');) names.push_back(name);
-    return names;
 }
 
 void add_run(const fs::path& dir, Collection& out) {
@@ -111,10 +106,9 @@ void add_run(const fs::path& dir, Collection& out) {
     std::vector<std::pair<std::string, std::string>> tables;
     if (reader.has("/tables")) find_tables(reader, "/tables", "", tables);
     for (const auto& [name, path] : tables) {
-        std::vector<io::Column> columns;
-        for (const auto& column : column_order(reader, path)) columns.push_back(reader.read_column(path + "/" + column));
-        if (columns.empty()) continue;
-        const std::size_t rows = std::visit([](const auto& v) { return v.size(); }, columns.front().values);
+        const io::Table table = reader.read_table(path);  // lengths checked: no row past a shorter column
+        const std::vector<io::Column>& columns = table.columns;
+        const std::size_t rows = table.rows;
         if (rows == 0 || rows > kMaxTableRows) continue;
         // Rows named by the first string column when its values are unique, else by index.
         std::vector<std::string> keys;
@@ -138,11 +132,13 @@ void add_run(const fs::path& dir, Collection& out) {
     std::vector<std::pair<std::string, std::string>> curves;
     if (reader.has("/curves")) find_tables(reader, "/curves", "", curves);
     for (const auto& [name, path] : curves) {
-        const std::vector<double> steps = reader.read_column_double(path + "/step");
-        for (const auto& metric : column_order(reader, path)) {
+        const io::Table table = reader.read_table(path);
+        const std::vector<double> steps = table.numbers("step");
+        for (const auto& column : table.columns) {
+            const std::string& metric = column.name;
             if (metric == "step") continue;
-            const std::vector<double> values = reader.read_column_double(path + "/" + metric);
-            for (std::size_t r = 0; r < steps.size() && r < values.size(); ++r)
+            const std::vector<double> values = table.numbers(metric);
+            for (std::size_t r = 0; r < table.rows; ++r)
                 out.curves.add_row({{"run_dir", row.front().second},
                                     {"curve", name.empty() ? std::string("curves") : "curves/" + name},
                                     {"step", steps[r]},
@@ -167,19 +163,52 @@ std::string csv_field(const Cell& cell) {
     return quoted + "\"";
 }
 
-void write_csv(const WideTable& table, const fs::path& path) {
-    const fs::path partial = path.string() + ".partial";
+// Writes the table to a temporary file of its own beside `path` and returns its name; removes it and throws on failure.
+fs::path write_csv_partial(const WideTable& table, const fs::path& path) {
+    std::random_device entropy;
+    const fs::path partial = path.string() + ".partial." + std::to_string(::getpid()) + "." + std::to_string(entropy());
+    bool written = false;
     {
         std::ofstream out(partial);
-        for (std::size_t c = 0; c < table.columns().size(); ++c) out << (c ? "," : "") << csv_field(table.columns()[c]);
-        out << "\n";
-        for (std::size_t r = 0; r < table.rows(); ++r) {
-            for (std::size_t c = 0; c < table.columns().size(); ++c) out << (c ? "," : "") << csv_field(table.cell(r, table.columns()[c]));
+        if (out) {
+            for (std::size_t c = 0; c < table.columns().size(); ++c) out << (c ? "," : "") << csv_field(table.columns()[c]);
             out << "\n";
+            for (std::size_t r = 0; r < table.rows(); ++r) {
+                for (std::size_t c = 0; c < table.columns().size(); ++c) out << (c ? "," : "") << csv_field(table.cell(r, table.columns()[c]));
+                out << "\n";
+            }
+            out.flush();
+            written = out.good();
         }
-        ICLAB_CHECK(out.good(), "cannot write " << partial.string());
     }
-    fs::rename(partial, path);
+    if (!written) {
+        std::error_code ignored;
+        fs::remove(partial, ignored);
+        throw Error("cannot write " + path.string());
+    }
+    return partial;
+}
+
+// runs.csv and runs_curves.csv appear together or not at all: both are written in full first, then renamed.
+void write_csv_pair(const WideTable& runs, const fs::path& runs_path, const WideTable& curves, const fs::path& curves_path) {
+    const fs::path runs_partial = write_csv_partial(runs, runs_path);
+    fs::path curves_partial;
+    try {
+        curves_partial = write_csv_partial(curves, curves_path);
+    } catch (...) {
+        std::error_code ignored;
+        fs::remove(runs_partial, ignored);
+        throw;
+    }
+    std::error_code error;
+    fs::rename(curves_partial, curves_path, error);
+    if (!error) fs::rename(runs_partial, runs_path, error);
+    if (error) {
+        std::error_code ignored;
+        fs::remove(runs_partial, ignored);
+        fs::remove(curves_partial, ignored);
+        throw Error("cannot write " + runs_path.string() + " and " + curves_path.string() + ": " + error.message());
+    }
 }
 
 std::vector<io::Column> hdf5_columns(const WideTable& table) {
@@ -255,14 +284,19 @@ Collection collect_runs(const std::vector<fs::path>& run_dirs) {
     return collection;
 }
 
-void write_collection(const Collection& collection, const fs::path& out, bool overwrite) {
+fs::path curves_csv_path(const fs::path& out) { return out.parent_path() / (out.stem().string() + "_curves.csv"); }
+
+void check_collection_out(const fs::path& out, bool overwrite) {
     const std::string extension = out.extension().string();
     ICLAB_INPUT_CHECK(extension == ".csv" || extension == ".h5", "iclab collect: --out must end in .csv or .h5, got " << out.string());
-    const fs::path curves = out.parent_path() / (out.stem().string() + "_curves.csv");
-    ICLAB_INPUT_CHECK(overwrite || !fs::exists(out), out.string() << " exists (--overwrite replaces it)");
-    if (extension == ".csv") {
-        write_csv(collection.runs, out);
-        write_csv(collection.curves, curves);
+    io::check_output_file(out, overwrite, "iclab collect --out");
+    if (extension == ".csv") io::check_output_file(curves_csv_path(out), overwrite, "iclab collect --out (its curves file)");
+}
+
+void write_collection(const Collection& collection, const fs::path& out, bool overwrite) {
+    check_collection_out(out, overwrite);
+    if (out.extension() == ".csv") {
+        write_csv_pair(collection.runs, out, collection.curves, curves_csv_path(out));
         return;
     }
     io::ResultsWriter writer(out, overwrite);

@@ -42,7 +42,12 @@ struct Collection {
 std::vector<std::filesystem::path> find_runs(const std::vector<std::filesystem::path>& paths);
 Collection collect_runs(const std::vector<std::filesystem::path>& run_dirs);
 
-// runs.csv (and <stem>_curves.csv beside it) or runs.h5 (/runs and /curves, one 1-D dataset per column).
+// InputError (exit 2) unless `out` ends in .csv or .h5 and it (and for .csv <stem>_curves.csv beside it) can be written
+// as a new file (io::check_output_file): called before collecting, so a refused --out costs nothing and writes nothing.
+void check_collection_out(const std::filesystem::path& out, bool overwrite);
+
+// runs.csv (and <stem>_curves.csv beside it, the two renamed into place together) or runs.h5 (/runs and /curves, one
+// 1-D dataset per column). A failure leaves no partial file.
 void write_collection(const Collection& collection, const std::filesystem::path& out, bool overwrite);
 
 }  // namespace iclab::run

@@ -28,13 +28,6 @@ std::string format_metric(const std::string& name, double value, int precision =
     return buffer;
 }
 
-std::vector<std::string> split_commas(const std::string& text) {
-    std::vector<std::string> parts;
-    std::stringstream stream(text);
-    for (std::string part; std::getline(stream, part, ',');) parts.push_back(part);
-    return parts;
-}
-
 // The /curves columns around the task's metrics.
 const std::vector<std::string> kCurvesBefore = {"step", "train_loss"};
 const std::vector<std::string> kCurvesAfter = {"lr", "grad_norm", "tokens_per_s", "elapsed_s"};
@@ -359,21 +352,19 @@ void Trainer<T>::load_checkpoint() {
                                   "checksum: the checkpoint was damaged or edited");
     }
 
-    step_index_ = reader.read_column_int64("/steps/step");
-    step_loss_ = reader.read_column_double("/steps/loss");
-    step_lr_ = reader.read_column_double("/steps/lr");
-    step_grad_norm_ = reader.read_column_double("/steps/grad_norm");
+    const io::Table steps = reader.read_table("/steps");  // columns of one length, checked
+    step_index_ = steps.integers("step");
+    step_loss_ = steps.numbers("loss");
+    step_lr_ = steps.numbers("lr");
+    step_grad_norm_ = steps.numbers("grad_norm");
     ICLAB_INPUT_CHECK(step_index_.size() == next_step_, file << ": /steps has " << step_index_.size() << " rows for "
                                                              << next_step_ << " steps");
-    curve_names_ = split_commas(reader.read_attr_string("/curves", "column_order"));
-    ICLAB_INPUT_CHECK(step_loss_.size() == next_step_ && step_lr_.size() == next_step_ && step_grad_norm_.size() == next_step_,
-                      file << ": the columns of /steps differ in length (damaged file)");
+    const io::Table curves = reader.read_table("/curves");
+    curve_names_.clear();
     curve_columns_.clear();
-    for (const auto& name : curve_names_) {
-        curve_columns_.push_back(reader.read_column_double("/curves/" + name));
-        ICLAB_INPUT_CHECK(curve_columns_.back().size() == curve_columns_.front().size(),
-                          file << ": /curves/" << name << " has " << curve_columns_.back().size() << " rows, /curves/"
-                               << curve_names_.front() << " " << curve_columns_.front().size() << " (damaged file)");
+    for (const auto& column : curves.columns) {
+        curve_names_.push_back(column.name);
+        curve_columns_.push_back(curves.numbers(column.name));
     }
     // Metrics of the last evaluation, for the progress line and last_metrics().
     last_metrics_.clear();

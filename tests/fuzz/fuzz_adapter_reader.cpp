@@ -1,0 +1,140 @@
+// libFuzzer target: the adapter readers (framework/icl/adapter_io.cpp, iclaa_adapter_io.cpp) on arbitrary file contents,
+// the way `iclab predict --adapter` and `iclab convert --adapter` read them: is_iclaa_adapter_file, then
+// read_iclaa_adapter or read_adapter_file. Damaged input must end in iclab::Error (InputError where iclab can tell);
+// a crash, a hang, an allocation beyond the input's size or UB is a finding. A read that succeeds is walked through
+// every value attention would use (the terms' buffers against the maps' F and D), so a reader that lets inconsistent
+// shapes through is caught here by ASan, not in predict.
+// On an empty corpus it writes its own seeds (ICLAA_FUZZ_SEED_DIR): an ICLCA adapter with a base chain, and ICLAA
+// adapters with prf and elu1 maps, written by the library's own writers.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "framework/core/check.hpp"
+#include "framework/icl/adapter_file.hpp"
+#include "framework/icl/iclaa_adapter.hpp"
+#include "framework/io/provenance.hpp"
+#include "framework/nn/kernel_features.hpp"
+
+// The writers record provenance (git, BLAS, OpenMP); the fuzz build links neither, and seeds need none.
+void iclab::io::write_provenance(ResultsWriter&) {}
+
+namespace {
+
+using namespace iclab;
+
+std::string scratch_file() {
+    const char* root = std::getenv("ICLAB_FUZZ_TMP");
+    return std::string(root ? root : "/tmp") + "/iclab_fuzz_adapter." + std::to_string(::getpid()) + ".h5";
+}
+
+// What attention does with a read ICLAA adapter, in small: features of a query, dotted with b_D and b_KV.
+double use_iclaa(const icl::IclaaAdapter& adapter) {
+    double sum = 0.0;
+    for (std::size_t l = 0; l < adapter.layers; ++l)
+        for (std::size_t h = 0; h < adapter.heads; ++h) {
+            const nn::SoftmaxPromptHead<double>& term = adapter.terms.at(l).at(h);
+            const nn::KernelFeatures<double>& map = *term.features;
+            std::vector<double> x(map.dim, 0.5), phi(map.features);
+            const double shift = nn::kernel_features(phi.data(), x.data(), map);
+            ICLAB_CHECK(term.b_d.size() == map.features && term.b_kv.size() == map.features * map.dim, "term shapes");
+            for (std::size_t r = 0; r < map.features; ++r) sum += phi[r] * (term.b_d[r] + term.b_kv[r * map.dim]);
+            sum += shift * 0.0;
+        }
+    return sum;
+}
+
+double use_iclca(const icl::Adapter& adapter) {
+    double sum = 0.0;
+    for (std::size_t l = 0; l < adapter.layers; ++l) {
+        ICLAB_CHECK(adapter.biases.b_kv.at(l).size() == adapter.heads * adapter.feature_dim * adapter.head_dim, "b_kv shape");
+        ICLAB_CHECK(adapter.biases.b_d.at(l).size() == adapter.heads * adapter.feature_dim, "b_d shape");
+        for (double x : adapter.biases.b_kv[l]) sum += x;
+        for (double x : adapter.biases.b_d[l]) sum += x;
+    }
+    return sum;
+}
+
+void write_seeds(const std::filesystem::path& dir) {
+    std::filesystem::create_directories(dir);
+    const std::size_t L = 2, H = 2, D = 4;
+    {  // ICLCA: biases (H, F, D), (H, F) with F = D, a prompt and one base adapter
+        icl::Adapter adapter;
+        adapter.layers = L, adapter.heads = H, adapter.feature_dim = D, adapter.head_dim = D;
+        for (std::size_t l = 0; l < L; ++l) {
+            std::vector<double> b_kv(H * D * D), b_d(H * D);
+            for (std::size_t i = 0; i < b_kv.size(); ++i) b_kv[i] = 0.25 * static_cast<double>(i % 7) - 0.5;
+            for (std::size_t i = 0; i < b_d.size(); ++i) b_d[i] = 1.0 + 0.125 * static_cast<double>(i);
+            adapter.biases.b_kv.push_back(b_kv);
+            adapter.biases.b_d.push_back(b_d);
+        }
+        adapter.prompt = {0, 1, 2, 0, 1};
+        adapter.prompt_text = "abcab";
+        adapter.model_fingerprint = "0123456789abcdef";
+        adapter.base_chain.push_back({"fedcba9876543210", 3, "xyz", "base.h5"});
+        adapter.model_parameter_count = 1000;
+        if (!std::filesystem::exists(dir / "iclca.h5")) icl::write_adapter_file(dir / "iclca.h5", adapter);
+    }
+    for (const std::string map_name : {"prf", "elu1"}) {
+        icl::IclaaAdapter adapter;
+        adapter.feature_map = map_name;
+        adapter.features = map_name == "elu1" ? D : 6;
+        adapter.seed = 3;
+        adapter.layers = L, adapter.heads = H, adapter.head_dim = D;
+        adapter.prompt = {0, 1, 2};
+        adapter.prompt_text = "abc";
+        adapter.model_fingerprint = "0123456789abcdef";
+        Rng rng(5);
+        adapter.maps.assign(L, {});
+        for (auto& layer : adapter.maps) {
+            nn::KernelFeatures<double> map;
+            if (map_name == "prf") {
+                map = nn::random_kernel_features<double>(D, adapter.features, false, std::pow(static_cast<double>(D), -0.25), rng);
+            } else {
+                map.kind = nn::KernelMapKind::elu1;
+                map.dim = map.features = D;
+                map.input_scale = 1.0;
+            }
+            layer.assign(H, map);
+        }
+        adapter.terms = icl::PromptTerms(L, std::vector<nn::SoftmaxPromptHead<double>>(H));
+        for (auto& layer : adapter.terms)
+            for (auto& term : layer) {
+                term.b_d.assign(adapter.features, 0.5);
+                term.b_d[0] = 1.0;
+                term.b_kv.assign(adapter.features * D, -0.25);
+                term.b_kv[1] = -1.0;
+                term.log_b_d = 1.5;
+                term.log_b_kv = -2.0;
+            }
+        adapter.point_terms_at_maps();
+        const auto file = dir / ("iclaa_" + map_name + ".h5");
+        if (!std::filesystem::exists(file)) icl::write_iclaa_adapter(file, adapter, false);
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+    if (const char* seed_dir = std::getenv("ICLAB_FUZZ_SEED_DIR")) write_seeds(seed_dir);
+    (void)argc, (void)argv;
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    static const std::string path = scratch_file();
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+    try {
+        if (icl::is_iclaa_adapter_file(path)) (void)use_iclaa(icl::read_iclaa_adapter(path));
+        else (void)use_iclca(icl::read_adapter_file(path));
+    } catch (const iclab::InputError&) {
+        // damaged input, reported with the file's name
+    }
+    return 0;
+}
