@@ -6,6 +6,8 @@
 //   node bpe_reference.js corpus REFERENCE_DIR OUT_DIR     corpus.hex, expected_ids.txt, expected_roundtrip.hex,
 //                                                         random_ids.txt, expected_decode.hex
 //   node bpe_reference.js check OUT_DIR                   compares iclab_ids.txt, iclab_roundtrip.hex, iclab_decode.hex
+//   node bpe_reference.js alias-case REFERENCE_DIR OUT_DIR   a tiny tokenizer where the reference's joined-key rank
+//                                                         lookup matters (see aliasCase)
 //   node bpe_reference.js encode-file REFERENCE_DIR TEXT OUT_IDS [SEPARATOR_LINE]
 //                                                         ids of the file (documents cut at SEPARATOR_LINE lines,
 //                                                         joined with 50256), one per line
@@ -232,8 +234,40 @@ function encodeFile(referenceDir, textFile, outFile, separator) {
   console.log(`reference: ${textFile}: ${documents.length} documents, ${ids.length} ids in ${seconds.toFixed(1)} s`);
 }
 
+// The reference looks ranks up under left + "," + right, so ('",', '"') gets the rank of the merge ('"', ',"'), which
+// OpenAI's Python encoder would not merge. A tiny vocabulary where this decides the result: a copy of Encoder.js
+// beside it is the reference. Writes OUT_DIR/alias/{encoder.json, vocab.bpe, Encoder.js}, alias.hex and
+// expected_alias_ids.txt.
+function aliasCase(referenceDir, outDir) {
+  const dir = path.join(outDir, 'alias');
+  fs.mkdirSync(dir, { recursive: true });
+  const byteChars = [];
+  for (let b = 0; b < 256; b++) {
+    const own = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    byteChars.push(own ? String.fromCharCode(b) : null);
+  }
+  let next = 256;
+  for (let b = 0; b < 256; b++) if (byteChars[b] === null) byteChars[b] = String.fromCharCode(next++);
+  const vocab = {};
+  byteChars.forEach((c, b) => { vocab[c] = b; });
+  const merges = [['"', ','], [',', '"'], ['"', ',"']];  // ranks 0, 1, 2
+  merges.forEach(([a, b]) => { vocab[a + b] = Object.keys(vocab).length; });
+  vocab['<|endoftext|>'] = Object.keys(vocab).length;
+  fs.writeFileSync(path.join(dir, 'encoder.json'), JSON.stringify(vocab));
+  fs.writeFileSync(path.join(dir, 'vocab.bpe'), '#version: 0.2\n' + merges.map(m => m.join(' ')).join('\n') + '\n');
+  fs.copyFileSync(path.resolve(referenceDir, 'Encoder.js'), path.join(dir, 'Encoder.js'));
+  const reference = require(path.resolve(dir, 'Encoder.js'));
+  const strings = ['","', '"," ",",', 'a","b', '",",",', ',",'];
+  fs.writeFileSync(path.join(outDir, 'alias.hex'), strings.map(s => hex(utf8(s))).join('\n') + '\n');
+  const ids = strings.map(s => reference.encode(s).join(' '));
+  if (ids[0] !== String(vocab['","'])) throw new Error(`the reference encodes '","' as ${ids[0]}, not as the one token the joined-key lookup gives`);
+  fs.writeFileSync(path.join(outDir, 'expected_alias_ids.txt'), ids.join('\n') + '\n');
+  console.log(`alias case: the reference encodes '","' as one token (${ids[0]}) where exact pair ranks give two`);
+}
+
 const [command, ...args] = process.argv.slice(2);
-if (command === 'corpus') corpus(args[0], args[1]);
+if (command === 'alias-case') aliasCase(args[0], args[1]);
+else if (command === 'corpus') corpus(args[0], args[1]);
 else if (command === 'check') check(args[0]);
 else if (command === 'encode-file') encodeFile(args[0], args[1], args[2], args[3]);
 else { console.error('usage: bpe_reference.js corpus|check|encode-file ...'); process.exit(2); }

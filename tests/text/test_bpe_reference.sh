@@ -3,7 +3,8 @@
 #   1. the committed Unicode class table equals what the installed node's regex engine gives for every code point;
 #   2. a corpus of 1670 strings (many scripts, whitespace runs, contractions, numbers, emoji with ZWJ and skin tones,
 #      combining marks, punctuation, CJK, invalid UTF-8): identical ids, decode(encode(s)) as the reference (== s for
-#      valid UTF-8), and 400 random id sequences (cut characters) decoded as the reference;
+#      valid UTF-8), and 400 random id sequences (cut characters) decoded as the reference; a tiny vocabulary where
+#      the reference's joined-key rank lookup ('",' + '"' has the rank of '"' + ',"') changes the ids;
 #   3. the whole King James text (scripts/text/prepare_kjv.sh, which installs bible-kjv): `iclab tokenize --text-file`
 #      of the dump, and tokens.h5's /train and /heldout, identical to the reference's ids.
 # usage: test_bpe_reference.sh ICLAB_BINARY SOURCE_DIR     (exit 77 = skipped: no node)
@@ -32,6 +33,9 @@ node "$harness" corpus "$reference" "$work"
 "$iclab" tokenize --tokenizer "$tokenizer" --decode-id-lines "$work/iclab_ids.txt" > "$work/iclab_roundtrip.hex"
 "$iclab" tokenize --tokenizer "$tokenizer" --decode-id-lines "$work/random_ids.txt" > "$work/iclab_decode.hex"
 node "$harness" check "$work"
+node "$harness" alias-case "$reference" "$work"
+"$iclab" tokenize --tokenizer "$work/alias" --encode-hex-lines "$work/alias.hex" > "$work/iclab_alias_ids.txt"
+cmp "$work/expected_alias_ids.txt" "$work/iclab_alias_ids.txt" || { echo "FAIL: the joined-key rank case differs from the reference"; exit 1; }
 
 # 3. The King James text.
 kjv_tokens="$(ICLAB="$iclab" "$source_dir/scripts/text/prepare_kjv.sh" | tail -n 1)"
