@@ -2,7 +2,9 @@
 
 #include <boost/program_options.hpp>
 
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -142,9 +144,19 @@ int command_tokenize(const std::vector<std::string>& args) {
 
     if (vm.count("text") || vm.count("text-file")) {
         if (vm.count("text-file")) text = read_binary_file(text_file, "--text-file");
+        const auto wall_start = std::chrono::steady_clock::now();
+        const std::clock_t cpu_start = std::clock();
+        const std::vector<std::int32_t> encoded = bpe.encode(text);
+        const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
         std::string line;
-        print_ids(bpe.encode(text), line);
+        print_ids(encoded, line);
         std::fwrite(line.data(), 1, line.size(), stdout);
+        if (vm.count("text-file")) {
+            const double megabytes = static_cast<double>(text.size()) / 1e6;
+            std::fprintf(stderr, "iclab tokenize: %s: %zu bytes -> %zu tokens; encode %.3f s wall (%.2f MB/s), %.3f s cpu (%.2f MB/s)\n",
+                         text_file.c_str(), text.size(), encoded.size(), wall, megabytes / wall, cpu, megabytes / cpu);
+        }
         return 0;
     }
     if (vm.count("ids") || vm.count("ids-file")) {
