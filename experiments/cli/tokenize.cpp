@@ -2,7 +2,9 @@
 
 #include <boost/program_options.hpp>
 
+#include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <fstream>

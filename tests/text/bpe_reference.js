@@ -205,7 +205,8 @@ function check(outDir) {
   // The reference's decode strips a leading U+FEFF (TextDecoder's default); iclab keeps it (decode inverts encode).
   const decoded = compareFiles('decode', 'expected_decode.hex', 'iclab_decode.hex',
                                (e, g) => e === g || (g.startsWith('efbbbf') && g.slice(6) === e));
-  const valid = corpusLines.filter((h, i) => readLines(file('expected_roundtrip.hex'))[i] === h).length;
+  const roundtripLines = readLines(file('expected_roundtrip.hex'));
+  const valid = corpusLines.filter((h, i) => roundtripLines[i] === h).length;
   if (failures) { console.log(`bpe_reference: ${failures} mismatches`); process.exit(1); }
   console.log(`bpe_reference: ${encoded} strings encoded to identical ids; decode(encode(s)) as the reference for ${roundtrips} ` +
               `(== s for the ${valid} valid UTF-8 strings); ${decoded} random id sequences decoded as the reference`);
