@@ -96,6 +96,9 @@ TEST_CASE("claims: count rules are sign counts over seeds", "[claims]") {
     CHECK(verdict_of(ClaimRule::count_above(100.0, 0), {97, 140}) == Verdict::not_reproduced);  // "more than 100": 97 fails
     CHECK(verdict_of(ClaimRule::count_at_most(1.0), {0.5, 1.0}) == Verdict::reproduced);
     CHECK(verdict_of(ClaimRule::count_at_most(1.0), {0.5, 1.0 + 1e-12}) == Verdict::not_reproduced);
+    CHECK(verdict_of(ClaimRule::count_within(1.6, 1.6), {1.6}) == Verdict::reproduced);
+    CHECK(verdict_of(ClaimRule::count_within(1.6, 1.6), {0.8}) == Verdict::not_reproduced);
+    CHECK(verdict_of(ClaimRule::count_within(0.0, 1.0, 2), {0.5, 2.0, 0.7}) == Verdict::reproduced);
     const ClaimResult r = evaluate_claim(declared(two_of_three), {0, 1, 2}, {-1, 2, -3});
     CHECK(r.on_side == 2);
     CHECK(r.interval.mean == Approx(-2.0 / 3.0));

@@ -32,7 +32,8 @@ constexpr TestName kTests[] = {{ClaimRule::Test::interval_above, "interval_above
                                {ClaimRule::Test::interval_within, "interval_within"},
                                {ClaimRule::Test::count_above, "count_above"},
                                {ClaimRule::Test::count_below, "count_below"},
-                               {ClaimRule::Test::count_at_most, "count_at_most"}};
+                               {ClaimRule::Test::count_at_most, "count_at_most"},
+                               {ClaimRule::Test::count_within, "count_within"}};
 
 std::string number(double x) {
     char text[32];
@@ -121,6 +122,10 @@ ClaimRule ClaimRule::count_at_most(double threshold, std::size_t needed) {
     return {Test::count_at_most, threshold, kNaN, kNaN, needed};
 }
 
+ClaimRule ClaimRule::count_within(double low, double high, std::size_t needed) {
+    return {Test::count_within, kNaN, low, high, needed};
+}
+
 std::string ClaimRule::text() const {
     const std::string of = needed == 0 ? " for every value" : " in >= " + std::to_string(needed) + " values";
     switch (test) {
@@ -130,6 +135,10 @@ std::string ClaimRule::text() const {
         case Test::count_above: return "x > " + number(threshold) + of;
         case Test::count_below: return "x < " + number(threshold) + of;
         case Test::count_at_most: return "x <= " + number(threshold) + of;
+        case Test::count_within:
+            if (std::isinf(high)) return "x >= " + number(low) + of;
+            if (std::isinf(low)) return "x <= " + number(high) + of;
+            return number(low) + " <= x <= " + number(high) + of;
     }
     ICLAB_CHECK(false, "unknown rule test");
 }
@@ -141,7 +150,8 @@ bool ClaimRule::on_claimed_side(double x) const {
         case Test::interval_below:
         case Test::count_below: return x < threshold;
         case Test::count_at_most: return x <= threshold;
-        case Test::interval_within: return x >= low && x <= high;
+        case Test::interval_within:
+        case Test::count_within: return x >= low && x <= high;
     }
     return false;
 }
@@ -155,8 +165,8 @@ void check_claim(const Claim& c) {
         ICLAB_CHECK(std::isfinite(c.paper_value), "claim " << c.id << " matches a printed number but declares none");
     else
         ICLAB_CHECK(std::isnan(c.paper_value), "claim " << c.id << " (" << claim_kind_name(c.kind) << ") must not carry a paper value");
-    if (c.rule.test == ClaimRule::Test::interval_within)
-        ICLAB_CHECK(c.rule.low <= c.rule.high, "claim " << c.id << ": band [" << c.rule.low << ", " << c.rule.high << "] is empty");
+    if (c.rule.test == ClaimRule::Test::interval_within || c.rule.test == ClaimRule::Test::count_within)
+        ICLAB_CHECK(!std::isnan(c.rule.low) && !std::isnan(c.rule.high) && c.rule.low <= c.rule.high, "claim " << c.id << ": band [" << c.rule.low << ", " << c.rule.high << "] is empty");
     else
         ICLAB_CHECK(std::isfinite(c.rule.threshold), "claim " << c.id << ": rule threshold must be finite");
 }

@@ -42,6 +42,7 @@ struct ClaimRule {
         count_above,      // x_i > threshold for >= needed values: reproduced, else not (n < needed: inconclusive)
         count_below,      // x_i < threshold for >= needed values
         count_at_most,    // x_i <= threshold for >= needed values (needed = 0: every value)
+        count_within,     // low <= x_i <= high for >= needed values
     };
     Test test = Test::count_at_most;
     double threshold = 0.0, low = 0.0, high = 0.0;
@@ -53,6 +54,7 @@ struct ClaimRule {
     static ClaimRule count_above(double threshold, std::size_t needed);
     static ClaimRule count_below(double threshold, std::size_t needed);
     static ClaimRule count_at_most(double threshold, std::size_t needed = 0);
+    static ClaimRule count_within(double low, double high, std::size_t needed = 0);
 
     std::string text() const;  // "95 % t-interval of the mean > 0.446", "x < 0 in >= 2 values"
     bool on_claimed_side(double x) const;
