@@ -313,3 +313,24 @@ TEST_CASE("gd_duals: a row fails when an instance exceeds its bar or its control
         CHECK_THROWS_AS(results.add("z", "float32", "cell", 0, 1e-3, 1.0, std::nan(""), 1e-4, ""), iclab::Error);
     }
 }
+
+TEST_CASE("iclab claims pools the runs of one setting over seeds and keeps other settings apart", "[gd_duals][cli][claims]") {
+    Scratch scratch;
+    const std::string out = " output.dir=" + scratch.path.string();
+    for (const char* extra : {" seed=1", " seed=2", " seed=3 thm1_002.instances=1"}) {
+        const auto r = run_iclab("run " + kTinyDuals + out + extra + " --quiet", scratch.path);
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+    }
+    const auto result = run_iclab("claims " + scratch.path.string() + " --out " + (scratch.path / "claims.csv").string(), scratch.path);
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    // seeds 1 and 2 are one setting (2 runs); seed 3 changed a key, so it is a setting of its own
+    CHECK_THAT(result.out, Catch::Contains("2 runs") && Catch::Contains("1 run)") && Catch::Contains("claims: "));
+    CHECK(fs::exists(scratch.path / "claims.csv"));
+    const auto again = run_iclab("claims " + scratch.path.string() + " --out " + (scratch.path / "claims.csv").string(), scratch.path);
+    CHECK(again.status == 2);  // no silent overwrite
+    CHECK_THAT(again.err, Catch::Contains("--overwrite"));
+    const auto bad = run_iclab("claims " + scratch.path.string() + " --out " + (scratch.path / "claims.txt").string(), scratch.path);
+    CHECK(bad.status == 2);
+}

@@ -167,21 +167,6 @@ std::string csv_field(const Cell& cell) {
     return quoted + "\"";
 }
 
-void write_csv(const WideTable& table, const fs::path& path) {
-    const fs::path partial = path.string() + ".partial";
-    {
-        std::ofstream out(partial);
-        for (std::size_t c = 0; c < table.columns().size(); ++c) out << (c ? "," : "") << csv_field(table.columns()[c]);
-        out << "\n";
-        for (std::size_t r = 0; r < table.rows(); ++r) {
-            for (std::size_t c = 0; c < table.columns().size(); ++c) out << (c ? "," : "") << csv_field(table.cell(r, table.columns()[c]));
-            out << "\n";
-        }
-        ICLAB_CHECK(out.good(), "cannot write " << partial.string());
-    }
-    fs::rename(partial, path);
-}
-
 std::vector<io::Column> hdf5_columns(const WideTable& table) {
     std::vector<io::Column> columns;
     for (const auto& name : table.columns()) {
@@ -253,6 +238,21 @@ Collection collect_runs(const std::vector<fs::path>& run_dirs) {
         }
     }
     return collection;
+}
+
+void write_csv(const WideTable& table, const fs::path& path) {
+    const fs::path partial = path.string() + ".partial";
+    {
+        std::ofstream out(partial);
+        for (std::size_t c = 0; c < table.columns().size(); ++c) out << (c ? "," : "") << csv_field(table.columns()[c]);
+        out << "\n";
+        for (std::size_t r = 0; r < table.rows(); ++r) {
+            for (std::size_t c = 0; c < table.columns().size(); ++c) out << (c ? "," : "") << csv_field(table.cell(r, table.columns()[c]));
+            out << "\n";
+        }
+        ICLAB_CHECK(out.good(), "cannot write " << partial.string());
+    }
+    fs::rename(partial, path);
 }
 
 void write_collection(const Collection& collection, const fs::path& out, bool overwrite) {

@@ -42,6 +42,9 @@ struct Collection {
 std::vector<std::filesystem::path> find_runs(const std::vector<std::filesystem::path>& paths);
 Collection collect_runs(const std::vector<std::filesystem::path>& run_dirs);
 
+// A table as CSV (RFC 4180 quoting), written under a temporary name and renamed.
+void write_csv(const WideTable& table, const std::filesystem::path& path);
+
 // runs.csv (and <stem>_curves.csv beside it) or runs.h5 (/runs and /curves, one 1-D dataset per column).
 void write_collection(const Collection& collection, const std::filesystem::path& out, bool overwrite);
 
