@@ -50,7 +50,11 @@ if [ "$check" -eq 1 ]; then
 import sys
 sys.path.insert(0, "scripts/report")
 from verdicts import compare, parse_verdict_keys
-committed, measured = (parse_verdict_keys(open(p).read()) for p in sys.argv[1:3])
+try:
+    committed, measured = (parse_verdict_keys(open(p).read()) for p in sys.argv[1:3])
+except ValueError as e:
+    print(f"reproduce --check: {sys.argv[1]}: {e}", file=sys.stderr)
+    sys.exit(2)
 differences = compare(committed, measured)
 for line in differences:
     print("reproduce --check: " + line, file=sys.stderr)
