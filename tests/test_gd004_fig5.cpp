@@ -4,12 +4,14 @@
 // modified forward against the attention side of the 004-V duals (icl::dual_004); the CLI on the quick config.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "experiments/registry.hpp"
 #include "framework/icl/gd_dual.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/model/transformer.hpp"
 #include "framework/nn/attention_004.hpp"
@@ -179,6 +181,28 @@ TEST_CASE("gd004_fig5 quick config runs and writes finite tables", "[gd004_fig5]
         CHECK(reader.read_column_string("/tables/004_fig5_" + table + "_summary/verdict").size() >= 3);
     }
     CHECK(reader.read_column_double("/tables/004_fig5_runs/final_loss").size() == (7 + 5 + 10 + 7 + 7) * 2);
+    // every claim row of the summaries is a declared qualitative claim with the summary's verdict (seed-sign rule)
+    const auto claims = io::read_claims(reader);
+    std::size_t claim_rows = 0;
+    for (const std::string table : {"reg", "aug", "neg", "reg_eq14", "reg_per_sequence"}) {
+        const auto verdicts = reader.read_column_string("/tables/004_fig5_" + table + "_summary/verdict");
+        const auto variants = reader.read_column_string("/tables/004_fig5_" + table + "_summary/variant");
+        const auto metrics = reader.read_column_string("/tables/004_fig5_" + table + "_summary/metric");
+        const auto seeds = reader.read_column_int64("/tables/004_fig5_" + table + "_summary/seeds");
+        for (std::size_t i = 0; i < verdicts.size(); ++i) {
+            if (verdicts[i] != "reproduced" && verdicts[i] != "not reproduced") continue;
+            ++claim_rows;
+            const std::string id = "004-F5 " + table + " " + variants[i] + ": " + metrics[i];
+            const auto found = std::find_if(claims.begin(), claims.end(), [&](const io::ClaimResult& c) { return c.claim.id == id; });
+            INFO(id);
+            REQUIRE(found != claims.end());
+            CHECK(io::verdict_name(found->verdict) == verdicts[i]);
+            CHECK(found->claim.kind == io::ClaimKind::qualitative);
+            CHECK(static_cast<std::int64_t>(found->values.size()) == seeds[i]);
+        }
+    }
+    CHECK(claims.size() == claim_rows);
+    CHECK(claim_rows > 0);
 }
 
 TEST_CASE("gd004_fig5 refuses bad config values by key", "[gd004_fig5][cli]") {

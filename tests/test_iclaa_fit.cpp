@@ -1,6 +1,9 @@
 // Learned ICLAA feature maps (spec iclaa.md §4.1): the hand-written gradient of the mixed-attention distillation
-// loss against central finite differences (fp64), the loss of a split with the exact kernel in place of φ is 0
-// (the sample's bookkeeping is the model's attention), and fitting lowers the loss on a model's own sequences.
+// loss against central finite differences (fp64), with two wrong gradients (sign flipped; the gradient of a map whose
+// second half does not negate W) rejected by the same comparison; the loss is 0 where the map equals the exact
+// kernel on the sample (keys before the split at 0: exp(q·0) = 1 = φ(q)ᵀφ(0) for W = 0, Σ e^{2c} = 1), so the
+// sample's bookkeeping is the model's attention, and not 0 when Σ e^{2c} = 2; fitting lowers the loss on a
+// model's own sequences.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -40,22 +43,59 @@ TEST_CASE("Distillation loss gradient matches central finite differences", "[icl
         x[i] = keep;
         return value;
     };
-    double worst = 0.0, scale = 0.0;
-    for (std::size_t i = 0; i < w0.size(); ++i) {
-        const double numeric = (loss_at(w0, i, h) - loss_at(w0, i, -h)) / (2 * h);
-        worst = std::max(worst, std::abs(numeric - d_w0[i]));
-        scale = std::max(scale, std::abs(numeric));
-    }
-    for (std::size_t i = 0; i < c.size(); ++i) {
-        const double numeric = (loss_at(c, i, h) - loss_at(c, i, -h)) / (2 * h);
-        worst = std::max(worst, std::abs(numeric - d_c[i]));
-        scale = std::max(scale, std::abs(numeric));
-    }
-    CAPTURE(worst, scale);
+    std::vector<double> numeric_w0(w0.size()), numeric_c(c.size());
+    for (std::size_t i = 0; i < w0.size(); ++i) numeric_w0[i] = (loss_at(w0, i, h) - loss_at(w0, i, -h)) / (2 * h);
+    for (std::size_t i = 0; i < c.size(); ++i) numeric_c[i] = (loss_at(c, i, h) - loss_at(c, i, -h)) / (2 * h);
+    double scale = 0.0;
+    for (double g : numeric_w0) scale = std::max(scale, std::abs(g));
+    for (double g : numeric_c) scale = std::max(scale, std::abs(g));
+    // the comparison: worst |numeric − analytic| against a tolerance relative to the largest numeric component
+    const auto matches = [&](const std::vector<double>& g_w0, const std::vector<double>& g_c) {
+        double worst = 0.0;
+        for (std::size_t i = 0; i < w0.size(); ++i) worst = std::max(worst, std::abs(numeric_w0[i] - g_w0[i]));
+        for (std::size_t i = 0; i < c.size(); ++i) worst = std::max(worst, std::abs(numeric_c[i] - g_c[i]));
+        CAPTURE(worst, scale);
+        return worst <= 1e-7 * scale + 1e-10;
+    };
     CHECK(scale > 1e-3);
-    CHECK(worst <= 1e-7 * scale + 1e-10);
-    // a wrong gradient (the sign of the second half's W flipped) is caught by the same comparison
-    CHECK(std::abs(d_w0[0]) > 1e-6);
+    CHECK(matches(d_w0, d_c));
+    // negative controls, rejected by the same comparison: (1) the W gradient with its sign flipped
+    std::vector<double> flipped = d_w0;
+    for (auto& g : flipped) g = -g;
+    CHECK_FALSE(matches(flipped, d_c));
+    // (2) the gradient of a map whose second half uses +W (not −W): a plausible bookkeeping bug
+    std::vector<double> wrong_w0(w0.size(), 0.0);
+    {
+        // d/dw0 of the wrong map's loss: finite differences of that map (its own code path has no gradient entry)
+        const auto wrong_loss = [&](std::size_t i, double delta) {
+            std::vector<double> shifted = w0;
+            shifted[i] += delta;
+            nn::KernelFeatures<double> m = icl::two_sided_map(shifted, c, D);
+            for (std::size_t d = 0; d < D; ++d)
+                for (std::size_t r = 0; r < F / 2; ++r) m.w[d * F + F / 2 + r] = shifted[d * (F / 2) + r];
+            return icl::distillation_loss(samples, m, nullptr, nullptr).loss();
+        };
+        for (std::size_t i = 0; i < w0.size(); ++i) wrong_w0[i] = (wrong_loss(i, h) - wrong_loss(i, -h)) / (2 * h);
+    }
+    CHECK_FALSE(matches(wrong_w0, d_c));
+}
+
+TEST_CASE("Distillation loss is 0 where the map equals the exact kernel", "[iclaa]") {
+    const std::size_t T = 10, D = 4, F = 4, split = 4;
+    nn::RopeTable rope(T + 1, D, 10000.0);
+    Rng rng(5);
+    auto q = normals(T * D, 1.0, rng), k = normals(T * D, 1.0, rng), v = normals(T * D, 1.0, rng);
+    for (std::size_t j = 0; j < split * D; ++j) k[j] = 0.0;  // the prompt's keys: exact kernel exp(q·0/√D) = 1
+    const std::vector<icl::DistillationSample> samples{icl::make_distillation_sample(q.data(), k.data(), v.data(), T, D, split, &rope)};
+    const std::vector<double> w0(D * F / 2, 0.0);
+    // W = 0 and Σ_f e^{2 c_f} = 1: φ(x)ᵀφ(y) = 1 for every x, y, the exact kernel on these keys
+    const std::vector<double> exact_c(F, 0.5 * std::log(1.0 / static_cast<double>(F)));
+    const double exact = icl::distillation_loss(samples, icl::two_sided_map(w0, exact_c, D), nullptr, nullptr).loss();
+    CHECK(exact <= 1e-28);
+    // Σ e^{2c} = 2: every prompt key counts twice, the loss is far from 0
+    const std::vector<double> double_c(F, 0.5 * std::log(2.0 / static_cast<double>(F)));
+    const double doubled = icl::distillation_loss(samples, icl::two_sided_map(w0, double_c, D), nullptr, nullptr).loss();
+    CHECK(doubled > 1e-3);
 }
 
 TEST_CASE("Fitting a learned map lowers the distillation loss on the model's own sequences", "[iclaa]") {

@@ -7,6 +7,7 @@
 
 #include "framework/core/rng.hpp"
 #include "framework/icl/gd_alignment.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
@@ -64,10 +65,32 @@ TEST_CASE("vo_trained: a trained LSA aligns with GD, the untrained one does not"
     CHECK(reader.read_column_string("/tables/vo_trained/pass") == std::vector<std::string>{"true"});
     CHECK(reader.read_column_double("/tables/vo_trained/model_cos")[0] >= 0.99);
     CHECK(reader.read_column_double("/tables/vo_trained/rel_loss_gap")[0] <= 0.05);
-    CHECK(reader.read_attr_string("/tables/vo_trained", "paper_bands") == "model_cos paper_model_cos abs 0.01");
+    CHECK_FALSE(reader.has("/tables/vo_trained/paper_model_cos"));  // von Oswald Fig. 2 prints no number
+    const auto claims = iclab::io::read_claims(reader);
+    REQUIRE(claims.size() == 2);
+    for (const auto& c : claims) {
+        CHECK(c.claim.kind == iclab::io::ClaimKind::qualitative);
+        CHECK(std::isnan(c.claim.paper_value));
+        CHECK(c.verdict == iclab::io::Verdict::inconclusive);  // one seed: no interval (the profile pools >= 3)
+    }
     const auto untrained = run_iclab(base + " train.steps=1 eval.every=1", scratch.path);
     REQUIRE(untrained.status == 0);
     CHECK_THAT(untrained.out, Catch::Contains("FAIL"));
     iclab::io::ResultsReader reader0((fs::path(last_line(untrained.out)) / "results.h5").string());
     CHECK(reader0.read_column_string("/tables/vo_trained/pass") == std::vector<std::string>{"false"});
+    // pooled with two more untrained seeds, the cosine claim is decided: not reproduced (a negative control)
+    const auto untrained1 = run_iclab(base + " train.steps=1 eval.every=1 seed=1", scratch.path);
+    const auto untrained2 = run_iclab(base + " train.steps=1 eval.every=1 seed=2", scratch.path);
+    REQUIRE(untrained1.status == 0);
+    REQUIRE(untrained2.status == 0);
+    std::vector<std::pair<std::string, std::vector<iclab::io::ClaimResult>>> runs;
+    for (const auto* r : {&untrained, &untrained1, &untrained2}) {
+        const std::string dir = last_line(r->out);
+        runs.push_back({dir, iclab::io::read_claims(iclab::io::ResultsReader((fs::path(dir) / "results.h5").string()))});
+    }
+    const auto pooled = iclab::io::pool_claims(runs);
+    REQUIRE(pooled.size() == 2);
+    CHECK(pooled[0].claim.id == "VO-T model_cos");
+    CHECK(pooled[0].values.size() == 3);
+    CHECK(pooled[0].verdict == iclab::io::Verdict::not_reproduced);
 }

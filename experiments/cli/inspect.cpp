@@ -8,6 +8,7 @@
 
 #include "framework/core/check.hpp"
 #include "framework/io/results_file.hpp"
+#include "framework/run/claims_pool.hpp"
 #include "framework/run/collect.hpp"
 #include "framework/run/run_folder.hpp"
 
@@ -27,6 +28,32 @@ void collect(const std::vector<fs::path>& paths, const fs::path& out, bool overw
     std::fprintf(stderr, "iclab collect: %zu runs, %zu columns; %zu curve rows\n", collection.runs.rows(),
                  collection.runs.columns().size(), collection.curves.rows());
     std::printf("%s\n", out.string().c_str());
+}
+
+void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwrite) {
+    ICLAB_INPUT_CHECK(!paths.empty(), "iclab claims: give at least one folder");
+    ICLAB_INPUT_CHECK(out.empty() || out.extension() == ".csv", "iclab claims: --out must end in .csv, got " << out.string());
+    ICLAB_INPUT_CHECK(out.empty() || overwrite || !fs::exists(out), out.string() << " exists (--overwrite replaces it)");
+    const std::vector<fs::path> runs = run::find_runs(paths);
+    ICLAB_INPUT_CHECK(!runs.empty(), "iclab claims: no finished run (config.yaml and results.h5) under the folders given");
+    const auto pooled = run::pool_run_claims(runs);
+    std::size_t counts[3] = {0, 0, 0}, total = 0;
+    for (const auto& p : pooled) {
+        std::printf("%s (%s, %zu run%s)\n", p.setting.c_str(), p.experiment.c_str(), p.runs.size(), p.runs.size() == 1 ? "" : "s");
+        for (const auto& r : p.claims) {
+            ++total, ++counts[static_cast<int>(r.verdict)];
+            char interval[96] = "";
+            if (!std::isnan(r.interval.low))
+                std::snprintf(interval, sizeof interval, " [%.4g, %.4g]", r.interval.low, r.interval.high);
+            std::printf("  %-15s %-48s mean %.4g%s, %zu/%zu on the claimed side (%s)\n", io::verdict_name(r.verdict),
+                        r.claim.id.c_str(), r.interval.mean, interval, r.on_side, r.values.size(), r.claim.rule.text().c_str());
+        }
+    }
+    std::printf("%zu claims: %zu reproduced, %zu not reproduced, %zu inconclusive\n", total, counts[0], counts[1], counts[2]);
+    if (!out.empty()) {
+        run::write_csv(run::claims_table(pooled), out);
+        std::printf("%s\n", out.string().c_str());
+    }
 }
 
 namespace {

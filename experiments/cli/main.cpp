@@ -36,6 +36,7 @@ const char* kUsage =
     "  iclab run --resume RUN_DIR [--quiet] [--threads N] [--stop-after STEP] [--dry-run] [--print-config]\n"
     "  iclab list\n"
     "  iclab collect DIR... --out runs.csv|runs.h5 [--overwrite]\n"
+    "  iclab claims DIR... [--out claims.csv] [--overwrite]\n"
     "  iclab show RUN_DIR\n"
     "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--adapter A.h5 ...] [--top K] [--out FILE.h5] [--overwrite]\n"
     "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
@@ -164,6 +165,23 @@ int command_collect(const std::vector<std::string>& args) {
     ICLAB_INPUT_CHECK(vm.count("out"), "iclab collect: missing --out runs.csv|runs.h5");
     const std::vector<std::string> rest = positional_arguments(vm);
     cli::collect(std::vector<std::filesystem::path>(rest.begin(), rest.end()), vm["out"].as<std::string>(), vm.count("overwrite") > 0);
+    return 0;
+}
+
+int command_claims(const std::vector<std::string>& args) {
+    po::options_description flags("usage: iclab claims DIR... [--out claims.csv] [--overwrite]\n"
+                                  "the declared claims of the finished runs under the folders, pooled over the seeds of each "
+                                  "setting, with their verdicts\noptions");
+    flags.add_options()("out", po::value<std::string>(), "also write the table as CSV")("overwrite", "replace an existing --out")(
+        "help,h", "this help");
+    const po::variables_map vm = parse_command(args, flags, "positional");
+    if (vm.count("help")) {
+        std::cout << flags;
+        return 0;
+    }
+    const std::vector<std::string> rest = positional_arguments(vm);
+    cli::claims(std::vector<std::filesystem::path>(rest.begin(), rest.end()), vm.count("out") ? vm["out"].as<std::string>() : "",
+                vm.count("overwrite") > 0);
     return 0;
 }
 
@@ -454,6 +472,7 @@ int main(int argc, char** argv) {
         if (command == "bench") return command_bench(args);
         if (command == "sweep") return command_sweep(args);
         if (command == "collect") return command_collect(args);
+        if (command == "claims") return command_claims(args);
         if (command == "show") return command_show(args);
         if (command == "sweep-job") return command_sweep_job(args);
         if (command == "tokenize") return cli::command_tokenize(args);

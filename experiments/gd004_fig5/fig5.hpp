@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "framework/config/config.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/nn/attention_004.hpp"
 
@@ -69,9 +70,11 @@ RunMetrics run_metrics(const RunCurves& run, const RunCurves& baseline);
 
 // Writes /tables/004_fig5_<table> (curves), /tables/004_fig5_<table>_summary (per variant and claim: mean/std,
 // verdict by the seed-sign rule with the paired differences) and rows of /tables/004_fig5_runs; returns the
-// summary lines for stdout.
+// summary lines for stdout. Each claim of the table is appended to `claims` as a declared qualitative claim (the same
+// seed-sign rule over the per-seed paired differences; framework/io/claims.hpp).
 std::string write_table(io::ResultsWriter& writer, const std::string& table, const std::vector<RunSpec>& specs,
-                        const std::vector<RunCurves>& curves, const std::vector<std::int64_t>& seeds, double verdict_fraction);
+                        const std::vector<RunCurves>& curves, const std::vector<std::int64_t>& seeds, double verdict_fraction,
+                        std::vector<io::ClaimResult>& claims);
 void write_runs_table(io::ResultsWriter& writer, const std::vector<RunSpec>& specs, const std::vector<RunCurves>& curves,
                       const std::vector<std::int64_t>& seeds);
 

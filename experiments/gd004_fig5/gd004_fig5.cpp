@@ -188,9 +188,11 @@ RunOutcome run_gd004_fig5(const RunContext& context) {
 
     io::ResultsWriter& w = run.results();
     std::string summary;
+    std::vector<io::ClaimResult> claims;
     for (const std::string table : {"reg", "aug", "neg", "reg_eq14", "reg_per_sequence"})
         if (std::any_of(specs.begin(), specs.end(), [&](const fig5::RunSpec& s) { return s.table == table; }))
-            summary += fig5::write_table(w, table, specs, curves, seed_values, cfg.get_float("fig5.verdict_fraction"));
+            summary += fig5::write_table(w, table, specs, curves, seed_values, cfg.get_float("fig5.verdict_fraction"), claims);
+    io::write_claims(w, claims);
     fig5::write_runs_table(w, specs, curves, seed_values);
     double steps = 0.0, busy = 0.0;
     for (const auto& c : curves) steps += static_cast<double>(c.steps), busy += c.seconds;

@@ -86,7 +86,8 @@ RunMetrics run_metrics(const RunCurves& run, const RunCurves& baseline) {
 }
 
 std::string write_table(io::ResultsWriter& writer, const std::string& table, const std::vector<RunSpec>& specs,
-                        const std::vector<RunCurves>& curves, const std::vector<std::int64_t>& seeds, double verdict_fraction) {
+                        const std::vector<RunCurves>& curves, const std::vector<std::int64_t>& seeds, double verdict_fraction,
+                        std::vector<io::ClaimResult>& claims_out) {
     const std::string part = table.substr(0, 3);
     std::vector<std::size_t> runs;
     std::map<std::size_t, std::size_t> baseline_of_seed;
@@ -139,12 +140,30 @@ std::string write_table(io::ResultsWriter& writer, const std::string& table, con
         for (const Claim& claim : claims) {
             std::size_t matching = 0;
             std::string diffs;
+            std::vector<double> values;
+            std::vector<std::int64_t> units;
             for (std::size_t s = 0; s < metrics.size(); ++s) {
                 const double d = paired(metrics[s], bases[s], claim.metric);
                 matching += matches(d, claim.sign) ? 1 : 0;
                 diffs += (s ? " " : "") + format("%.4g", d);
+                values.push_back(d), units.push_back(seeds[specs[members[s]].seed_index]);
             }
             const auto needed = static_cast<std::size_t>(std::ceil(verdict_fraction * static_cast<double>(metrics.size()) - 1e-9));
+            if (has_claim && !specs[members.front()].baseline) {
+                io::Claim c;
+                c.id = "004-F5 " + table + " " + label + ": " + claim.metric;
+                c.paper = "004";
+                c.source = "Figure 5 (§5.3-5.5)";
+                c.kind = io::ClaimKind::qualitative;
+                c.statement = claim.text;
+                c.metric = claim.metric == "final_ratio" ? "final loss, variant / paired baseline, per seed"
+                                                         : claim.metric + ", variant - paired baseline, per seed";
+                c.rule = claim.sign > 0   ? io::ClaimRule::count_above(0.0, needed)
+                         : claim.sign < 0 ? io::ClaimRule::count_below(0.0, needed)
+                                          : io::ClaimRule::count_within(1.0 / kComparable, kComparable, needed);
+                c.readme = "experiments/gd004_fig5/README.md";
+                claims_out.push_back(io::evaluate_claim(c, units, values));
+            }
             const std::string verdict = specs[members.front()].baseline ? "baseline"
                                         : !has_claim                   ? "no claim"
                                         : matching >= needed           ? "reproduced"

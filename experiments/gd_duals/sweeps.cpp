@@ -15,12 +15,15 @@ namespace iclab::experiments::duals {
 
 namespace {
 
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kSingle64 = 1e-12, kSingle32 = 1e-6, kMulti64 = 1e-11, kMulti32 = 1e-5, kCorner64 = 1e-10;
 
 double single_bar(const std::string& dtype) { return dtype == "float64" ? kSingle64 : kSingle32; }
 double multi_bar(const std::string& dtype) { return dtype == "float64" ? kMulti64 : kMulti32; }
-// Spec §0.2's ill-conditioned-corner bar: 1e-10 in fp64, reported only (NaN) in fp32.
-double ill_bar(const std::string& dtype) { return dtype == "float64" ? kCorner64 : kNaN; }
+// fp32 002 instances: C·κ·u (sweeps.hpp), NaN in fp64 (whose κ split keeps the spec's fixed bars).
+double kappa_bar(const std::string& dtype, double conditioning) {
+    return dtype == "float32" ? kKappaBarC * conditioning * kUnitRoundoff32 : kNaN;
+}
 
 // "identity" | "elu1" | "relu" | "prf<R>" (performer with R features) | "softmax" (kernel form, 004 only)
 struct Kernel {
@@ -93,12 +96,16 @@ double control_min(std::initializer_list<double> values) {  // the weakest contr
 }  // namespace
 
 bool SummaryRow::pass() const {
-    return (std::isnan(bar) || max_error <= bar) && (std::isnan(control_floor) || control_error >= control_floor);
+    return max_error_over_bar <= 1.0 && (std::isnan(control_floor) || control_error >= control_floor);
 }
 
 void Results::add(const std::string& check, const std::string& dtype, const std::string& cell, std::int64_t instance, double err,
-                  double control, double bar, double control_floor, const std::string& description, double conditioning) {
-    instances.push_back({check, cell, dtype, instance, err, control, conditioning});
+                  double control, double bar, double control_floor, const std::string& description, double conditioning,
+                  double kappa_bar) {
+    ICLAB_CHECK(bar > 0.0 && std::isfinite(bar), check << ": every instance needs a finite bar");
+    const bool by_kappa = std::isfinite(kappa_bar) && kappa_bar > bar;
+    const double instance_bar = by_kappa ? kappa_bar : bar;
+    instances.push_back({check, cell, dtype, instance, err, control, conditioning, instance_bar});
     auto row = std::find_if(summary.begin(), summary.end(), [&](const SummaryRow& r) { return r.check == check && r.dtype == dtype; });
     if (row == summary.end()) {
         SummaryRow r;
@@ -111,14 +118,17 @@ void Results::add(const std::string& check, const std::string& dtype, const std:
         row = summary.end() - 1;
     }
     ++row->instances;
+    row->kappa_bar_instances += by_kappa ? 1 : 0;
     row->max_error = std::max(row->max_error, err);
+    // a NaN error counts as over the bar
+    row->max_error_over_bar = std::isnan(err) ? kInfinity : std::max(row->max_error_over_bar, err / instance_bar);
     if (!std::isnan(control)) row->control_error = std::isnan(row->control_error) ? control : std::min(row->control_error, control);
 }
 
 // ---- 002-T1 (spec §1) ------------------------------------------------------------------------------------------
 void sweep_thm1_002(const config::Config& cfg, const Rng& stream, const std::vector<std::string>& dtypes, Results& results) {
     const std::size_t count = instances_of(cfg, "thm1_002.instances");
-    const auto kappa_limits = cfg.get_float_list("gd_duals.max_conditioning");
+    const double max_kappa64 = cfg.get_float("gd_duals.max_conditioning");
     std::uint64_t cell = 0;
     for (const auto& kernel_name : cfg.get_string_list("thm1_002.feature_maps"))
         for (std::size_t C : sizes(cfg, "thm1_002.widths"))
@@ -139,18 +149,17 @@ void sweep_thm1_002(const config::Config& cfg, const Rng& stream, const std::vec
                                 const auto r = icl::check_002_thm1<T>(s, rng);
                                 const double control = control_min({r.err_no_half, r.err_no_w0});
                                 const double cond = r.conditioning;
-                                const double max_kappa = kappa_limits[dtype == "float64" ? 0 : 1];
                                 if (corner)
                                     results.add("002-T1 corners", dtype, name, i, r.err, control, kCorner64, 1e-4,
                                                 "paper 002 Thm 1 at eta/m in {1e-3, 1e3} (ill-conditioned corner bar)", cond);
-                                else if (cond > max_kappa)
-                                    results.add("002-T1 ill-conditioned", dtype, name, i, r.err, control, ill_bar(dtype), 1e-4,
+                                else if (dtype == "float64" && cond > max_kappa64)
+                                    results.add("002-T1 ill-conditioned", dtype, name, i, r.err, control, kCorner64, 1e-4,
                                                 "paper 002 Thm 1, instances with kappa > gd_duals.max_conditioning (corner "
-                                                "bar; fp32 reported only)", cond);
+                                                "bar)", cond);
                                 else
                                     results.add("002-T1", dtype, name, i, r.err, control, single_bar(dtype), 1e-4,
                                                 "paper 002 Thm 1: prompt = one GD step on (1/m) sum 1/2|Wx-y|^2; controls: "
-                                                "no 1/2, no W_0 x_i", cond);
+                                                "no 1/2, no W_0 x_i", cond, kappa_bar(dtype, cond));
                                 if (r.err_iclca >= 0.0 && dtype == "float64")  // W_1 − W_0 cancels digits: an fp64 cross-check (spec §1)
                                     results.add("002-T1 ICLCA", dtype, name, i, r.err_iclca, kNaN, single_bar(dtype), kNaN,
                                                 "cross-check at eta = m: W_1 - W_0 = attention state of X' (ICLCA b_KV)");
@@ -162,7 +171,7 @@ void sweep_thm1_002(const config::Config& cfg, const Rng& stream, const std::vec
 // ---- 002-A1 (spec §2) ------------------------------------------------------------------------------------------
 void sweep_alg1_002(const config::Config& cfg, const Rng& stream, const std::vector<std::string>& dtypes, Results& results) {
     const std::size_t count = instances_of(cfg, "alg1_002.instances");
-    const auto kappa_limits = cfg.get_float_list("gd_duals.max_conditioning");
+    const double max_kappa64 = cfg.get_float("gd_duals.max_conditioning");
     std::uint64_t cell = 0;
     for (const auto& pattern : cfg.get_string_list("alg1_002.patterns"))
         for (const auto& kernel_name : cfg.get_string_list("alg1_002.feature_maps"))
@@ -188,14 +197,14 @@ void sweep_alg1_002(const config::Config& cfg, const Rng& stream, const std::vec
                                 for (std::size_t i = 0; i < count; ++i) {
                                     Rng rng = stream.derive(cell).derive(i);
                                     const auto r = icl::check_002_alg1<T>(s, rng);
-                                    const bool ill = r.conditioning > kappa_limits[dtype == "float64" ? 0 : 1];
+                                    const bool ill = dtype == "float64" && r.conditioning > max_kappa64;
                                     results.add(ill ? "002-A1 ill-conditioned" : "002-A1", dtype, name, i, r.err_max_layer,
-                                                r.err_causal_control, ill ? ill_bar(dtype) : multi_bar(dtype), 1e-3,
+                                                r.err_causal_control, ill ? kCorner64 : multi_bar(dtype), 1e-3,
                                                 ill ? "paper 002 Alg. 1, instances with kappa > gd_duals.max_conditioning "
-                                                      "(corner bar; fp32 reported only)"
+                                                      "(corner bar)"
                                                     : "paper 002 Alg. 1 / Thm 2: full-mask deep model = greedy layer-wise GD "
                                                       "(max over layers); control: causal mask",
-                                                r.conditioning);
+                                                r.conditioning, kappa_bar(dtype, r.conditioning));
                                 }
                             });
                         }
@@ -412,9 +421,10 @@ run::RunEstimate estimate_sweeps(const config::Config& cfg) {
 
 void declare_sweep_keys(config::Schema& schema) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
-    schema.add_float_list("gd_duals.max_conditioning", {1e3, 5.0}, 0.0, kInf,
-                          "[fp64, fp32] 002 checks: instances whose kappa (Theorem 1's cancelled term over the output scale; "
-                          "rounding ~ eps*kappa) exceeds this go to the ill-conditioned rows (bar 1e-10 fp64, fp32 reported only)")
+    schema.add_float("gd_duals.max_conditioning", 1e3, 0.0, kInf,
+                     "fp64 002 checks: instances whose kappa (Theorem 1's cancelled term over the output scale; rounding ~ "
+                     "eps*kappa) exceeds this go to the ill-conditioned rows (bar 1e-10); fp32 instances are gated by "
+                     "max(bar, 32 kappa 2^-24)")
         .add_int("thm1_002.instances", 20, 0, 1 << 20, "seeds per cell of 002-T1 (0: not run)")
         .add_string_list_free("thm1_002.feature_maps", {"identity", "elu1", "relu", "prf16", "prf256"},
                               "feature maps: identity, elu1, relu, prf<R> (performer, R features)")

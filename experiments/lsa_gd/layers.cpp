@@ -17,12 +17,12 @@ using icl::RegressionSequences;
 Check gated(const std::string& section, const std::string& name, const std::string& claim, double ours, double lo, double hi,
             const std::string& band, double paper) {
     const bool pass = ours >= lo && ours <= hi;  // false for NaN
-    return {section, name, claim, ours, paper, band, pass ? "pass" : "FAIL"};
+    return {section, name, claim, ours, paper, band, pass ? "pass" : "FAIL", lo, hi};
 }
 
 Check reported(const std::string& section, const std::string& name, const std::string& claim, double ours,
                const std::string& note, double paper) {
-    return {section, name, claim, ours, paper, note, "report"};
+    return {section, name, claim, ours, paper, note, "report", kNaN, kNaN};
 }
 
 RegressionSequences replicate_data(const Settings& s, const Rng& root, std::size_t replicate, std::size_t examples, double mu) {

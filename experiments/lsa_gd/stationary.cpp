@@ -74,10 +74,10 @@ void study_stationary_checks(const Settings& s, const std::vector<std::vector<do
             last = std::max(last, static_cast<double>(crossing));
             at_n = std::max(at_n, causal[u0 * R + r][N]);
         }
+        // "more than 100 examples" is qualitative: first n with MSE < 1e-2 above 100 (n >= 101) in every replicate.
         c.push_back(gated("A6", "fig2r_mu0_first_n_below_1e-2_min", "Fig. 2 right: mu = 0 'takes more than 100 examples to reach below 1e-2'",
-                          first, 80, 120, "first n with MSE < 1e-2 in [80, 120], every replicate", 100));
-        c.push_back(gated("A6", "fig2r_mu0_first_n_below_1e-2_max", "the same, latest replicate", last, 80, 120,
-                          "in [80, 120], every replicate", 100));
+                          first, 101, kInf, "> 100 (n >= 101), earliest replicate"));
+        c.push_back(reported("A6", "fig2r_mu0_first_n_below_1e-2_max", "the same, latest replicate", last, "shown"));
         if (N >= 300)
             c.push_back(gated("A6", "fig2r_mu0_mse_n" + std::to_string(N), "mu = 0 'eventually converges'", at_n, 0, 1e-6,
                               "<= 1e-6, every replicate"));

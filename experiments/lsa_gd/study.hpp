@@ -31,6 +31,7 @@ struct Check {
     std::string section, name, claim;
     double ours = kNaN, paper = kNaN;  // paper: a number the paper states, NaN when it states none
     std::string band, verdict;
+    double lo = kNaN, hi = kNaN;  // gated rows: the band [lo, hi]
 };
 
 // pass when lo <= ours <= hi (NaN ours fails).

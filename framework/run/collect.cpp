@@ -284,6 +284,17 @@ Collection collect_runs(const std::vector<fs::path>& run_dirs) {
     return collection;
 }
 
+void write_csv(const WideTable& table, const fs::path& path) {
+    const fs::path partial = write_csv_partial(table, path);
+    std::error_code error;
+    fs::rename(partial, path, error);
+    if (error) {
+        std::error_code ignored;
+        fs::remove(partial, ignored);
+        throw Error("cannot write " + path.string() + ": " + error.message());
+    }
+}
+
 fs::path curves_csv_path(const fs::path& out) { return out.parent_path() / (out.stem().string() + "_curves.csv"); }
 
 void check_collection_out(const fs::path& out, bool overwrite) {

@@ -46,6 +46,9 @@ Collection collect_runs(const std::vector<std::filesystem::path>& run_dirs);
 // as a new file (io::check_output_file): called before collecting, so a refused --out costs nothing and writes nothing.
 void check_collection_out(const std::filesystem::path& out, bool overwrite);
 
+// A table as CSV (RFC 4180 quoting), written under a temporary name and renamed (no partial file on failure).
+void write_csv(const WideTable& table, const std::filesystem::path& path);
+
 // runs.csv (and <stem>_curves.csv beside it, the two renamed into place together) or runs.h5 (/runs and /curves, one
 // 1-D dataset per column). A failure leaves no partial file.
 void write_collection(const Collection& collection, const std::filesystem::path& out, bool overwrite);

@@ -1,11 +1,15 @@
-"""The reproduction report: every table of every run with the paper's value beside ours and a verdict, the
-figures as PNG, and the provenance. Writes OUT/index.html, OUT/report.md and OUT/figures/*.png.
+"""The reproduction report: at the top one claims table per paper (every declared claim, pooled over seeds by
+`iclab claims`, with its kind, source, rule, seeds, our value with its 95 % interval, the paper's value only where
+the paper printed one, and the verdict), then one section per experiment in paper order with its figures and its
+raw tables folded. Writes OUT/index.html, OUT/report.md, OUT/reproduction.md (the page scripts/reproduce.sh commits
+as docs/reproduction.md), OUT/claims.csv and OUT/figures/*.png.
 
-    /usr/bin/python3 scripts/report/make_report.py RUN_OR_SWEEP_DIR... --out results/report
+    /usr/bin/python3 scripts/report/make_report.py RUN_OR_SWEEP_DIR... --out results/report [--iclab build/iclab]
 
-A table declares how ours is judged against the paper in its attribute paper_bands, one line per pair of
-columns: "OURS PAPER ratio T" (within a factor T) or "OURS PAPER abs T" (within T). Rows whose paper value is
-missing (NaN) say "no paper value". Nothing is recomputed: every number is the run's results.h5.
+Verdicts (one vocabulary, framework/io/claims.hpp): reproduced / not reproduced / inconclusive. Declared claims
+come from each run's /claims; a table that has no declared claims but a `paper_bands` attribute ("OURS PAPER ratio
+T" or "OURS PAPER abs T") adds one printed-number row per table row with a paper value (one run, no interval).
+Nothing else is recomputed: every number is a run's results.h5.
 """
 import argparse
 import datetime
@@ -23,15 +27,37 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+sys.path.insert(0, os.path.dirname(__file__))
 from iclab_runs import find_runs, load_run  # noqa: E402
+from verdicts import (PAPER_ORDER, PAPER_TITLES, VERDICTS, band_verdict, read_claims_csv,  # noqa: E402
+                      verdict_keys_block)
 
-MAX_ROWS = 40      # tables longer than this show their first rows only
-SHOWN_ROWS = 10
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# experiment -> (paper, section title named after the paper's tables and figures); the order is paper order
+SECTIONS = [
+    ("iclca_exactness", "000", "Paper 000 Table 1 and Theorem 4.1: ICLCA exactness"),
+    ("iclca_induction", "000", "Paper 000 Table 2: ICL accuracy of the converted model"),
+    ("bias_training", "000", "Paper 000 Figure 1: training with the bias terms"),
+    ("iclaa", "000", "Paper 000 §5, §6.4: ICLAA for softmax attention"),
+    ("iclca_serving", "000", "Paper 000 §7: serving converted prompts"),
+    ("gd_duals", "002", "Papers 002 Theorem 1 / Algorithm 1, 004 Theorem 1 and Eq. 13-18, von Oswald Prop. 1: exact GD duals"),
+    ("lsa_gd", "003", "Paper 003 Part A: Figure 2, Figure 4, Propositions 1-8, App. D"),
+    ("prefix_vs_causal", "003", "Paper 003 Part B: Tables 1, 3-7, Figures 3 and 6"),
+    ("regression", "004", "Paper 004 §5.1: Performer regression"),
+    ("gd004_example", "004", "Paper 004 §5.2, Figure 3 left: the worked example"),
+    ("gd004_figures", "004", "Paper 004 Figures 3 (centre, right), 4, 6, 7, 9, 10"),
+    ("gd004_fig5", "004", "Paper 004 Figure 5: training with the modified attentions"),
+    ("vo_trained", "von Oswald 2023", "von Oswald et al. 2023 Figure 2: trained LSA against one GD step"),
+]
+SECTION_OF = {name: (i, paper, title) for i, (name, paper, title) in enumerate(SECTIONS)}
 
 
 def fmt(value):
     if isinstance(value, str):
-        return value
+        try:
+            value = float(value)
+        except ValueError:
+            return value
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -43,38 +69,120 @@ def fmt(value):
     return f"{x:.3e}" if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6) else f"{x:.4g}"
 
 
-def bands_of(results, table):
-    with h5py.File(results, "r") as f:
+def anchor(text):
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def setting_of(run):
+    overrides = " ".join(t for t in str(run.attrs.get("overrides", "")).split()
+                         if not t.startswith("seed=") and not t.startswith("output."))
+    return (str(run.attrs.get("config_source", "")) + (" " + overrides if overrides else "")).strip()
+
+
+def bands_of(run, table):
+    with h5py.File(os.path.join(run.run_dir, "results.h5"), "r") as f:
         text = f["tables"][table].attrs.get("paper_bands", "")
     text = text.decode() if isinstance(text, bytes) else text
     return [line.split() for line in text.splitlines() if len(line.split()) == 4]
 
 
-def verdict(ours, paper, kind, tol):
+def band_claims(run):
+    """Printed-number rows of a table's paper_bands, for runs that declare no /claims (one run each)."""
+    experiment = run.attrs.get("experiment", "?")
+    paper = SECTION_OF.get(experiment, (0, "other", ""))[1]
+    out = []
+    for name in sorted(run.tables):
+        frame = run.tables[name]
+        label_column = next((c for c in frame.columns if frame[c].dtype == object), None)
+        for ours, paper_column, kind, tol in bands_of(run, name):
+            if ours not in frame.columns or paper_column not in frame.columns:
+                continue
+            for i, (o, p) in enumerate(zip(frame[ours], frame[paper_column])):
+                verdict = band_verdict(o, p, kind, tol)
+                if verdict is None:
+                    continue
+                label = f"{frame[label_column].iloc[i]}" if label_column else f"row {i}"
+                rule = f"within a factor {tol} of the printed value" if kind == "ratio" else f"within ±{tol} of the printed value"
+                out.append({"setting": setting_of(run), "experiment": experiment, "paper": paper,
+                            "id": f"/tables/{name} {label}: {ours}", "source": f"/tables/{name} (paper_bands)",
+                            "kind": "matches a printed number", "statement": f"{ours} of {label} matches the paper's {paper_column}",
+                            "rule": rule + " (one run, no interval)", "units": str(run.attrs.get("seed", "?")), "unit": "seed",
+                            "n": "1", "mean": str(o), "ci95_low": "nan", "ci95_high": "nan", "paper_value": str(p),
+                            "verdict": verdict, "readme": f"experiments/{experiment}/README.md",
+                            "key": f"{setting_of(run)} :: /tables/{name} row {i}: {ours} vs {paper_column}"})
+    return out
+
+
+def ours_text(c):
+    mean, low, high = fmt(c["mean"]), c.get("ci95_low", "nan"), c.get("ci95_high", "nan")
     try:
-        o, p = float(ours), float(paper)
-    except (TypeError, ValueError):
-        return "no paper value"
-    if math.isnan(p):
-        return "no paper value"
-    if kind == "ratio":
-        ok = p != 0 and o / p > 0 and 1 / float(tol) <= o / p <= float(tol)
-    else:
-        ok = abs(o - p) <= float(tol)
-    return "within band" if ok else "OUTSIDE band"
+        if not math.isnan(float(low)):
+            return f"{mean} [{fmt(low)}, {fmt(high)}]"
+    except ValueError:
+        pass
+    return mean
 
 
-def table_with_verdicts(run, name):
-    frame = run.tables[name].copy()
-    for ours, paper, kind, tol in bands_of(os.path.join(run.run_dir, "results.h5"), name):
-        if ours in frame.columns and paper in frame.columns:
-            label = f"verdict ({ours} vs {paper}, {kind} {tol})"
-            frame[label] = [verdict(o, p, kind, tol) for o, p in zip(frame[ours], frame[paper])]
-            # the paper's column right after ours, the verdict after both
-            columns = [c for c in frame.columns if c not in (paper, label)]
-            at = columns.index(ours) + 1
-            frame = frame[columns[:at] + [paper, label] + columns[at:]]
-    return frame
+def seeds_text(c):
+    return c["units"] if c.get("unit") == "seed" else c["units"]
+
+
+def paper_text(c):
+    return fmt(c["paper_value"]) if c["kind"] == "matches a printed number" else ""
+
+
+CLAIM_COLUMNS = ["claim", "source", "kind", "rule", "seeds / instances", "ours (mean [95 % t-interval])", "paper", "verdict",
+                 "explained in"]
+
+
+def claim_cells(c, link_prefix):
+    readme = c.get("readme", "")
+    link = (link_prefix + readme) if readme else ""
+    return [f"{c['id']}: {c['statement']}", c["source"], c["kind"], c["rule"], seeds_text(c), ours_text(c), paper_text(c),
+            c["verdict"], (readme, link)]
+
+
+def claims_html(claims, link_prefix):
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in CLAIM_COLUMNS)
+    rows = []
+    for c in claims:
+        cells = claim_cells(c, link_prefix)
+        tds = []
+        for i, value in enumerate(cells):
+            if i == len(cells) - 1:
+                text, link = value
+                tds.append(f'<td><a href="{html.escape(link)}">{html.escape(os.path.basename(os.path.dirname(text)) or text)}</a></td>'
+                           if link else "<td></td>")
+                continue
+            cls = {"reproduced": "ok", "not reproduced": "bad", "inconclusive": "unsure"}.get(value) if i == 7 else None
+            tds.append(f'<td class="{cls}">{html.escape(value)}</td>' if cls else f'<td class="l">{html.escape(value)}</td>')
+        rows.append("<tr>" + "".join(tds) + "</tr>")
+    return f'<div class="scroll"><table class="claims"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+
+
+def claims_md(claims, link_prefix):
+    esc = lambda t: str(t).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(CLAIM_COLUMNS) + " |", "|" + "---|" * len(CLAIM_COLUMNS)]
+    for c in claims:
+        cells = claim_cells(c, link_prefix)
+        text, link = cells[-1]
+        cells[-1] = f"[{os.path.basename(os.path.dirname(text)) or text}]({link})" if link else ""
+        cells[7] = f"**{cells[7]}**" if cells[7] != "reproduced" else cells[7]
+        lines.append("| " + " | ".join(esc(v) for v in cells) + " |")
+    return "\n".join(lines)
+
+
+def by_paper(claims):
+    groups = {}
+    for c in claims:
+        groups.setdefault(c["paper"] if c["paper"] in PAPER_ORDER else "other", []).append(c)
+    return [(p, groups[p]) for p in list(PAPER_ORDER) + ["other"] if p in groups]
+
+
+def counts_text(claims):
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+    return (f"{len(claims)} claims: {counts['reproduced']} reproduced, {counts['not reproduced']} not reproduced, "
+            f"{counts['inconclusive']} inconclusive")
 
 
 def figures_of(run, out_dir, stem):
@@ -160,30 +268,29 @@ def provenance(runs):
             ("summed wall time of the runs", f"{wall / 60:.1f} min")]
 
 
-def md_table(frame, shown):
-    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
-    for _, row in frame.head(shown).iterrows():
-        lines.append("| " + " | ".join(fmt(v) for v in row) + " |")
+def html_table(frame):
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = ["<tr>" + "".join(f"<td>{html.escape(fmt(v))}</td>" for v in row) + "</tr>" for _, row in frame.iterrows()]
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def md_table(frame):
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    for _, row in frame.iterrows():
+        lines.append("| " + " | ".join(fmt(v).replace("|", "\\|") for v in row) + " |")
     return "\n".join(lines)
 
 
-def html_table(frame, shown):
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = []
-    for _, row in frame.head(shown).iterrows():
-        cells = []
-        for value in row:
-            text = fmt(value)
-            cls = ' class="ok"' if text == "within band" else ' class="bad"' if text == "OUTSIDE band" else ""
-            cells.append(f"<td{cls}>{html.escape(text)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+def section_key(run):
+    return SECTION_OF.get(run.attrs.get("experiment", ""), (len(SECTIONS), "other", run.attrs.get("experiment", "?")))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dirs", nargs="+")
     parser.add_argument("--out", default="results/report")
+    parser.add_argument("--iclab", default=os.path.join(ROOT, "build", "iclab"))
+    parser.add_argument("--title", default="iclab reproduction report")
     args = parser.parse_args()
     out_dir = os.path.abspath(args.out)
     figure_dir = os.path.join(out_dir, "figures")
@@ -191,49 +298,90 @@ def main():
     # top-level runs only: a run inside another run's folder (bias_training's sub-runs) is part of that run
     found = find_runs(args.dirs)
     paths = [d for d in found if not any(d != p and d.startswith(p + os.sep) for p in found)]
-    runs = [load_run(d) for d in paths]
+    runs = sorted((load_run(d) for d in paths), key=lambda r: (section_key(r)[0], r.run_dir))
     if not runs:
         print("make_report: no finished run under " + " ".join(args.dirs), file=sys.stderr)
         return 2
-    md = ["# iclab reproduction report", ""] + [f"- {k}: {v}" for k, v in provenance(runs)] + [""]
-    body = ["<h1>iclab reproduction report</h1><ul>"] + [f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>"
-                                                          for k, v in provenance(runs)] + ["</ul>"]
-    verdicts = {"within band": 0, "OUTSIDE band": 0}
+    claims_csv = os.path.join(out_dir, "claims.csv")
+    done = subprocess.run([args.iclab, "claims", *args.dirs, "--out", claims_csv, "--overwrite"], capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"make_report: iclab claims failed: {done.stderr.strip()}", file=sys.stderr)
+        return done.returncode or 1
+    claims = read_claims_csv(claims_csv)
+    declared_runs = {c["setting"] for c in claims}
+    for run in runs:
+        if setting_of(run) not in declared_runs:
+            claims += band_claims(run)
+    claims.sort(key=lambda c: (PAPER_ORDER.index(c["paper"]) if c["paper"] in PAPER_ORDER else 99,
+                               SECTION_OF.get(c.get("experiment", ""), (99,))[0]))
+    summary = counts_text(claims)
+    prov = provenance(runs)
+    md = [f"# {args.title}", "", f"**{summary}** (verdicts: reproduced = the declared rule holds; not reproduced = it fails; "
+          "inconclusive = the rule cannot decide, e.g. one seed or an interval straddling its edge)", ""]
+    md += [f"- {k}: {v}" for k, v in prov] + [""]
+    body = [f"<h1>{html.escape(args.title)}</h1>", f"<p class='summary'><b>{html.escape(summary)}</b>. Verdicts: "
+            "<i>reproduced</i> = the declared rule holds; <i>not reproduced</i> = it fails; <i>inconclusive</i> = the "
+            "rule cannot decide (one seed, an interval straddling its edge).</p>"]
+    toc = ["<nav><b>Claims:</b> " + " · ".join(f'<a href="#claims-{anchor(p)}">{html.escape(p)}</a>' for p, _ in by_paper(claims)) +
+           "<br><b>Sections:</b> "]
+    link_html = "file://" + ROOT + "/"
+    for paper, group in by_paper(claims):
+        title = PAPER_TITLES.get(paper, "Other")
+        body += [f'<h2 id="claims-{anchor(paper)}">Claims — {html.escape(title)} ({html.escape(counts_text(group))})</h2>',
+                 claims_html(group, link_html)]
+        md += [f"## Claims — {title} ({counts_text(group)})", "", claims_md(group, ""), ""]
+    body.append("<h2>Provenance</h2><ul>" + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in prov) + "</ul>")
+    sections = []
     for run in runs:
         stem = os.path.basename(run.run_dir)
-        title = f"{run.attrs.get('experiment', '?')}: {run.attrs.get('config_source', '')}"
-        md += [f"## {title}", "", f"run folder `{run.run_dir}`, wall time {fmt(wall_seconds(run))} s", ""]
-        body += [f"<h2>{html.escape(title)}</h2><p>run folder <code>{html.escape(run.run_dir)}</code>, wall time "
-                 f"{html.escape(fmt(wall_seconds(run)))} s</p>"]
-        for name in sorted(run.tables):
-            frame = table_with_verdicts(run, name)
-            for column in frame.columns:
-                if column.startswith("verdict"):
-                    for v in frame[column]:
-                        if v in verdicts:
-                            verdicts[v] += 1
-            shown = len(frame) if len(frame) <= MAX_ROWS else SHOWN_ROWS
-            note = "" if shown == len(frame) else f" (first {shown} of {len(frame)} rows)"
-            md += [f"### /tables/{name}{note}", "", md_table(frame, shown), ""]
-            body += [f"<h3>/tables/{html.escape(name)}{html.escape(note)}</h3>", html_table(frame, shown)]
+        _, _, title = section_key(run)
+        sid = anchor(stem)
+        toc.append(f'<a href="#{sid}">{html.escape(title)}</a> · ')
+        where = f"{setting_of(run)}, seed {run.attrs.get('seed', '?')}, run folder {run.run_dir}, wall time {fmt(wall_seconds(run))} s"
+        md += [f"## {title}", "", where, ""]
+        sections += [f'<h2 id="{sid}">{html.escape(title)}</h2><p>{html.escape(where)}</p>']
         for caption, path in figures_of(run, figure_dir, stem):
             rel = os.path.relpath(path, out_dir)
             md += [f"![{caption}]({rel})", ""]
-            body += [f'<figure><img src="{html.escape(rel)}" alt="{html.escape(caption)}"><figcaption>{html.escape(caption)}'
-                     "</figcaption></figure>"]
-    summary = f"Verdicts: {verdicts['within band']} within the band the experiment declares, {verdicts['OUTSIDE band']} outside it."
-    md.insert(2, summary)
-    body.insert(1, f"<p><b>{html.escape(summary)}</b></p>")
-    style = ("body{font-family:sans-serif;margin:2em;max-width:1400px} table{border-collapse:collapse;margin:0.5em 0 1.5em;"
-             "font-size:12px} th,td{border:1px solid #bbb;padding:2px 6px;text-align:right} th{background:#eee} "
-             "td.ok{background:#d9f2d9} td.bad{background:#f6cccc} img{max-width:640px}")
+            sections += [f'<figure><img src="{html.escape(rel)}" alt="{html.escape(caption)}"><figcaption>{html.escape(caption)}'
+                         "</figcaption></figure>"]
+        for name in sorted(run.tables):
+            frame = run.tables[name]
+            md += [f"<details><summary>/tables/{name} ({len(frame)} rows)</summary>", "", md_table(frame), "", "</details>", ""]
+            sections += [f"<details><summary>/tables/{html.escape(name)} ({len(frame)} rows)</summary>{html_table(frame)}</details>"]
+    body.insert(2, "".join(toc) + "</nav>")
+    body += sections
+    style = ("body{font-family:sans-serif;margin:1.5em;max-width:1800px} .scroll{overflow-x:auto;max-width:100%} "
+             "table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:12px} th,td{border:1px solid #bbb;padding:2px 6px;"
+             "text-align:right;vertical-align:top} td.l{text-align:left} table.claims td{text-align:left;max-width:38em} "
+             "th{background:#eee;position:sticky;top:0} td.ok{background:#d9f2d9} td.bad{background:#f6cccc} "
+             "td.unsure{background:#fff2c6} img{width:100%;max-width:1400px} figure{margin:1em 0} nav{line-height:1.8}")
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(out_dir, "index.html"), "w") as f:
         f.write(f"<!doctype html><html><head><meta charset='utf-8'><title>iclab report</title><style>{style}</style></head>"
                 f"<body>{''.join(body)}</body></html>\n")
+    write_reproduction_page(out_dir, claims, prov, runs, args.title)
     print(os.path.join(out_dir, "index.html"))
     return 0
+
+
+def write_reproduction_page(out_dir, claims, prov, runs, title):
+    """OUT/reproduction.md: what scripts/reproduce.sh commits as docs/reproduction.md (links relative to docs/)."""
+    lines = [f"# {title}", "", "Generated by `scripts/reproduce.sh` from the report (scripts/report/make_report.py); do not edit.",
+             "`scripts/reproduce.sh --profile quick --check` fails when any verdict below changes.", "",
+             f"**{counts_text(claims)}.** Verdicts: reproduced = the declared rule holds; not reproduced = it fails; "
+             "inconclusive = the rule cannot decide (one seed, an interval straddling its edge). Kinds: *matches a printed "
+             "number* (the paper's value is shown), *reproduces a qualitative claim* and *own check* (no paper value).", ""]
+    lines += [f"- {k}: {v}" for k, v in prov] + [""]
+    for paper, group in by_paper(claims):
+        lines += [f"## {PAPER_TITLES.get(paper, 'Other')} ({counts_text(group)})", "", claims_md(group, "../"), ""]
+    lines += ["## Wall time per run", "", "| section | setting | seed | wall time (s) |", "|---|---|---|---|"]
+    for run in runs:
+        lines.append(f"| {section_key(run)[2]} | {setting_of(run)} | {run.attrs.get('seed', '?')} | {fmt(wall_seconds(run))} |")
+    lines += ["", verdict_keys_block(claims), ""]
+    with open(os.path.join(out_dir, "reproduction.md"), "w") as f:
+        f.write("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,360 @@
+// Declared reproduction claims: the t-interval, the decision rules, the /claims tables (framework/io/claims.hpp).
+#include "framework/io/claims.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "framework/core/check.hpp"
+#include "framework/io/results_file.hpp"
+
+namespace iclab::io {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct KindName {
+    ClaimKind kind;
+    const char* name;
+};
+constexpr KindName kKinds[] = {{ClaimKind::printed_number, "matches a printed number"},
+                               {ClaimKind::qualitative, "reproduces a qualitative claim"},
+                               {ClaimKind::own_check, "own check"}};
+struct TestName {
+    ClaimRule::Test test;
+    const char* name;
+};
+constexpr TestName kTests[] = {{ClaimRule::Test::interval_above, "interval_above"},
+                               {ClaimRule::Test::interval_below, "interval_below"},
+                               {ClaimRule::Test::interval_within, "interval_within"},
+                               {ClaimRule::Test::count_above, "count_above"},
+                               {ClaimRule::Test::count_below, "count_below"},
+                               {ClaimRule::Test::count_at_most, "count_at_most"},
+                               {ClaimRule::Test::count_within, "count_within"}};
+
+std::string number(double x) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.4g", x);
+    return text;
+}
+
+// Continued fraction of the regularized incomplete beta function (Lentz's method).
+double beta_fraction(double a, double b, double x) {
+    constexpr double tiny = 1e-300;
+    double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
+    d = 1.0 / (std::abs(d) < tiny ? tiny : d);
+    double h = d;
+    for (int m = 1; m <= 500; ++m) {
+        const double m2 = 2.0 * m;
+        double aa = m * (b - m) * x / ((a + m2 - 1.0) * (a + m2));
+        d = 1.0 + aa * d, c = 1.0 + aa / c;
+        d = 1.0 / (std::abs(d) < tiny ? tiny : d), c = std::abs(c) < tiny ? tiny : c;
+        h *= d * c;
+        aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0));
+        d = 1.0 + aa * d, c = 1.0 + aa / c;
+        d = 1.0 / (std::abs(d) < tiny ? tiny : d), c = std::abs(c) < tiny ? tiny : c;
+        const double step = d * c;
+        h *= step;
+        if (std::abs(step - 1.0) < 1e-15) break;
+    }
+    return h;
+}
+
+// I_x(a, b), the regularized incomplete beta function.
+double incomplete_beta(double a, double b, double x) {
+    if (x <= 0.0) return 0.0;
+    if (x >= 1.0) return 1.0;
+    const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+    if (x < (a + 1.0) / (a + b + 2.0)) return front * beta_fraction(a, b, x) / a;
+    return 1.0 - front * beta_fraction(b, a, 1.0 - x) / b;
+}
+
+// P(T <= t) for Student's t with df degrees of freedom.
+double student_t_cdf(double t, double df) {
+    const double tail = 0.5 * incomplete_beta(0.5 * df, 0.5, df / (df + t * t));
+    return t >= 0.0 ? 1.0 - tail : tail;
+}
+
+}  // namespace
+
+const char* claim_kind_name(ClaimKind kind) {
+    for (const auto& k : kKinds)
+        if (k.kind == kind) return k.name;
+    ICLAB_CHECK(false, "unknown claim kind");
+}
+
+ClaimKind claim_kind_from_name(const std::string& name) {
+    for (const auto& k : kKinds)
+        if (name == k.name) return k.kind;
+    ICLAB_INPUT_CHECK(false, "claim kind '" << name << "' is none of: matches a printed number, reproduces a qualitative claim, own check");
+}
+
+const char* verdict_name(Verdict verdict) {
+    switch (verdict) {
+        case Verdict::reproduced: return "reproduced";
+        case Verdict::not_reproduced: return "not reproduced";
+        case Verdict::inconclusive: return "inconclusive";
+    }
+    ICLAB_CHECK(false, "unknown verdict");
+}
+
+const char* rule_test_name(ClaimRule::Test test) {
+    for (const auto& t : kTests)
+        if (t.test == test) return t.name;
+    ICLAB_CHECK(false, "unknown rule test");
+}
+
+ClaimRule::Test rule_test_from_name(const std::string& name) {
+    for (const auto& t : kTests)
+        if (name == t.name) return t.test;
+    ICLAB_INPUT_CHECK(false, "claim rule test '" << name << "' is unknown");
+}
+
+ClaimRule ClaimRule::interval_above(double threshold) { return {Test::interval_above, threshold, kNaN, kNaN, 0}; }
+ClaimRule ClaimRule::interval_below(double threshold) { return {Test::interval_below, threshold, kNaN, kNaN, 0}; }
+ClaimRule ClaimRule::interval_within(double low, double high) { return {Test::interval_within, kNaN, low, high, 0}; }
+ClaimRule ClaimRule::count_above(double threshold, std::size_t needed) { return {Test::count_above, threshold, kNaN, kNaN, needed}; }
+ClaimRule ClaimRule::count_below(double threshold, std::size_t needed) { return {Test::count_below, threshold, kNaN, kNaN, needed}; }
+ClaimRule ClaimRule::count_at_most(double threshold, std::size_t needed) {
+    return {Test::count_at_most, threshold, kNaN, kNaN, needed};
+}
+
+ClaimRule ClaimRule::count_within(double low, double high, std::size_t needed) {
+    return {Test::count_within, kNaN, low, high, needed};
+}
+
+std::string ClaimRule::text() const {
+    const std::string of = needed == 0 ? " for every value" : " in >= " + std::to_string(needed) + " values";
+    switch (test) {
+        case Test::interval_above: return "95 % t-interval of the mean > " + number(threshold);
+        case Test::interval_below: return "95 % t-interval of the mean < " + number(threshold);
+        case Test::interval_within: return "95 % t-interval of the mean inside [" + number(low) + ", " + number(high) + "]";
+        case Test::count_above: return "x > " + number(threshold) + of;
+        case Test::count_below: return "x < " + number(threshold) + of;
+        case Test::count_at_most: return "x <= " + number(threshold) + of;
+        case Test::count_within:
+            if (std::isinf(high)) return "x >= " + number(low) + of;
+            if (std::isinf(low)) return "x <= " + number(high) + of;
+            return number(low) + " <= x <= " + number(high) + of;
+    }
+    ICLAB_CHECK(false, "unknown rule test");
+}
+
+bool ClaimRule::on_claimed_side(double x) const {
+    switch (test) {
+        case Test::interval_above:
+        case Test::count_above: return x > threshold;
+        case Test::interval_below:
+        case Test::count_below: return x < threshold;
+        case Test::count_at_most: return x <= threshold;
+        case Test::interval_within:
+        case Test::count_within: return x >= low && x <= high;
+    }
+    return false;
+}
+
+void check_claim(const Claim& c) {
+    ICLAB_CHECK(!c.id.empty() && c.id.find('\n') == std::string::npos, "a claim needs a one-line id");
+    ICLAB_CHECK(!c.statement.empty() && !c.source.empty() && !c.metric.empty() && !c.paper.empty(),
+                "claim " << c.id << " needs paper, source, statement and metric");
+    ICLAB_CHECK(c.unit == "seed" || c.unit == "instance", "claim " << c.id << ": unit is seed or instance, not " << c.unit);
+    if (c.kind == ClaimKind::printed_number)
+        ICLAB_CHECK(std::isfinite(c.paper_value), "claim " << c.id << " matches a printed number but declares none");
+    else
+        ICLAB_CHECK(std::isnan(c.paper_value), "claim " << c.id << " (" << claim_kind_name(c.kind) << ") must not carry a paper value");
+    if (c.rule.test == ClaimRule::Test::interval_within || c.rule.test == ClaimRule::Test::count_within)
+        ICLAB_CHECK(!std::isnan(c.rule.low) && !std::isnan(c.rule.high) && c.rule.low <= c.rule.high, "claim " << c.id << ": band [" << c.rule.low << ", " << c.rule.high << "] is empty");
+    else
+        ICLAB_CHECK(std::isfinite(c.rule.threshold), "claim " << c.id << ": rule threshold must be finite");
+}
+
+double student_t_quantile(double p, double df) {
+    ICLAB_CHECK(p > 0.0 && p < 1.0 && df > 0.0, "student_t_quantile(p " << p << ", df " << df << ")");
+    if (p < 0.5) return -student_t_quantile(1.0 - p, df);
+    double lo = 0.0, hi = 1.0;
+    while (student_t_cdf(hi, df) < p) hi *= 2.0;
+    for (int i = 0; i < 200 && hi - lo > 1e-12 * std::max(1.0, hi); ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (student_t_cdf(mid, df) < p ? lo : hi) = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+Interval t_interval95(const std::vector<double>& values) {
+    Interval out{kNaN, kNaN, kNaN};
+    const std::size_t n = values.size();
+    if (n == 0) return out;
+    double sum = 0.0;
+    for (double v : values) sum += v;
+    out.mean = sum / static_cast<double>(n);
+    if (n < 2) return out;
+    double squares = 0.0;
+    for (double v : values) squares += (v - out.mean) * (v - out.mean);
+    const double sd = std::sqrt(squares / static_cast<double>(n - 1));
+    const double half = student_t_quantile(0.975, static_cast<double>(n - 1)) * sd / std::sqrt(static_cast<double>(n));
+    out.low = out.mean - half, out.high = out.mean + half;
+    return out;
+}
+
+ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, std::vector<double> values) {
+    check_claim(claim);
+    ICLAB_CHECK(units.size() == values.size(), "claim " << claim.id << ": " << units.size() << " units for " << values.size() << " values");
+    ClaimResult r;
+    r.claim = claim;
+    r.units = std::move(units);
+    r.values = std::move(values);
+    const std::size_t n = r.values.size();
+    for (double v : r.values)
+        if (!std::isfinite(v)) {
+            r.interval = {kNaN, kNaN, kNaN};
+            r.note = "a non-finite value";
+            return r;  // inconclusive
+        }
+    r.interval = t_interval95(r.values);
+    for (double v : r.values) r.on_side += claim.rule.on_claimed_side(v) ? 1 : 0;
+    const ClaimRule& rule = claim.rule;
+    using Test = ClaimRule::Test;
+    if (n == 0) {
+        r.note = "no value";
+        return r;
+    }
+    if (rule.test == Test::interval_above || rule.test == Test::interval_below || rule.test == Test::interval_within) {
+        if (n < 2) {
+            r.note = "one value: no interval";
+            return r;
+        }
+        const double lo = r.interval.low, hi = r.interval.high;
+        bool yes = false, no = false;
+        if (rule.test == Test::interval_above) yes = lo > rule.threshold, no = hi <= rule.threshold;
+        if (rule.test == Test::interval_below) yes = hi < rule.threshold, no = lo >= rule.threshold;
+        if (rule.test == Test::interval_within) yes = lo >= rule.low && hi <= rule.high, no = hi < rule.low || lo > rule.high;
+        r.verdict = yes ? Verdict::reproduced : no ? Verdict::not_reproduced : Verdict::inconclusive;
+        if (r.verdict == Verdict::inconclusive) r.note = "the interval straddles the rule's edge";
+        return r;
+    }
+    const std::size_t needed = rule.needed == 0 ? n : rule.needed;
+    if (r.on_side >= needed) {
+        r.verdict = Verdict::reproduced;
+    } else if (n < needed) {
+        r.note = std::to_string(n) + " values, the rule needs " + std::to_string(needed);
+    } else {
+        r.verdict = Verdict::not_reproduced;
+    }
+    return r;
+}
+
+void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
+    std::vector<std::string> id, paper, source, kind, statement, metric, unit, rule, test, seeds_text, verdict, note, readme;
+    std::vector<double> paper_value, threshold, low, high, mean, ci_low, ci_high;
+    std::vector<std::int64_t> needed, n, on_side;
+    std::vector<std::string> v_id;
+    std::vector<std::int64_t> v_unit;
+    std::vector<double> v_value;
+    std::set<std::string> seen;
+    for (const ClaimResult& r : claims) {
+        const Claim& c = r.claim;
+        ICLAB_CHECK(seen.insert(c.id).second, "claim id " << c.id << " appears twice");
+        id.push_back(c.id), paper.push_back(c.paper), source.push_back(c.source), kind.push_back(claim_kind_name(c.kind));
+        statement.push_back(c.statement), metric.push_back(c.metric), unit.push_back(c.unit), rule.push_back(c.rule.text());
+        test.push_back(rule_test_name(c.rule.test)), threshold.push_back(c.rule.threshold), low.push_back(c.rule.low);
+        high.push_back(c.rule.high), needed.push_back(static_cast<std::int64_t>(c.rule.needed)), paper_value.push_back(c.paper_value);
+        readme.push_back(c.readme);
+        n.push_back(static_cast<std::int64_t>(r.values.size())), on_side.push_back(static_cast<std::int64_t>(r.on_side));
+        mean.push_back(r.interval.mean), ci_low.push_back(r.interval.low), ci_high.push_back(r.interval.high);
+        verdict.push_back(verdict_name(r.verdict)), note.push_back(r.note);
+        std::string s;
+        if (c.unit == "seed")
+            for (std::size_t i = 0; i < r.units.size(); ++i) s += (i ? "," : "") + std::to_string(r.units[i]);
+        else
+            s = std::to_string(r.units.size()) + " instances";
+        seeds_text.push_back(s);
+        for (std::size_t i = 0; i < r.values.size(); ++i) v_id.push_back(c.id), v_unit.push_back(r.units[i]), v_value.push_back(r.values[i]);
+    }
+    w.write_columns("/claims",
+                    {{"id", id}, {"paper", paper}, {"source", source}, {"kind", kind}, {"statement", statement}, {"metric", metric},
+                     {"rule", rule}, {"unit", unit}, {"units", seeds_text}, {"n", n}, {"mean", mean}, {"ci95_low", ci_low},
+                     {"ci95_high", ci_high}, {"on_claimed_side", on_side}, {"paper_value", paper_value}, {"verdict", verdict},
+                     {"note", note}, {"readme", readme}, {"test", test}, {"threshold", threshold}, {"low", low}, {"high", high},
+                     {"needed", needed}},
+                    {{"interval", "two-sided 95 % Student-t interval of the mean over the units (n >= 2)"},
+                     {"verdicts", "reproduced: the declared rule holds; not reproduced: it fails; inconclusive: the rule cannot "
+                                  "decide (interval straddles its edge, too few values, a non-finite value)"}});
+    w.write_columns("/claim_values", {{"id", v_id}, {"unit", v_unit}, {"value", v_value}});
+}
+
+std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
+    std::vector<ClaimResult> out;
+    if (!reader.has("/claims")) return out;
+    const std::string file = reader.path().string();
+    auto strings = [&](const char* name) { return reader.read_column_string(std::string("/claims/") + name); };
+    auto doubles = [&](const char* name) { return reader.read_column_double(std::string("/claims/") + name); };
+    const auto id = strings("id"), paper = strings("paper"), source = strings("source"), kind = strings("kind");
+    const auto statement = strings("statement"), metric = strings("metric"), unit = strings("unit"), test = strings("test");
+    const auto readme = strings("readme");
+    const auto paper_value = doubles("paper_value"), threshold = doubles("threshold"), low = doubles("low"), high = doubles("high");
+    const auto needed = reader.read_column_int64("/claims/needed");
+    const std::size_t rows = id.size();
+    for (const auto* column : {&paper, &source, &kind, &statement, &metric, &unit, &test, &readme})
+        ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims columns differ in length");
+    for (const auto* column : {&paper_value, &threshold, &low, &high})
+        ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims columns differ in length");
+    ICLAB_INPUT_CHECK(needed.size() == rows, file << ": /claims/needed differs in length");
+    const auto v_id = reader.read_column_string("/claim_values/id");
+    const auto v_unit = reader.read_column_int64("/claim_values/unit");
+    const auto v_value = reader.read_column_double("/claim_values/value");
+    ICLAB_INPUT_CHECK(v_id.size() == v_unit.size() && v_id.size() == v_value.size(), file << ": /claim_values columns differ in length");
+    std::map<std::string, std::pair<std::vector<std::int64_t>, std::vector<double>>> values;
+    for (std::size_t i = 0; i < v_id.size(); ++i) values[v_id[i]].first.push_back(v_unit[i]), values[v_id[i]].second.push_back(v_value[i]);
+    for (std::size_t i = 0; i < rows; ++i) {
+        Claim c;
+        c.id = id[i], c.paper = paper[i], c.source = source[i], c.kind = claim_kind_from_name(kind[i]);
+        c.statement = statement[i], c.metric = metric[i], c.unit = unit[i], c.paper_value = paper_value[i], c.readme = readme[i];
+        ICLAB_INPUT_CHECK(needed[i] >= 0, file << ": /claims/needed of " << c.id << " is negative");
+        c.rule = {rule_test_from_name(test[i]), threshold[i], low[i], high[i], static_cast<std::size_t>(needed[i])};
+        try {
+            check_claim(c);
+        } catch (const Error& e) {
+            ICLAB_INPUT_CHECK(false, file << ": /claims row " << i << ": " << e.what());
+        }
+        auto& [u, v] = values[c.id];
+        out.push_back(evaluate_claim(c, u, v));
+    }
+    ICLAB_INPUT_CHECK(values.size() == rows, file << ": /claim_values names a claim /claims does not declare");
+    return out;
+}
+
+std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs) {
+    std::vector<std::string> order;
+    std::map<std::string, Claim> declared;
+    std::map<std::string, std::string> first_run;
+    std::map<std::string, std::map<std::int64_t, std::string>> unit_run;
+    std::map<std::string, std::pair<std::vector<std::int64_t>, std::vector<double>>> values;
+    for (const auto& [run, claims] : runs)
+        for (const ClaimResult& r : claims) {
+            const Claim& c = r.claim;
+            auto found = declared.find(c.id);
+            if (found == declared.end()) {
+                declared[c.id] = c, first_run[c.id] = run, order.push_back(c.id);
+            } else {
+                const Claim& d = found->second;
+                const bool same = d.paper == c.paper && d.source == c.source && d.kind == c.kind && d.statement == c.statement &&
+                                  d.metric == c.metric && d.unit == c.unit && d.rule.text() == c.rule.text() &&
+                                  (d.paper_value == c.paper_value || (std::isnan(d.paper_value) && std::isnan(c.paper_value)));
+                ICLAB_INPUT_CHECK(same, "claim '" << c.id << "' is declared differently in " << first_run[c.id] << " and " << run);
+            }
+            for (std::size_t i = 0; i < r.values.size(); ++i) {
+                auto [it, fresh] = unit_run[c.id].emplace(r.units[i], run);
+                ICLAB_INPUT_CHECK(fresh || c.unit != "seed", "claim '" << c.id << "': seed " << r.units[i] << " is in both " << it->second
+                                                                        << " and " << run << " (pool runs of one setting only)");
+                values[c.id].first.push_back(r.units[i]), values[c.id].second.push_back(r.values[i]);
+            }
+        }
+    std::vector<ClaimResult> out;
+    for (const auto& id : order) out.push_back(evaluate_claim(declared[id], values[id].first, values[id].second));
+    return out;
+}
+
+}  // namespace iclab::io

@@ -1,0 +1,113 @@
+#pragma once
+// Reproduction claims as declared data (CONVENTIONS.md "Claims and processes"). An experiment declares each claim
+// before it measures — statement, source, kind, decision rule — then hands over one value per unit (a training seed,
+// or an instance of an exact identity) and gets a verdict by the declared rule. The results file stores the claim
+// table /claims (one row per claim: declaration and evaluation) and /claim_values (one row per claim and unit), so
+// that `iclab claims` can pool the units of several runs (seeds of one config) and evaluate the same rule again.
+//
+// Verdicts, one vocabulary for every kind:
+//   reproduced      the declared rule holds on the measured values
+//   not reproduced  the rule fails (for interval rules: the interval lies wholly on the wrong side)
+//   inconclusive    the rule cannot decide: a 95 % interval straddles the threshold or band edge, fewer values than
+//                   the rule needs, or a non-finite value
+// The interval is the two-sided 95 % Student-t interval of the mean, mean ± t(0.975, n−1)·s/√n (n ≥ 2).
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace iclab::io {
+
+class ResultsWriter;
+class ResultsReader;
+
+enum class ClaimKind {
+    printed_number,  // "matches a printed number": paper_value is what the paper printed, the rule names a band
+    qualitative,     // "reproduces a qualitative claim": no paper value, the rule names a direction
+    own_check,       // "own check": no paper number (an identity the paper states exactly, a spec's bar)
+};
+const char* claim_kind_name(ClaimKind kind);
+ClaimKind claim_kind_from_name(const std::string& name);  // throws InputError naming the value
+
+enum class Verdict { reproduced, not_reproduced, inconclusive };
+const char* verdict_name(Verdict verdict);
+
+// The decision rule over the values x_1..x_n of one claim, fixed before the run.
+struct ClaimRule {
+    enum class Test {
+        interval_above,   // t-interval wholly > threshold: reproduced; wholly <= threshold: not reproduced
+        interval_below,   // t-interval wholly < threshold: reproduced; wholly >= threshold: not reproduced
+        interval_within,  // t-interval inside [low, high]: reproduced; disjoint: not reproduced
+        count_above,      // x_i > threshold for >= needed values: reproduced, else not (n < needed: inconclusive)
+        count_below,      // x_i < threshold for >= needed values
+        count_at_most,    // x_i <= threshold for >= needed values (needed = 0: every value)
+        count_within,     // low <= x_i <= high for >= needed values
+    };
+    Test test = Test::count_at_most;
+    double threshold = 0.0, low = 0.0, high = 0.0;
+    std::size_t needed = 0;  // count tests: values needed on the claimed side; 0 means all of them
+
+    static ClaimRule interval_above(double threshold);
+    static ClaimRule interval_below(double threshold);
+    static ClaimRule interval_within(double low, double high);
+    static ClaimRule count_above(double threshold, std::size_t needed);
+    static ClaimRule count_below(double threshold, std::size_t needed);
+    static ClaimRule count_at_most(double threshold, std::size_t needed = 0);
+    static ClaimRule count_within(double low, double high, std::size_t needed = 0);
+
+    std::string text() const;  // "95 % t-interval of the mean > 0.446", "x < 0 in >= 2 values"
+    bool on_claimed_side(double x) const;
+};
+const char* rule_test_name(ClaimRule::Test test);
+ClaimRule::Test rule_test_from_name(const std::string& name);
+
+struct Claim {
+    std::string id;         // unique within a run, stable across runs and seeds: "002-T1 float32"
+    std::string paper;      // "000", "002", "003", "004", "von Oswald 2023"
+    std::string source;     // "Table 1", "Figure 6", "Theorem 1", "spec gd_duals §1"
+    ClaimKind kind = ClaimKind::own_check;
+    std::string statement;  // what is claimed, in words
+    std::string metric;     // what one value x_i is
+    std::string unit = "seed";  // what one value belongs to: "seed" or "instance"
+    double paper_value = std::numeric_limits<double>::quiet_NaN();  // printed_number only
+    ClaimRule rule;
+    std::string readme;  // the README section that explains the claim: "experiments/gd_duals/README.md#anchor"
+};
+
+// Throws Error when a declaration breaks the rules above: printed_number without a finite paper_value, another kind
+// with one, an empty id / statement / source / metric, an interval_within with low > high.
+void check_claim(const Claim& claim);
+
+struct Interval {
+    double mean = 0.0, low = 0.0, high = 0.0;  // low = high = NaN below two values
+};
+// Two-sided 95 % Student-t interval of the mean of `values` (all finite).
+Interval t_interval95(const std::vector<double>& values);
+// The p-quantile of Student's t with df > 0 degrees of freedom (0 < p < 1), by bisection on the CDF
+// (regularized incomplete beta); accurate to ~1e-10.
+double student_t_quantile(double p, double df);
+
+struct ClaimResult {
+    Claim claim;
+    std::vector<std::int64_t> units;  // seed or instance index of each value
+    std::vector<double> values;
+    Interval interval;
+    std::size_t on_side = 0;  // values on the claimed side of the threshold (count tests and interval_above/below)
+    Verdict verdict = Verdict::inconclusive;
+    std::string note;  // why inconclusive, when it is
+};
+
+// Evaluates the declared rule on the values (one per unit); check_claim first.
+ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, std::vector<double> values);
+
+// /claims and /claim_values (see the top of this file). Throws on a duplicate claim id.
+void write_claims(ResultsWriter& writer, const std::vector<ClaimResult>& claims);
+// Reads them back, checked (kinds, tests, lengths, ids): InputError naming the file and field. Empty when the file
+// holds no /claims.
+std::vector<ClaimResult> read_claims(const ResultsReader& reader);
+// Pools the values of claims with the same id (e.g. one run per seed) and evaluates each rule again. The
+// declarations of one id must agree and a unit must not repeat (two runs of seed 0): InputError naming both.
+std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs);
+
+}  // namespace iclab::io

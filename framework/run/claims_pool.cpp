@@ -1,0 +1,90 @@
+// Pooling the claims of runs that differ only in their seed (framework/run/claims_pool.hpp).
+#include "framework/run/claims_pool.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <sstream>
+
+#include "framework/core/check.hpp"
+#include "framework/io/results_file.hpp"
+#include "framework/run/run_folder.hpp"
+
+namespace iclab::run {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The resolved config without the keys that do not change the setting: seed and output (folder, overwrite, ...).
+std::string setting_key(const std::string& config_text, const std::string& experiment) {
+    YAML::Node config = YAML::Load(config_text);
+    if (config.IsMap()) {
+        config.remove("seed");
+        config.remove("output");
+    }
+    YAML::Emitter emitter;
+    emitter << config;
+    return experiment + "\n" + emitter.c_str();
+}
+
+std::string without_seed(const std::string& overrides) {
+    std::string out;
+    std::string token;
+    std::istringstream words(overrides);
+    while (words >> token)
+        if (token.rfind("seed=", 0) != 0 && token.rfind("output.", 0) != 0) out += (out.empty() ? "" : " ") + token;
+    return out;
+}
+
+}  // namespace
+
+std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs) {
+    std::vector<PooledClaims> out;
+    std::map<std::string, std::size_t> index;
+    std::vector<std::vector<std::pair<std::string, std::vector<io::ClaimResult>>>> per_setting;
+    for (const fs::path& dir : run_dirs) {
+        const io::ResultsReader reader(dir / kResultsFile);
+        std::vector<io::ClaimResult> claims = io::read_claims(reader);
+        if (claims.empty()) continue;
+        const std::string experiment = reader.read_attr_string("/", "experiment");
+        const std::string key = setting_key(reader.read_attr_string("/", "config"), experiment);
+        auto [it, fresh] = index.emplace(key, out.size());
+        if (fresh) {
+            PooledClaims p;
+            const std::string overrides = reader.has_attr("/", "overrides") ? without_seed(reader.read_attr_string("/", "overrides")) : "";
+            p.setting = reader.read_attr_string("/", "config_source") + (overrides.empty() ? "" : " " + overrides);
+            p.experiment = experiment;
+            out.push_back(p);
+            per_setting.emplace_back();
+        }
+        out[it->second].runs.push_back(dir);
+        per_setting[it->second].push_back({dir.string(), std::move(claims)});
+    }
+    for (std::size_t s = 0; s < out.size(); ++s) out[s].claims = io::pool_claims(per_setting[s]);
+    return out;
+}
+
+WideTable claims_table(const std::vector<PooledClaims>& pooled) {
+    WideTable table;
+    for (const PooledClaims& p : pooled)
+        for (const io::ClaimResult& r : p.claims) {
+            const io::Claim& c = r.claim;
+            std::string units;
+            if (c.unit == "seed") {
+                for (std::size_t i = 0; i < r.units.size(); ++i) units += (i ? "," : "") + std::to_string(r.units[i]);
+            } else {
+                units = std::to_string(r.units.size()) + " instances";
+            }
+            table.add_row({{"setting", p.setting}, {"experiment", p.experiment}, {"runs", static_cast<double>(p.runs.size())},
+                           {"paper", c.paper}, {"id", c.id}, {"source", c.source}, {"kind", io::claim_kind_name(c.kind)},
+                           {"statement", c.statement}, {"metric", c.metric}, {"rule", c.rule.text()}, {"unit", c.unit},
+                           {"units", units}, {"n", static_cast<double>(r.values.size())}, {"mean", r.interval.mean},
+                           {"ci95_low", r.interval.low}, {"ci95_high", r.interval.high},
+                           {"on_claimed_side", static_cast<double>(r.on_side)}, {"paper_value", c.paper_value},
+                           {"verdict", io::verdict_name(r.verdict)}, {"note", r.note}, {"readme", c.readme}});
+        }
+    return table;
+}
+
+}  // namespace iclab::run

@@ -1,0 +1,28 @@
+#pragma once
+// Pooling the declared claims (framework/io/claims.hpp) of finished runs: runs whose resolved configs differ only in
+// `seed` and `output` are one setting, and each claim of a setting is evaluated once over the seeds of all its runs
+// (io::pool_claims: the same rule, the values of every seed). `iclab claims` prints and writes the result; the
+// reproduction report (scripts/report/make_report.py) reads that file and recomputes nothing.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "framework/io/claims.hpp"
+#include "framework/run/collect.hpp"
+
+namespace iclab::run {
+
+struct PooledClaims {
+    std::string setting;     // the config source of the setting's first run (and its overrides other than seed)
+    std::string experiment;  // the experiment's name
+    std::vector<std::filesystem::path> runs;
+    std::vector<io::ClaimResult> claims;
+};
+
+// The settings of the runs (in order of first appearance) that declare claims; runs without /claims are skipped.
+std::vector<PooledClaims> pool_run_claims(const std::vector<std::filesystem::path>& run_dirs);
+
+// One row per claim of every setting: setting, experiment, runs, and the columns of /claims.
+WideTable claims_table(const std::vector<PooledClaims>& pooled);
+
+}  // namespace iclab::run

@@ -1,0 +1,163 @@
+// Declared reproduction claims (framework/io/claims.hpp): t quantiles and intervals against printed tables, every
+// decision rule on values that must pass, must fail and must stay undecided, declarations that must be refused, the
+// /claims round trip and the pooling of seeds across runs.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "framework/core/check.hpp"
+#include "framework/io/claims.hpp"
+#include "framework/io/results_file.hpp"
+
+namespace fs = std::filesystem;
+using namespace iclab::io;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+Claim declared(ClaimRule rule, ClaimKind kind = ClaimKind::qualitative, double paper_value = kNaN) {
+    Claim c;
+    c.id = "test claim";
+    c.paper = "003";
+    c.source = "Table 1";
+    c.kind = kind;
+    c.statement = "prefix beats causal";
+    c.metric = "prefix MSE - causal MSE";
+    c.paper_value = paper_value;
+    c.rule = rule;
+    return c;
+}
+
+Verdict verdict_of(ClaimRule rule, std::vector<double> values) {
+    std::vector<std::int64_t> seeds;
+    for (std::size_t i = 0; i < values.size(); ++i) seeds.push_back(static_cast<std::int64_t>(i));
+    return evaluate_claim(declared(rule), seeds, values).verdict;
+}
+
+}  // namespace
+
+TEST_CASE("claims: Student-t quantiles match the printed table", "[claims]") {
+    // two-sided 95 % critical values, t(0.975, df), from any printed t table
+    CHECK(student_t_quantile(0.975, 1) == Approx(12.7062047).epsilon(1e-7));
+    CHECK(student_t_quantile(0.975, 2) == Approx(4.30265273).epsilon(1e-7));
+    CHECK(student_t_quantile(0.975, 4) == Approx(2.77644511).epsilon(1e-7));
+    CHECK(student_t_quantile(0.975, 9) == Approx(2.26215716).epsilon(1e-7));
+    CHECK(student_t_quantile(0.975, 29) == Approx(2.04522964).epsilon(1e-7));
+    CHECK(student_t_quantile(0.975, 1e7) == Approx(1.95996398).epsilon(1e-6));  // the normal limit
+    CHECK(student_t_quantile(0.95, 5) == Approx(2.01504837).epsilon(1e-7));
+    CHECK(student_t_quantile(0.025, 4) == Approx(-2.77644511).epsilon(1e-7));  // symmetric
+    CHECK(student_t_quantile(0.5, 3) == Approx(0.0).margin(1e-9));
+    CHECK_THROWS_AS(student_t_quantile(1.0, 3), iclab::Error);
+}
+
+TEST_CASE("claims: the 95 % t-interval in closed form", "[claims]") {
+    // {1, 2, 3}: mean 2, s = 1, half width t(0.975, 2) / sqrt(3)
+    const Interval i = t_interval95({1.0, 2.0, 3.0});
+    CHECK(i.mean == Approx(2.0));
+    CHECK(i.high - i.mean == Approx(4.30265273 / std::sqrt(3.0)).epsilon(1e-7));
+    CHECK(i.mean - i.low == Approx(4.30265273 / std::sqrt(3.0)).epsilon(1e-7));
+    const Interval one = t_interval95({5.0});
+    CHECK(one.mean == 5.0);
+    CHECK(std::isnan(one.low));
+    CHECK(std::isnan(one.high));
+    const Interval flat = t_interval95({0.25, 0.25, 0.25});
+    CHECK(flat.low == Approx(0.25));
+    CHECK(flat.high == Approx(0.25));
+}
+
+TEST_CASE("claims: interval rules decide, fail and stay inconclusive", "[claims]") {
+    // {1, 2, 3}: interval [2 - 2.484, 2 + 2.484] = [-0.484, 4.484]
+    CHECK(verdict_of(ClaimRule::interval_above(-1.0), {1, 2, 3}) == Verdict::reproduced);
+    CHECK(verdict_of(ClaimRule::interval_above(0.0), {1, 2, 3}) == Verdict::inconclusive);  // straddles 0
+    CHECK(verdict_of(ClaimRule::interval_above(5.0), {1, 2, 3}) == Verdict::not_reproduced);
+    CHECK(verdict_of(ClaimRule::interval_below(5.0), {1, 2, 3}) == Verdict::reproduced);
+    CHECK(verdict_of(ClaimRule::interval_below(-1.0), {1, 2, 3}) == Verdict::not_reproduced);
+    CHECK(verdict_of(ClaimRule::interval_within(-1.0, 5.0), {1, 2, 3}) == Verdict::reproduced);
+    CHECK(verdict_of(ClaimRule::interval_within(0.0, 5.0), {1, 2, 3}) == Verdict::inconclusive);
+    CHECK(verdict_of(ClaimRule::interval_within(5.0, 6.0), {1, 2, 3}) == Verdict::not_reproduced);
+    CHECK(verdict_of(ClaimRule::interval_above(0.0), {1}) == Verdict::inconclusive);  // no interval from one seed
+    CHECK(verdict_of(ClaimRule::interval_above(0.0), {1, kNaN, 3}) == Verdict::inconclusive);
+}
+
+TEST_CASE("claims: count rules are sign counts over seeds", "[claims]") {
+    const auto two_of_three = ClaimRule::count_below(0.0, 2);
+    CHECK(verdict_of(two_of_three, {-1, -2, 3}) == Verdict::reproduced);
+    CHECK(verdict_of(two_of_three, {-1, 2, 3}) == Verdict::not_reproduced);
+    CHECK(verdict_of(two_of_three, {0, 0, 0}) == Verdict::not_reproduced);  // strict: a tie is not a win
+    CHECK(verdict_of(two_of_three, {-1}) == Verdict::inconclusive);       // one seed cannot give 2
+    CHECK(verdict_of(ClaimRule::count_above(100.0, 0), {101, 140}) == Verdict::reproduced);
+    CHECK(verdict_of(ClaimRule::count_above(100.0, 0), {97, 140}) == Verdict::not_reproduced);  // "more than 100": 97 fails
+    CHECK(verdict_of(ClaimRule::count_at_most(1.0), {0.5, 1.0}) == Verdict::reproduced);
+    CHECK(verdict_of(ClaimRule::count_at_most(1.0), {0.5, 1.0 + 1e-12}) == Verdict::not_reproduced);
+    CHECK(verdict_of(ClaimRule::count_within(1.6, 1.6), {1.6}) == Verdict::reproduced);
+    CHECK(verdict_of(ClaimRule::count_within(1.6, 1.6), {0.8}) == Verdict::not_reproduced);
+    CHECK(verdict_of(ClaimRule::count_within(0.0, 1.0, 2), {0.5, 2.0, 0.7}) == Verdict::reproduced);
+    const ClaimResult r = evaluate_claim(declared(two_of_three), {0, 1, 2}, {-1, 2, -3});
+    CHECK(r.on_side == 2);
+    CHECK(r.interval.mean == Approx(-2.0 / 3.0));
+    CHECK(two_of_three.text() == "x < 0 in >= 2 values");
+}
+
+TEST_CASE("claims: declarations that break the rules are refused", "[claims]") {
+    // a printed-number claim needs the printed number; other kinds must not carry one
+    CHECK_THROWS_AS(check_claim(declared(ClaimRule::interval_within(0, 1), ClaimKind::printed_number)), iclab::Error);
+    CHECK_NOTHROW(check_claim(declared(ClaimRule::interval_within(0, 1), ClaimKind::printed_number, 0.5)));
+    CHECK_THROWS_AS(check_claim(declared(ClaimRule::count_above(0, 2), ClaimKind::qualitative, 1.0)), iclab::Error);
+    CHECK_THROWS_AS(check_claim(declared(ClaimRule::count_above(0, 2), ClaimKind::own_check, 0.0)), iclab::Error);
+    CHECK_THROWS_AS(check_claim(declared(ClaimRule::interval_within(1, 0))), iclab::Error);
+    CHECK_THROWS_AS(check_claim(declared(ClaimRule::count_above(kNaN, 2))), iclab::Error);
+    Claim unnamed = declared(ClaimRule::count_above(0, 2));
+    unnamed.source.clear();
+    CHECK_THROWS_AS(check_claim(unnamed), iclab::Error);
+}
+
+TEST_CASE("claims: /claims round trip and pooling seeds across runs", "[claims]") {
+    std::random_device random;
+    const fs::path dir = fs::temp_directory_path() / ("iclab_test_claims_" + std::to_string(::getpid()) + "_" + std::to_string(random()));
+    fs::create_directories(dir);
+    Claim printed = declared(ClaimRule::interval_within(0.4, 0.6), ClaimKind::printed_number, 0.5);
+    printed.id = "printed";
+    auto write_run = [&](const std::string& name, std::vector<std::int64_t> seeds, std::vector<double> values, Claim first) {
+        ResultsWriter w(dir / name);
+        write_claims(w, {evaluate_claim(first, seeds, values),
+                         evaluate_claim(printed, seeds, std::vector<double>(values.size(), 0.5))});
+        w.commit();
+        return std::vector<ClaimResult>(read_claims(ResultsReader(dir / name)));
+    };
+    const Claim sign = declared(ClaimRule::count_below(0.0, 2));
+    const auto seed0 = write_run("seed0.h5", {0}, {-1.0}, sign);
+    REQUIRE(seed0.size() == 2);
+    CHECK(seed0[0].claim.id == "test claim");
+    CHECK(seed0[0].claim.rule.text() == sign.rule.text());
+    CHECK(seed0[0].verdict == Verdict::inconclusive);  // one seed of a 2-of-n rule
+    CHECK(seed0[1].claim.paper_value == 0.5);
+    CHECK(seed0[1].claim.kind == ClaimKind::printed_number);
+    const auto seed1 = write_run("seed1.h5", {1}, {2.0}, sign);
+    const auto seed2 = write_run("seed2.h5", {2}, {-3.0}, sign);
+    const auto pooled = pool_claims({{"seed0", seed0}, {"seed1", seed1}, {"seed2", seed2}});
+    REQUIRE(pooled.size() == 2);
+    CHECK(pooled[0].values.size() == 3);
+    CHECK(pooled[0].on_side == 2);
+    CHECK(pooled[0].verdict == Verdict::reproduced);    // 2 of 3 seeds
+    CHECK(pooled[1].verdict == Verdict::reproduced);    // interval [0.5, 0.5] inside the band
+    // the same seed twice (e.g. a fallback run pooled with the declared one) is refused, naming both runs
+    CHECK_THROWS_WITH(pool_claims({{"seed0", seed0}, {"again", seed0}}), Catch::Contains("seed 0 is in both seed0 and again"));
+    // a claim declared differently in two runs is refused
+    Claim other = sign;
+    other.rule = ClaimRule::count_below(0.0, 3);
+    const auto changed = write_run("changed.h5", {3}, {-1.0}, other);
+    CHECK_THROWS_WITH(pool_claims({{"seed0", seed0}, {"changed", changed}}), Catch::Contains("declared differently"));
+    // a results file with a claim id twice is not written
+    {
+        ResultsWriter w(dir / "twice.h5");
+        CHECK_THROWS_AS(write_claims(w, {seed0[0], seed0[0]}), iclab::Error);
+    }
+    fs::remove_all(dir);
+}
