@@ -147,6 +147,7 @@ SafetensorsIndex parse_safetensors_header(std::string_view header, std::uint64_t
 
 void decode_safetensors_values(float* out, const unsigned char* bytes, const SafetensorsTensor& tensor, const std::string& what) {
     const std::size_t n = tensor.count;
+    if (n == 0) return;  // an empty tensor: no bytes (and memcpy must not see the null data of an empty vector)
     switch (tensor.dtype) {
         case SafetensorsDtype::f32: std::memcpy(out, bytes, n * 4); break;
         case SafetensorsDtype::f16:
@@ -210,6 +211,7 @@ std::vector<float> SafetensorsReader::read(const std::string& name) {
     const SafetensorsTensor* tensor = index_.find(name);
     ICLAB_INPUT_CHECK(tensor != nullptr, path_.string() << ": no tensor '" << name << "'");
     std::vector<float> values(tensor->count);
+    if (tensor->count == 0) return values;
     const std::size_t bytes = static_cast<std::size_t>(tensor->end - tensor->begin);
     std::vector<unsigned char> raw;
     unsigned char* target = reinterpret_cast<unsigned char*>(values.data());
@@ -220,7 +222,7 @@ std::vector<float> SafetensorsReader::read(const std::string& name) {
     file_.clear();
     file_.seekg(static_cast<std::streamoff>(data_start_ + tensor->begin));
     file_.read(reinterpret_cast<char*>(target), static_cast<std::streamsize>(bytes));
-    ICLAB_INPUT_CHECK(file_.good() || bytes == 0, path_.string() << ": tensor '" << name << "': cannot read its " << bytes
+    ICLAB_INPUT_CHECK(file_.good(), path_.string() << ": tensor '" << name << "': cannot read its " << bytes
                                                                   << " bytes (file changed while reading?)");
     decode_safetensors_values(values.data(), target, *tensor, path_.string());
     return values;
