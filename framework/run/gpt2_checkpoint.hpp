@@ -33,8 +33,8 @@ struct Gpt2Config {
 };
 Gpt2Config read_gpt2_config(const std::filesystem::path& config_json);
 
-// The resolved lm config text (YAML) of that model, with `source` recorded in output.name's place: none; the text is
-// loaded and validated with the lm schema by the caller.
+// The lm config (YAML, only the keys that differ from the schema's defaults or fix GPT-2's shape) of that model; the
+// caller loads and validates it with the lm schema, which resolves it.
 std::string gpt2_lm_config_yaml(const Gpt2Config& config);
 
 // The model spec GPT-2 is: refuses (InputError naming the key) a spec export cannot write as GPT-2.
