@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer (clang) targets for the readers of untrusted input: the config loader, the HDF5 results reader, the
-# adapter readers (ICLCA and ICLAA adapter files) and the sweep-file / override parser.
-#   scripts/fuzz.sh [config|results_reader|adapter_reader|sweep_file] [RUNS]      default: all four, 1000000 runs each
+# adapter readers (ICLCA and ICLAA adapter files), the sweep-file / override parser and the safetensors reader.
+#   scripts/fuzz.sh [config|results_reader|adapter_reader|sweep_file|safetensors] [RUNS]      default: all five, 1000000 runs each
 #   FUZZ_SECONDS=N stops each target after N seconds if RUNS are not done by then (libFuzzer -max_total_time)
 # Builds tests/fuzz/fuzz_<target>.cpp with -fsanitize=fuzzer,address,undefined into build-fuzz/, seeds the corpus
 # (configs/**/*.yaml for the config loader; a small results file, or small adapters, the target writes itself), runs
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/apt_ensure.sh
 apt_ensure "fuzz setup" clang libyaml-cpp-dev libhdf5-dev
-targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader adapter_reader sweep_file)
+targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader adapter_reader sweep_file safetensors)
 runs="${2:-1000000}"
 out=build-fuzz; mkdir -p "$out"
 hdf5_flags=$(pkg-config --cflags --libs hdf5-serial 2>/dev/null || echo "-I/usr/include/hdf5/serial -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5")
@@ -53,7 +53,13 @@ for target in "${targets[@]}"; do
       # records such inputs as timeout-* and goes on (an open finding, docs/testing.md).
       extra=(-detect_leaks=0 -fork=1 -ignore_timeouts=1); leaks=0
       ;;
-    *) echo "fuzz: unknown target $target (config, results_reader, adapter_reader, sweep_file)" >&2; exit 2 ;;
+    safetensors)
+      clang++ "${common[@]}" tests/fuzz/fuzz_safetensors.cpp framework/io/safetensors.cpp framework/io/json.cpp \
+        -o "$out/fuzz_safetensors"
+      mkdir -p "$out/safetensors/corpus"
+      ICLAB_FUZZ_SEED="$out/safetensors/corpus" "$out/fuzz_safetensors" -runs=0 >/dev/null 2>&1 || true
+      ;;
+    *) echo "fuzz: unknown target $target (config, results_reader, adapter_reader, sweep_file, safetensors)" >&2; exit 2 ;;
   esac
   echo "== fuzz_$target: $runs runs" >&2
   # -malloc_limit_mb above -rss_limit_mb: HDF5's H5Fopen asks malloc for 4 GiB on some damaged superblocks and fails
