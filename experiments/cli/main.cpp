@@ -16,6 +16,7 @@
 #include "experiments/cli/inspect.hpp"
 #include "experiments/cli/predict.hpp"
 #include "experiments/cli/sweep.hpp"
+#include "experiments/cli/tokenize.hpp"
 #include "experiments/registry.hpp"
 #include "framework/run/run_folder.hpp"
 #include "framework/run/sweep.hpp"
@@ -40,6 +41,8 @@ const char* kUsage =
     "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
     "                [--method auto|iclca|iclaa] [--feature-map prf|orf|elu1|learned] [--random-features F] [--seed S]\n"
     "  iclab bench CONFIG [key.path=value ...] [--threads N] [--warmup K] [--iters K] [--out FILE.h5] [--export FILE.h5] [--overwrite]\n"
+    "  iclab tokenize --tokenizer DIR (--text TEXT | --text-file FILE | --ids \"ID ...\" | --ids-file FILE)\n"
+    "  iclab tokenize --tokenizer DIR --out tokens.h5 --train FILE... --heldout FILE... [--document-separator LINE] [--overwrite]\n"
     "  iclab help\n";
 
 // Parses a subcommand's flags; its positional arguments go to `positional_name`: "positional" (any number,
@@ -435,6 +438,7 @@ int main(int argc, char** argv) {
         if (command == "collect") return command_collect(args);
         if (command == "show") return command_show(args);
         if (command == "sweep-job") return command_sweep_job(args);
+        if (command == "tokenize") return cli::command_tokenize(args);
         if (command == "help" || command == "--help" || command == "-h") {
             std::cout << kUsage;
             return 0;

@@ -3,7 +3,7 @@
 include cycle between iclab's own files. Run by the build (CMake target check_includes) and by ctest.
 
 Layers, lowest first; a file may include its own folder and any lower layer, never a higher one:
-  framework/core < framework/config, framework/io < framework/nn, framework/tasks < framework/model
+  framework/core < framework/config, framework/io < framework/text < framework/nn, framework/tasks < framework/model
   < framework/train < framework/icl < framework/run < experiments/<name> < experiments/registry < experiments/cli
   < tests
 An experiment (experiments/<name>/) includes no other experiment, nor the registry or the CLI.
@@ -16,6 +16,7 @@ ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.pat
 RANKS = {
     "framework/core": 0,
     "framework/config": 1, "framework/io": 1,
+    "framework/text": 1.5,
     "framework/nn": 2, "framework/tasks": 2,
     "framework/model": 3,
     "framework/train": 4,
