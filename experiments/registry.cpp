@@ -18,7 +18,8 @@
     X(gd004_figures)         \
     X(gd004_fig5)            \
     X(prefix_vs_causal)      \
-    X(prefix_vs_causal_probes)
+    X(prefix_vs_causal_probes) \
+    X(lm)
 
 namespace iclab::experiments {
 

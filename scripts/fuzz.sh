@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# libFuzzer (clang) targets for the two readers of untrusted input: the config loader and the HDF5 results reader.
-#   scripts/fuzz.sh [config|results_reader|sweep_file] [RUNS]      default: all, 1000000 runs each
+# libFuzzer (clang) targets for the readers of untrusted input: the config loader, the HDF5 results reader, the sweep
+# file parser and the safetensors reader.
+#   scripts/fuzz.sh [config|results_reader|sweep_file|safetensors] [RUNS]      default: all, 1000000 runs each
 #   FUZZ_SECONDS=N stops each target after N seconds if RUNS are not done by then (libFuzzer -max_total_time)
 # Builds tests/fuzz/fuzz_<target>.cpp with -fsanitize=fuzzer,address,undefined into build-fuzz/, seeds the corpus
-# (configs/**/*.yaml for the config loader; a small results file the target writes itself for the reader), runs
+# (configs/**/*.yaml for the config loader; small files the reader targets write themselves), runs
 # RUNS executions and prints libFuzzer's final stats. Findings are written to build-fuzz/<target>/crash-*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/apt_ensure.sh
 apt_ensure "fuzz setup" clang libyaml-cpp-dev libhdf5-dev
-targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader sweep_file)
+targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader sweep_file safetensors)
 runs="${2:-1000000}"
 out=build-fuzz; mkdir -p "$out"
 hdf5_flags=$(pkg-config --cflags --libs hdf5-serial 2>/dev/null || echo "-I/usr/include/hdf5/serial -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5")
@@ -38,7 +39,13 @@ for target in "${targets[@]}"; do
       done
       printf '\1train.lr=1e-3,3e-3\nseed=0:4\ntask.triggers=[a, b],[c]\nname="a,b"\nmodel.layers=1:3' > "$out/sweep_file/corpus/overrides"
       ;;
-    *) echo "fuzz: unknown target $target (config, results_reader, sweep_file)" >&2; exit 2 ;;
+    safetensors)
+      clang++ "${common[@]}" tests/fuzz/fuzz_safetensors.cpp framework/io/safetensors.cpp framework/io/json.cpp \
+        -o "$out/fuzz_safetensors"
+      mkdir -p "$out/safetensors/corpus"
+      ICLAB_FUZZ_SEED="$out/safetensors/corpus" "$out/fuzz_safetensors" -runs=0 >/dev/null 2>&1 || true
+      ;;
+    *) echo "fuzz: unknown target $target (config, results_reader, sweep_file, safetensors)" >&2; exit 2 ;;
   esac
   echo "== fuzz_$target: $runs runs" >&2
   (cd "$out/$target" && ASAN_OPTIONS=detect_leaks=1 "../fuzz_$target" -runs="$runs" -max_total_time="${FUZZ_SECONDS:-0}" -max_len=4096 -timeout=10 \

@@ -17,8 +17,9 @@ if [ "${1:-}" = "--sanitize" ]; then
 fi
 scripts/setup.sh
 # Test-only packages: the Python reader of runs (scripts/python/iclab_runs.py) is tested against iclab collect,
-# and the report (scripts/report/make_report.py) is made from real runs.
+# the report (scripts/report/make_report.py) is made from real runs, and GPT-2 import/export is checked against a
+# PyTorch forward (tests/gpt2/test_gpt2_checkpoint.py).
 . scripts/lib/apt_ensure.sh
-apt_ensure "test setup" python3-h5py python3-pandas python3-yaml python3-matplotlib
+apt_ensure "test setup" python3-h5py python3-pandas python3-yaml python3-matplotlib python3-torch
 cd "${BUILD_DIR:-build}"
 OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" ctest --output-on-failure -j "${JOBS:-$(nproc)}" "${ctest_args[@]}"

@@ -369,3 +369,55 @@ TEST_CASE("min_attention_denominator reports each layer's smallest kernel normal
     soft.forward(tokens.data(), 2, 8);
     for (double den : soft.min_attention_denominator()) CHECK(std::isnan(den));
 }
+
+// GPT-2's option set (docs/gpt2.md): softmax attention scaled 1/sqrt(D), causal, no RoPE, learned positions, pre-LN
+// with biases on every linear, GELU-tanh MLP, final LayerNorm, tied input/output embeddings (logits = LN_f(x) wteᵀ,
+// no output bias); and tying alone on the default linear model. B·T = 10 tokens over V = 7 repeat tokens, so
+// embedding.wte gathers gradient from the input lookup and the output product in one tensor.
+TEST_CASE("transformer gradients match finite differences with tied embeddings (GPT-2 option set)", "[gradients][model][gpt2]") {
+    for (bool gpt2 : {true, false})
+        for (bool shared : {false, true}) {
+            auto spec = small_spec(nn::FeatureMap::elu1, true, !gpt2, true);
+            spec.tie_embeddings = true;
+            spec.shared_layers = shared;
+            if (gpt2) {
+                spec.attention = model::ModelSpec::Attention::softmax;
+                spec.positions = model::ModelSpec::Positions::learned;
+                spec.mask = nn::MaskKind::causal;
+            }
+            DYNAMIC_SECTION((gpt2 ? "gpt2" : "linear tied") << (shared ? " shared" : " unshared")) {
+                model::Transformer<double> net(spec);
+                for (const auto& entry : net.layout().entries()) CHECK(entry.name != "unembedding.w");
+                check_model_gradients(spec, !gpt2, 30);
+            }
+        }
+}
+
+// Tying is the untied model with unembedding.w = wteᵀ: the same logits (to rounding of the two GEMM orders).
+TEST_CASE("tied embeddings give the logits of an untied model whose unembedding is wte transposed", "[model][gpt2]") {
+    auto spec = small_spec(nn::FeatureMap::elu1, true, false, true);
+    spec.attention = model::ModelSpec::Attention::softmax;
+    spec.positions = model::ModelSpec::Positions::learned;
+    spec.tie_embeddings = true;
+    model::Transformer<double> tied(spec, model::Transformer<double>::Mode::inference);
+    Rng rng(5);
+    tied.init(rng);
+    spec.tie_embeddings = false;
+    model::Transformer<double> untied(spec, model::Transformer<double>::Mode::inference);
+    CHECK(untied.parameter_count() == tied.parameter_count() + spec.width * spec.vocab);
+    for (const auto& entry : tied.layout().entries())
+        std::copy(tied.param(entry.name), tied.param(entry.name) + entry.size, untied.param(entry.name));
+    const double* wte = tied.param("embedding.wte");
+    double* w_out = untied.param("unembedding.w");
+    for (std::size_t v = 0; v < spec.vocab; ++v)
+        for (std::size_t c = 0; c < spec.width; ++c) w_out[c * spec.vocab + v] = wte[v * spec.width + c];
+    const std::vector<std::int32_t> tokens{3, 1, 4, 1, 5, 6, 2, 6};
+    tied.forward(tokens.data(), 1, tokens.size());
+    untied.forward(tokens.data(), 1, tokens.size());
+    double max_logit = 0.0;
+    for (std::size_t i = 0; i < tokens.size() * spec.vocab; ++i) {
+        CHECK(tied.logits()[i] == Approx(untied.logits()[i]).margin(1e-12));
+        max_logit = std::max(max_logit, std::abs(tied.logits()[i]));
+    }
+    CHECK(max_logit > 0.1);  // logits that carry signal
+}

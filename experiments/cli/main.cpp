@@ -14,6 +14,7 @@
 #include "experiments/cli/convert.hpp"
 #include "framework/icl/iclaa.hpp"
 #include "experiments/cli/inspect.hpp"
+#include "experiments/cli/gpt2_commands.hpp"
 #include "experiments/cli/predict.hpp"
 #include "experiments/cli/sweep.hpp"
 #include "experiments/cli/tokenize.hpp"
@@ -37,7 +38,9 @@ const char* kUsage =
     "  iclab list\n"
     "  iclab collect DIR... --out runs.csv|runs.h5 [--overwrite]\n"
     "  iclab show RUN_DIR\n"
-    "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [--adapter A.h5 ...] [--top K] [--out FILE.h5] [--overwrite]\n"
+    "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE | --tokens ID,ID,...) [--adapter A.h5 ...] [--top K] [--out FILE.h5] [--overwrite]\n"
+    "  iclab import gpt2 DIR --out RUN_DIR [--overwrite]\n"
+    "  iclab export RUN_DIR --format safetensors --out DIR [--overwrite]\n"
     "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
     "                [--method auto|iclca|iclaa] [--feature-map prf|orf|elu1|learned] [--random-features F] [--seed S]\n"
     "  iclab bench CONFIG [key.path=value ...] [--threads N] [--warmup K] [--iters K] [--out FILE.h5] [--export FILE.h5] [--overwrite]\n"
@@ -298,11 +301,12 @@ int command_list() {
 
 int command_predict(const std::vector<std::string>& args) {
     po::options_description flags(
-        "usage: iclab predict RUN_DIR (--text LETTERS | --text-file FILE) [options]\noptions");
-    std::string text, text_file, out;
+        "usage: iclab predict RUN_DIR (--text LETTERS | --text-file FILE | --tokens ID,ID,...) [options]\noptions");
+    std::string text, text_file, out, tokens;
     std::size_t top = 3;
     flags.add_options()("text", po::value<std::string>(&text), "the input letters (a-z, A-Z)")(
         "text-file", po::value<std::string>(&text_file), "read the letters from a file (whitespace ignored)")(
+        "tokens", po::value<std::string>(&tokens), "language-model (lm) runs: the input token ids, separated by commas or blanks")(
         "top", po::value<std::size_t>(&top)->default_value(3), "predictions shown per position")(
         "out", po::value<std::string>(&out), "write logits (T, V), tokens and position kinds to this HDF5 file")(
         "overwrite", "replace an existing --out file")(
@@ -315,12 +319,14 @@ int command_predict(const std::vector<std::string>& args) {
         return 0;
     }
     ICLAB_INPUT_CHECK(vm.count("run_dir"), "iclab predict: missing RUN_DIR\n" << kUsage);
-    ICLAB_INPUT_CHECK(text.empty() != text_file.empty(), "iclab predict: give exactly one of --text and --text-file");
+    ICLAB_INPUT_CHECK(!text.empty() + !text_file.empty() + !tokens.empty() == 1,
+                      "iclab predict: give exactly one of --text, --text-file and --tokens");
     if (!text_file.empty()) text = read_letters_file(text_file, "--text-file");
     configure_threads(0);
     cli::PredictOptions options;
     options.run_dir = vm["run_dir"].as<std::string>();
     options.text = text;
+    options.token_ids = cli::parse_token_ids(tokens, "--tokens");
     options.top = top;
     options.out = out;
     options.overwrite = vm.count("overwrite") > 0;
@@ -433,6 +439,8 @@ int main(int argc, char** argv) {
         if (command == "list") return command_list();
         if (command == "predict") return command_predict(args);
         if (command == "convert") return command_convert(args);
+        if (command == "import") return cli::command_import(args);
+        if (command == "export") return cli::command_export(args);
         if (command == "bench") return command_bench(args);
         if (command == "sweep") return command_sweep(args);
         if (command == "collect") return command_collect(args);

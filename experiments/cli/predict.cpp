@@ -14,6 +14,12 @@
 namespace iclab::cli {
 
 void predict(const PredictOptions& options) {
+    if (run::load_finished_run_config(options.run_dir, experiments::catalog(), "iclab predict").has("task.vocab_size")) {
+        predict_lm(options);
+        return;
+    }
+    ICLAB_INPUT_CHECK(options.token_ids.empty(), "iclab predict: --tokens is for language-model (lm) runs; "
+                                                     << options.run_dir.string() << " reads letters (--text)");
     const std::vector<int> tokens = tasks::encode_letters(options.text);
     ICLAB_INPUT_CHECK(!tokens.empty(), "--text is empty");
     // Refuse what would be refused after the work: an existing --out, a missing folder for it.

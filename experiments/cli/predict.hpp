@@ -1,5 +1,5 @@
 #pragma once
-// `iclab predict RUN_DIR --text ...`: load a trained induction-head run and show its next-token predictions,
+// `iclab predict RUN_DIR --text ...` (or --tokens for lm runs): load a trained induction-head run and show its next-token predictions,
 // optionally with ICLCA adapters applied (`--adapter`, framework/icl/adapter_file.hpp). The model runs in float64
 // whatever model.dtype it trained in (float32 parameters convert exactly), and an adapter's float64 biases are
 // used as stored, not rounded to float.
@@ -13,6 +13,9 @@ namespace iclab::cli {
 struct PredictOptions {
     std::filesystem::path run_dir;
     std::string text;
+    // Language-model (lm) runs: the input as token ids (--tokens), in place of text. The model runs in its
+    // model.dtype (float32 for imported GPT-2), and --out writes its logits in that type.
+    std::vector<int> token_ids;
     std::size_t top = 3;
     std::filesystem::path out;  // empty: no file; else logits (T, V) and tokens (T) as HDF5
     bool overwrite = false;
@@ -21,5 +24,7 @@ struct PredictOptions {
 };
 
 void predict(const PredictOptions& options);
+// predict on an lm run (experiments/cli/predict_lm.cpp); predict() calls it for lm runs.
+void predict_lm(const PredictOptions& options);
 
 }  // namespace iclab::cli

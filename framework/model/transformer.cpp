@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "framework/nn/gemm.hpp"
 #include "framework/nn/kernel_features.hpp"
 #include "framework/nn/layers.hpp"
 #include "framework/nn/linear_attention_recurrent.hpp"
@@ -18,6 +19,7 @@ void ModelSpec::validate() const {
     if (input == Input::tokens) {
         ICLAB_CHECK(vocab > 0, "a token model needs a vocabulary");
     } else {
+        ICLAB_CHECK(!tie_embeddings, "tied embeddings need a token model (a vector model has no embedding table)");
         ICLAB_CHECK(input_dim > 0 && output_dim > 0, "a vector model needs input_dim and output_dim > 0");
         ICLAB_CHECK(read_in != ReadIn::identity || input_dim == width,
                     "identity read-in needs input_dim (" << input_dim << ") = width (" << width << ")");
@@ -41,7 +43,9 @@ ParameterLayout build_parameter_layout(const ModelSpec& spec) {
     const bool linear = spec.attention == ModelSpec::Attention::linear;
     ParameterLayout layout;
     if (spec.input == ModelSpec::Input::tokens) {
-        layout.add("embedding.wte", {spec.vocab, C}, true, true, "(V, C): row v is the embedding of token v");
+        layout.add("embedding.wte", {spec.vocab, C}, true, true,
+                   spec.tie_embeddings ? "(V, C): row v is the embedding of token v; tied: also the output, logits = LN_f(x) wte^T"
+                                       : "(V, C): row v is the embedding of token v");
     } else if (spec.read_in == ModelSpec::ReadIn::linear) {
         layout.add("read_in.w", {spec.input_dim, C}, true, true, "(d_in, C): x_0 = input W + b");
         layout.add("read_in.b", {C}, true, false, "(C): read-in bias");
@@ -88,7 +92,7 @@ ParameterLayout build_parameter_layout(const ModelSpec& spec) {
         layout.add("final_norm.beta", {C}, true, false, "(C): final LayerNorm shift");
     }
     if (spec.input == ModelSpec::Input::tokens) {
-        layout.add("unembedding.w", {C, spec.vocab}, true, true, "(C, V): logits = LN_f(x) W (no bias)");
+        if (!spec.tie_embeddings) layout.add("unembedding.w", {C, spec.vocab}, true, true, "(C, V): logits = LN_f(x) W (no bias)");
     } else if (spec.read_out == ModelSpec::ReadOut::linear) {
         layout.add("read_out.w", {C, spec.output_dim}, true, true, "(C, d_out): output = LN_f(x) W + b");
         layout.add("read_out.b", {spec.output_dim}, true, false, "(d_out): read-out bias");
@@ -134,7 +138,8 @@ Transformer<T>::Transformer(const ModelSpec& spec, Mode mode) : spec_(spec), mod
     }
     final_gamma_offset_ = find("final_norm.gamma");
     final_beta_offset_ = find("final_norm.beta");
-    output_offset_ = spec_.input == ModelSpec::Input::tokens ? find("unembedding.w") : find("read_out.w");
+    output_offset_ = spec_.input == ModelSpec::Input::tokens ? (spec_.tie_embeddings ? input_offset_ : find("unembedding.w"))
+                                                             : find("read_out.w");
     output_bias_offset_ = find("read_out.b");
     blocks_.resize(mode_ == Mode::training ? spec_.layers : 1);
 }
@@ -381,7 +386,10 @@ void Transformer<T>::forward_trunk() {
         final_stream = final_norm_.data();
     }
     const std::size_t out = spec_.output_size();
-    if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
+    if (spec_.tie_embeddings) {  // logits (N, V) = LN_f(x) (N, C) · wteᵀ, wte (V, C)
+        nn::gemm<T>(nn::matrix(outputs_.data(), N, out), nn::matrix(final_stream, N, C), nn::matrix(P + output_offset_, out, C),
+                    false, true);
+    } else if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
         nn::linear_forward<T>(outputs_.data(), final_stream, P + output_offset_, at(output_bias_offset_), N, C, out);
     } else {  // slice: the last d_out channels
         for (std::size_t n = 0; n < N; ++n)

@@ -4,7 +4,7 @@
 //             [+ E_pos[t]]                      (learned absolute positions, paper 003 B0 / [C] PositionEmbeddings)
 //   x_{l+½} = [x_l +] Attn(LN1(x_l)) [W_o + b_o]                 (multi-head attention, RoPE, mask)
 //   x_{l+1} = [x_{l+½} +] GELU(LN2(x_{l+½}) W_fc + b_fc) W_proj + b_proj      (when mlp is on)
-//   out     = [LN_f](x_L) W_out                 (logits)   or   LN_f(x_L) W_ro + b_ro / last d_out channels of x_L
+//   out     = [LN_f](x_L) W_out  [W_out = wteᵀ when tied] (logits)   or   LN_f(x_L) W_ro + b_ro / last d_out channels of x_L
 // [..] parts are switchable: residual connections, the attention output projection, LayerNorms (all three),
 // so that the same code builds GPT-style models, paper 003's LSA (no norm, no MLP, P = W_o, identity
 // features, no normalizer) and paper 004's single attention layer (no residual, no W_o, read-out of the
@@ -51,6 +51,9 @@ struct ModelSpec {
     bool final_layernorm = true;   // with layernorm: LN_f before the read-out (paper 003 Q9's pre-LN: none)
     enum class Positions { none, learned };
     Positions positions = Positions::none;  // learned: x_0[t] += E_pos[t], E_pos (max_seq_len, C) (paper 003 Q10)
+    // Token models: the output matrix is the input embedding, logits = LN_f(x) wteᵀ (GPT-2); no unembedding.w, and
+    // the gradient of both uses accumulates into embedding.wte.
+    bool tie_embeddings = false;
 
     // ---- attention
     enum class Attention { linear, softmax };

@@ -5,6 +5,7 @@
 
 #include "framework/model/transformer.hpp"
 #include "framework/model/transformer_detail.hpp"
+#include "framework/nn/gemm.hpp"
 #include "framework/nn/kernel_features.hpp"
 #include "framework/nn/layers.hpp"
 #include "framework/nn/linear_attention_recurrent.hpp"
@@ -51,9 +52,15 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
 
     // Read-out, then the final norm: d_residual = d(loss)/d(residual stream), carried down through the blocks.
     zeroed(d_norm_, N * C);
-    if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
+    const T* final_stream = spec_.final_norm() ? final_norm_.data() : final_input_.data();
+    if (spec_.tie_embeddings) {  // logits = s wteᵀ: d s (N, C) += d_out (N, V) · wte (V, C); d wte (V, C) += d_outᵀ · s
+        nn::gemm<T>(nn::matrix(d_norm_.data(), N, C), nn::matrix(d_outputs, N, out), nn::matrix(P + output_offset_, out, C),
+                    false, false, T(1), T(1));
+        nn::gemm<T>(nn::matrix(G + output_offset_, out, C), nn::matrix(d_outputs, N, out), nn::matrix(final_stream, N, C), true,
+                    false, T(1), T(1));
+    } else if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
         nn::linear_backward<T>(d_norm_.data(), G + output_offset_, grad_at(output_bias_offset_), d_outputs,
-                               spec_.final_norm() ? final_norm_.data() : final_input_.data(), P + output_offset_, N, C, out);
+                               final_stream, P + output_offset_, N, C, out);
     } else {
         for (std::size_t n = 0; n < N; ++n)
             for (std::size_t c = 0; c < out; ++c) d_norm_[n * C + (C - out) + c] += d_outputs[n * out + c];

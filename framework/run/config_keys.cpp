@@ -64,6 +64,9 @@ void add_model_keys(config::Schema& schema) {
         .add_string("model.position_embedding", "none", {"none", "learned"},
                     "learned: absolute position embeddings (max_seq_len, C) added to x_0 after the read-in (paper 003 "
                     "Part B, Q10; init N(0, model.init_std))")
+        .add_bool("model.tie_embeddings", false,
+                  "token models: the output matrix is the input embedding, logits = LN_f(x) wte^T with no output bias "
+                  "(GPT-2); false: a separate unembedding.w (C, V)")
         .add_bool("model.residual", true, "residual connections around attention and MLP (paper 004's layer: false)")
         .add_bool("model.output_projection", true, "attention output projection W_o, b_o (LSA: P = W_o)")
         .add_bool("model.qkv_bias", true, "biases of the q, k, v projections")
@@ -203,6 +206,7 @@ model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t v
     spec.final_layernorm = cfg.get_bool("model.final_layernorm");
     spec.positions = cfg.get_string("model.position_embedding") == "learned" ? model::ModelSpec::Positions::learned
                                                                               : model::ModelSpec::Positions::none;
+    spec.tie_embeddings = cfg.get_bool("model.tie_embeddings");
     spec.residual = cfg.get_bool("model.residual");
     spec.output_projection = cfg.get_bool("model.output_projection");
     spec.qkv_bias = cfg.get_bool("model.qkv_bias");

@@ -13,16 +13,13 @@
 
 namespace iclab::run {
 
-InductionRun load_induction_run(const std::filesystem::path& run_dir, const Catalog& catalog, std::size_t min_positions,
-                                const std::string& who, model::Transformer<double>::Mode mode) {
+config::Config load_finished_run_config(const std::filesystem::path& run_dir, const Catalog& catalog, const std::string& who) {
     const auto config_path = run_dir / kConfigFile, results_path = run_dir / kResultsFile;
     ICLAB_INPUT_CHECK(std::filesystem::is_directory(run_dir), who << ": " << run_dir.string() << " is not a run folder");
     ICLAB_INPUT_CHECK(std::filesystem::exists(config_path), who << ": " << run_dir.string() << " is not a run folder (no "
                                                                 << kConfigFile << ")");
     ICLAB_INPUT_CHECK(std::filesystem::exists(results_path),
                       who << ": " << run_dir.string() << " has no completed " << kResultsFile << " (did the run finish?)");
-    InductionRun run;
-    run.dir = run_dir;
     {
         // What predict and convert compute must be what the run trained: config.yaml is a copy for reading, the
         // record is results.h5's `config` attribute. An edited copy (rope, feature_map, triggers) is refused.
@@ -32,7 +29,15 @@ InductionRun load_induction_run(const std::filesystem::path& run_dir, const Cata
                               << ": it was edited after the run; restore it (iclab show " << run_dir.string()
                               << " prints the recorded one)");
     }
-    run.config = catalog.load_config(config_path.string(), {});
+    return catalog.load_config(config_path.string(), {});
+}
+
+InductionRun load_induction_run(const std::filesystem::path& run_dir, const Catalog& catalog, std::size_t min_positions,
+                                const std::string& who, model::Transformer<double>::Mode mode) {
+    const auto results_path = run_dir / kResultsFile;
+    InductionRun run;
+    run.dir = run_dir;
+    run.config = load_finished_run_config(run_dir, catalog, who);
     const std::string experiment = run.config.get_string("experiment");
     ICLAB_INPUT_CHECK(run.config.has("task.triggers") && run.config.has("model.attention"),
                       who << ": " << run_dir.string() << " is a " << experiment
@@ -46,8 +51,14 @@ InductionRun load_induction_run(const std::filesystem::path& run_dir, const Cata
         throw InputError(who + ": " + results_path.string() + " holds no trained parameters (output.checkpoint was false)");
     }
     run.task = induction_spec_from_config(run.config);
-    // RoPE positions are relative, so the table may be longer than the training length.
-    const std::size_t max_len = std::max<std::size_t>(min_positions, static_cast<std::size_t>(run.task.seq_len));
+    // RoPE positions are relative, so the table may be longer than the training length; learned positions exist for
+    // task.seq_len positions only.
+    const bool learned = run.config.get_string("model.position_embedding") == "learned";
+    ICLAB_INPUT_CHECK(!learned || min_positions <= static_cast<std::size_t>(run.task.seq_len),
+                      who << ": " << min_positions << " tokens do not fit this model: it has learned positions for "
+                          << run.task.seq_len << " (task.seq_len); give at most " << run.task.seq_len << " tokens");
+    const std::size_t max_len = learned ? static_cast<std::size_t>(run.task.seq_len)
+                                        : std::max<std::size_t>(min_positions, static_cast<std::size_t>(run.task.seq_len));
     run.model = std::make_unique<model::Transformer<double>>(model_spec_from_config(run.config, tasks::kInductionVocab, max_len), mode);
     read_checkpoint(reader, *run.model);
     return run;

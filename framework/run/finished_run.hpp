@@ -14,6 +14,10 @@ namespace iclab::run {
 
 class Catalog;
 
+// RUN_DIR/config.yaml of a finished run (RUN_DIR/results.h5 exists), validated with its experiment's schema, after
+// checking that it is the config recorded in results.h5 (an edited copy is refused). InputError naming RUN_DIR otherwise.
+config::Config load_finished_run_config(const std::filesystem::path& run_dir, const Catalog& catalog, const std::string& who);
+
 // A finished run that trained an induction-head model, loaded for inference in float64 whatever model.dtype
 // it trained in: RUN_DIR/config.yaml (validated with its experiment's schema) and the parameters of
 // RUN_DIR/results.h5 /checkpoint, b_KV and b_D included.

@@ -343,6 +343,10 @@ void add_regression_task_keys(config::Schema& schema) {
                     "the training loss is the mean over the batch's sequences of each sequence's mean squared error, "
                     "or their sum (then the SGD step size scales with train.batch_size)");
     schema.add_rule([](const config::Config& cfg) {
+        if (cfg.get_bool("model.tie_embeddings"))
+            cfg.fail({"model.tie_embeddings"}, "tied embeddings need a token model; in-context regression reads vectors (no embedding table)");
+    });
+    schema.add_rule([](const config::Config& cfg) {
         if (cfg.get_string("model.read_in") != "identity") return;
         const auto outputs = cfg.get_string("task.kind") == "classification" ? cfg.get_int("task.classes") : cfg.get_int("task.y_dim");
         const auto token = cfg.get_int("task.x_dim") + outputs;

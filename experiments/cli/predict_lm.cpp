@@ -1,0 +1,78 @@
+// `iclab predict` on a language-model (lm) run: token ids in, next-token predictions and logits out.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+#include "experiments/cli/predict.hpp"
+#include "experiments/registry.hpp"
+#include "framework/io/provenance.hpp"
+#include "framework/io/results_file.hpp"
+#include "framework/run/config_keys.hpp"
+#include "framework/run/finished_run.hpp"
+#include "framework/run/lm_run.hpp"
+
+namespace iclab::cli {
+
+namespace {
+
+template <class T>
+void predict_lm_typed(const PredictOptions& options) {
+    run::LmRun<T> run = run::load_lm_run<T>(options.run_dir, experiments::catalog(), "iclab predict");
+    model::Transformer<T>& model = *run.model;
+    const std::size_t TT = options.token_ids.size(), V = model.spec().vocab;
+    std::vector<std::int32_t> input(options.token_ids.begin(), options.token_ids.end());
+    for (std::size_t t = 0; t < TT; ++t)
+        ICLAB_INPUT_CHECK(static_cast<std::size_t>(input[t]) < V, "iclab predict: --tokens: id " << input[t] << " at position " << t
+                                                                                                 << " is outside the vocabulary of " << V);
+    model.forward(input.data(), 1, TT);
+    const std::size_t top = std::min<std::size_t>(options.top, V);
+    if (top > 0) {
+        std::printf("%5s  %7s  top-%zu next-token ids (probability)\n", "pos", "token", top);
+        std::vector<std::size_t> order(V);
+        for (std::size_t t = 0; t < TT; ++t) {
+            const T* logits = model.logits() + t * V;
+            // softmax of this row in double: p_v = exp(z_v - max) / sum
+            const double max = static_cast<double>(*std::max_element(logits, logits + V));
+            double sum = 0.0;
+            for (std::size_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v]) - max);
+            std::iota(order.begin(), order.end(), 0);
+            std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](std::size_t a, std::size_t b) { return logits[a] > logits[b]; });
+            std::printf("%5zu  %7d ", t, input[t]);
+            for (std::size_t k = 0; k < top; ++k)
+                std::printf(" %6zu %.3f", order[k], std::exp(static_cast<double>(logits[order[k]]) - max) / sum);
+            std::printf("\n");
+        }
+    }
+    if (!options.out.empty()) {
+        io::ResultsWriter writer(options.out, options.overwrite);
+        writer.write_tensor("/logits", model.logits(), {TT, V},
+                            {{"layout", "(T, V): logits of the next token after position t, in the run's model.dtype"}});
+        writer.write_tensor("/tokens", input.data(), {TT}, {{"layout", "(T): token ids"}});
+        writer.set_attr("run_dir", std::filesystem::absolute(options.run_dir).string());
+        writer.set_attr("dtype", run::dtype_name<T>());
+        writer.set_attr("created", io::now_iso8601());
+        io::write_provenance(writer);
+        writer.commit();
+        std::printf("wrote %s\n", options.out.string().c_str());
+    }
+}
+
+}  // namespace
+
+void predict_lm(const PredictOptions& options) {
+    const config::Config cfg = run::load_finished_run_config(options.run_dir, experiments::catalog(), "iclab predict");
+    ICLAB_INPUT_CHECK(options.text.empty(), "iclab predict: " << options.run_dir.string()
+                                                              << " is a language model over BPE token ids (experiment lm): give "
+                                                                 "--tokens ID,ID,... (text input needs the BPE tokenizer)");
+    ICLAB_INPUT_CHECK(options.adapters.empty(), "iclab predict: --adapter on language-model runs is not implemented");
+    ICLAB_INPUT_CHECK(!options.token_ids.empty(), "iclab predict: --tokens is empty");
+    ICLAB_INPUT_CHECK(options.out.empty() || options.overwrite || !std::filesystem::exists(options.out),
+                      options.out.string() << " exists (--overwrite replaces it)");
+    ICLAB_INPUT_CHECK(options.out.empty() || options.out.parent_path().empty() || std::filesystem::is_directory(options.out.parent_path()),
+                      "the folder of --out " << options.out.string() << " does not exist");
+    run::check_fits_context(options.token_ids.size(), run::lm_model_spec(cfg), "iclab predict");  // before loading the weights
+    run::with_model_dtype(cfg, [&](auto zero) { predict_lm_typed<decltype(zero)>(options); });
+}
+
+}  // namespace iclab::cli
