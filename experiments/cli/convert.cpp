@@ -69,6 +69,11 @@ void convert(const ConvertOptions& options) {
     const auto out_folder = options.out.parent_path();
     ICLAB_INPUT_CHECK(out_folder.empty() || std::filesystem::is_directory(out_folder),
                       "iclab convert: the folder of --out " << options.out.string() << " does not exist");
+    if (run::load_finished_run_config(options.run_dir, experiments::catalog(), "iclab convert").has("task.vocab_size")) {
+        convert_lm(options);
+        return;
+    }
+    ICLAB_INPUT_CHECK(!options.prompt_is_tokens, "iclab convert: --prompt-tokens is for language-model (lm) runs");
     const std::vector<int> letters = tasks::encode_letters(options.prompt);
     ICLAB_INPUT_CHECK(!letters.empty(), "iclab convert: the prompt is empty");
     const std::vector<std::int32_t> prompt(letters.begin(), letters.end());
