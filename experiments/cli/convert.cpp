@@ -95,6 +95,11 @@ void convert(const ConvertOptions& options) {
     io::check_output_file(options.out, options.overwrite, "iclab convert --out");  // an adapter is never replaced without --overwrite
     for (const auto& base : options.adapters)
         ICLAB_INPUT_CHECK(!io::same_output_file(base, options.out), "iclab convert: --out " << options.out.string() << " is also a base --adapter");
+    if (run::load_finished_run_config(options.run_dir, experiments::catalog(), "iclab convert").has("task.vocab_size")) {
+        convert_lm(options);
+        return;
+    }
+    ICLAB_INPUT_CHECK(!options.prompt_is_tokens, "iclab convert: --prompt-tokens is for language-model (lm) runs");
     const std::vector<int> letters = tasks::encode_letters(options.prompt);
     ICLAB_INPUT_CHECK(!letters.empty(), "iclab convert: the prompt is empty");
     const std::vector<std::int32_t> prompt(letters.begin(), letters.end());

@@ -12,7 +12,9 @@ namespace iclab::cli {
 
 struct ConvertOptions {
     std::filesystem::path run_dir;
-    std::string prompt;                          // letters a-z, A-Z (tasks::encode_letters)
+    std::string prompt;                          // letters a-z, A-Z (tasks::encode_letters); lm runs: text (BPE)
+    bool prompt_is_tokens = false;               // lm runs: the prompt is prompt_tokens (--prompt-tokens)
+    std::vector<int> prompt_tokens;
     std::filesystem::path out;                   // the adapter file to write
     std::vector<std::filesystem::path> adapters; // applied in this order before converting (composition)
     bool overwrite = false;                      // replace an existing adapter file
@@ -35,5 +37,7 @@ struct ConvertOptions {
 // assumption), a letter outside the vocabulary, an existing --out without overwrite, or base adapters that
 // do not fit the model or each other.
 void convert(const ConvertOptions& options);
+// convert on an lm run (experiments/cli/convert_lm.cpp); convert() calls it for lm runs.
+void convert_lm(const ConvertOptions& options);
 
 }  // namespace iclab::cli

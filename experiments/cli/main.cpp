@@ -12,6 +12,7 @@
 
 #include "experiments/cli/bench.hpp"
 #include "experiments/cli/convert.hpp"
+#include "experiments/cli/generate.hpp"
 #include "framework/icl/iclaa.hpp"
 #include "experiments/cli/inspect.hpp"
 #include "experiments/cli/gpt2_commands.hpp"
@@ -40,6 +41,8 @@ const char* kUsage =
     "  iclab claims DIR... [--out claims.csv] [--overwrite]\n"
     "  iclab show RUN_DIR\n"
     "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE | --tokens ID,ID,...) [--adapter A.h5 ...] [--top K] [--out FILE.h5] [--overwrite]\n"
+    "  iclab generate RUN_DIR (--prompt-text TEXT | --prompt-tokens ID,ID,...) [--adapter A.h5 ...] [--max-new-tokens N]\n"
+    "                 [--temperature T] [--top-k K] [--seed S] [--out FILE.h5]\n"
     "  iclab import gpt2 DIR --out RUN_DIR [--overwrite]\n"
     "  iclab export RUN_DIR --format safetensors --out DIR [--overwrite]\n"
     "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
@@ -335,7 +338,7 @@ int command_predict(const std::vector<std::string>& args) {
         "usage: iclab predict RUN_DIR (--text LETTERS | --text-file FILE | --tokens ID,ID,...) [options]\noptions");
     std::string text, text_file, out, tokens;
     std::size_t top = 3;
-    flags.add_options()("text", po::value<std::string>(&text), "the input letters (a-z, A-Z)")(
+    flags.add_options()("text", po::value<std::string>(&text), "the input letters (a-z, A-Z); lm runs: text, BPE with RUN_DIR/tokenizer")(
         "text-file", po::value<std::string>(&text_file), "read the letters from a file (whitespace ignored)")(
         "tokens", po::value<std::string>(&tokens), "language-model (lm) runs: the input token ids, separated by commas or blanks")(
         "top", po::value<std::size_t>(&top)->default_value(3), "predictions shown per position")(
@@ -369,12 +372,14 @@ int command_predict(const std::vector<std::string>& args) {
 
 int command_convert(const std::vector<std::string>& args) {
     po::options_description flags(
-        "usage: iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [options]\n"
+        "usage: iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE | --prompt-text TEXT | --prompt-tokens IDS) --out ADAPTER.h5 [options]\n"
         "ICLCA (paper 000 Algorithm 1): a prompt -> adapter file\noptions");
-    std::string prompt, prompt_file, out, method, feature_map, convention;
+    std::string prompt, prompt_file, prompt_text, prompt_tokens, out, method, feature_map, convention;
     std::int64_t features = 256, seed = 0, fit_steps = 600;
     flags.add_options()("prompt", po::value<std::string>(&prompt), "the prompt X' as letters (a-z, A-Z)")(
         "prompt-file", po::value<std::string>(&prompt_file), "read the prompt's letters from a file (whitespace ignored)")(
+        "prompt-text", po::value<std::string>(&prompt_text), "language-model (lm) runs: the prompt as text (BPE with RUN_DIR/tokenizer)")(
+        "prompt-tokens", po::value<std::string>(&prompt_tokens), "lm runs: the prompt as token ids, separated by commas or blanks")(
         "out", po::value<std::string>(&out), "the adapter file to write (HDF5, docs/adapter_format.md)")(
         "adapter", po::value<std::vector<std::string>>()->composing(),
         "convert on top of this adapter file; repeat for a chain, in order (the new adapter records them as its base)")(
@@ -403,13 +408,16 @@ int command_convert(const std::vector<std::string>& args) {
                       "iclab convert: --feature-map must be prf, orf, elu1 or learned, got '" << feature_map << "'");
     ICLAB_INPUT_CHECK(feature_map != "learned" || features % 2 == 0, "iclab convert: a learned map needs an even --random-features");
     icl::parse_rope_convention(convention);
-    ICLAB_INPUT_CHECK(prompt.empty() != prompt_file.empty(), "iclab convert: give exactly one of --prompt and --prompt-file");
+    ICLAB_INPUT_CHECK(vm.count("prompt") + vm.count("prompt-file") + vm.count("prompt-text") + vm.count("prompt-tokens") == 1,
+                      "iclab convert: give exactly one of --prompt, --prompt-file, --prompt-text and --prompt-tokens");
     ICLAB_INPUT_CHECK(!out.empty(), "iclab convert: missing --out ADAPTER.h5");
     if (!prompt_file.empty()) prompt = read_letters_file(prompt_file, "--prompt-file");
     configure_threads(0);
     cli::ConvertOptions options;
     options.run_dir = vm["run_dir"].as<std::string>();
-    options.prompt = prompt;
+    options.prompt = vm.count("prompt-text") ? prompt_text : prompt;
+    options.prompt_is_tokens = vm.count("prompt-tokens") > 0;
+    if (options.prompt_is_tokens) options.prompt_tokens = cli::parse_token_ids(prompt_tokens, "--prompt-tokens");
     options.out = out;
     options.overwrite = vm.count("overwrite") > 0;
     if (vm.count("adapter"))
@@ -475,6 +483,7 @@ int main(int argc, char** argv) {
         if (command == "list") return command_list();
         if (command == "predict") return command_predict(args);
         if (command == "convert") return command_convert(args);
+        if (command == "generate") return cli::command_generate(args);
         if (command == "import") return cli::command_import(args);
         if (command == "export") return cli::command_export(args);
         if (command == "bench") return command_bench(args);

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <type_traits>
 
+#include "experiments/cli/lm_input.hpp"
 #include "experiments/cli/predict.hpp"
 #include "experiments/registry.hpp"
 #include "framework/io/provenance.hpp"
@@ -17,14 +19,18 @@ namespace iclab::cli {
 namespace {
 
 template <class T>
-void predict_lm_typed(const PredictOptions& options) {
+void predict_lm_typed(const PredictOptions& options, const std::vector<std::int32_t>& input) {
     run::LmRun<T> run = run::load_lm_run<T>(options.run_dir, experiments::catalog(), "iclab predict");
     model::Transformer<T>& model = *run.model;
-    const std::size_t TT = options.token_ids.size(), V = model.spec().vocab;
-    std::vector<std::int32_t> input(options.token_ids.begin(), options.token_ids.end());
-    for (std::size_t t = 0; t < TT; ++t)
-        ICLAB_INPUT_CHECK(static_cast<std::size_t>(input[t]) < V, "iclab predict: --tokens: id " << input[t] << " at position " << t
-                                                                                                 << " is outside the vocabulary of " << V);
+    const std::size_t TT = input.size(), V = model.spec().vocab;
+    LmAdapters adapters;  // with adapters the model runs in float64 (predict_lm)
+    if constexpr (std::is_same_v<T, double>) {
+        apply_lm_adapters(adapters, model, options.adapters, "iclab predict");
+        if (adapters.has_iclaa) model.set_softmax_prompt(&adapters.iclaa.terms);
+        for (std::size_t i = 0; i < adapters.applied.chain.size(); ++i)
+            std::printf("adapter %zu: %s (fingerprint %s, prompt length %zu)\n", i + 1, adapters.applied.chain[i].file.c_str(),
+                        adapters.applied.chain[i].fingerprint.c_str(), adapters.applied.chain[i].prompt_length);
+    }
     model.forward(input.data(), 1, TT);
     const std::size_t top = std::min<std::size_t>(options.top, V);
     if (top > 0) {
@@ -62,17 +68,21 @@ void predict_lm_typed(const PredictOptions& options) {
 
 void predict_lm(const PredictOptions& options) {
     const config::Config cfg = run::load_finished_run_config(options.run_dir, experiments::catalog(), "iclab predict");
-    ICLAB_INPUT_CHECK(options.text.empty(), "iclab predict: " << options.run_dir.string()
-                                                              << " is a language model over BPE token ids (experiment lm): give "
-                                                                 "--tokens ID,ID,... (text input needs the BPE tokenizer)");
-    ICLAB_INPUT_CHECK(options.adapters.empty(), "iclab predict: --adapter on language-model runs is not implemented");
-    ICLAB_INPUT_CHECK(!options.token_ids.empty(), "iclab predict: --tokens is empty");
     ICLAB_INPUT_CHECK(options.out.empty() || options.overwrite || !std::filesystem::exists(options.out),
                       options.out.string() << " exists (--overwrite replaces it)");
     ICLAB_INPUT_CHECK(options.out.empty() || options.out.parent_path().empty() || std::filesystem::is_directory(options.out.parent_path()),
                       "the folder of --out " << options.out.string() << " does not exist");
-    run::check_fits_context(options.token_ids.size(), run::lm_model_spec(cfg), "iclab predict");  // before loading the weights
-    run::with_model_dtype(cfg, [&](auto zero) { predict_lm_typed<decltype(zero)>(options); });
+    // --text through the run's BPE tokenizer, or --tokens; refused before loading the weights (the context limit named)
+    const model::ModelSpec spec = run::lm_model_spec(cfg);
+    const bool text = !options.text.empty();
+    const std::vector<std::int32_t> input = lm_input_tokens(options.run_dir, text ? &options.text : nullptr, options.token_ids, spec.vocab,
+                                                            0, "iclab predict", text ? "--text" : "--tokens");
+    run::check_fits_context(input.size(), spec, "iclab predict");
+    if (!options.adapters.empty()) {  // adapters hold float64 biases (ICLCA's identity holds to rounding in double)
+        predict_lm_typed<double>(options, input);
+        return;
+    }
+    run::with_model_dtype(cfg, [&](auto zero) { predict_lm_typed<decltype(zero)>(options, input); });
 }
 
 }  // namespace iclab::cli

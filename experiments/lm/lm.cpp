@@ -1,10 +1,13 @@
-// Experiment `lm`: GPT-2-shaped language models over a real vocabulary (issue 22). This version declares the
-// config a language-model run folder carries (framework/run/lm_run.hpp: task.vocab_size, task.context_length and
-// the model.* keys) so that `iclab import gpt2` can write run folders predict and export read; training on token
-// files is not implemented here yet and is refused, saying so.
+// Experiment `lm`: GPT-2-shaped language models over a real vocabulary (issue 22, experiments/lm/README.md). Trains
+// the model the config describes on a token file (framework/run/lm_training.hpp: random windows of /train, held-out
+// loss and perplexity on /heldout), or describes a run folder `iclab import gpt2` wrote (framework/run/lm_run.hpp:
+// task.vocab_size, task.context_length and the model.* keys). predict, convert, generate and export read its folders.
+#include <cstdio>
+
 #include "framework/core/check.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/lm_run.hpp"
+#include "framework/run/lm_training.hpp"
 
 namespace iclab::experiments {
 
@@ -14,25 +17,37 @@ namespace {
 
 void declare_keys(config::Schema& schema) {
     add_lm_task_keys(schema);
+    add_lm_training_keys(schema);
     schema.add_rule([](const config::Config& cfg) {
         const bool learned = cfg.get_string("model.position_embedding") == "learned";
         if (!learned && !cfg.get_bool("model.rope"))
             cfg.fail({"model.position_embedding", "model.rope"},
                      "a language model needs positions: model.position_embedding: learned (GPT-2) or model.rope: true");
     });
+    schema.add_rule([](const config::Config& cfg) {
+        if (cfg.get_int("task.seq_len") > cfg.get_int("task.context_length"))
+            cfg.fail({"task.seq_len", "task.context_length"}, "task.seq_len is longer than the model's context task.context_length");
+    });
 }
 
 RunOutcome run_lm(const RunContext& context) {
-    throw InputError("experiment lm: training a language model from token files is not implemented in this version; "
-                     "lm run folders come from `iclab import gpt2 DIR --out RUN_DIR` (docs/gpt2.md). Config: " +
-                     context.config.source_path());
+    RunFolder run(context.config, context.options);
+    const LmTraining training = train_lm(context.config, context.options, run);
+    if (!training.completed) return {run.path(), false, training.steps_done, training.steps_total};
+    run.commit();
+    if (!context.options.quiet)
+        std::printf("\nheld-out loss %.4f nats/token, perplexity %.2f (%zu parameters, %zu train / %zu held-out tokens, %.1f s)\n",
+                    training.final_eval_loss, training.final_eval_perplexity, training.parameter_count, training.train_tokens,
+                    training.heldout_tokens, training.wall_time_s);
+    return {run.path(), true, training.steps_total, training.steps_total};
 }
 
 }  // namespace
 
 Experiment lm() {
     return {"lm",
-            "GPT-2-shaped language model over a BPE vocabulary (issue 22): run folders from iclab import gpt2; training not yet",
+            "GPT-2-shaped language model over a BPE vocabulary trained on a token file (issue 22; paper 000 §6.4's model class); "
+            "iclab import gpt2 writes the same run folders",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train},
             declare_keys,
             run_lm};

@@ -20,7 +20,11 @@ void check_iclca_assumptions(const model::ModelSpec& spec) {
     if (spec.shared_layers)
         throw InputError("ICLCA writes a different b_KV, b_D into every layer, but this model shares one block's "
                          "weights across depth (model.shared_layers)");
-    // Assumption 4.3 (relative positions): RoPE or no positions at all; iclab has no absolute positions.
+    // Assumption 4.3 (relative positions): RoPE or no positions at all.
+    if (spec.positions == model::ModelSpec::Positions::learned)
+        throw InputError("ICLCA needs relative positions (paper 000 Assumption 4.3), but this model adds learned absolute "
+                         "position embeddings (model.position_embedding: learned): after a prompt of M tokens the input sits "
+                         "at positions M.., without it at 0.., and no bias can make up the difference");
 }
 
 template <class T>

@@ -137,6 +137,46 @@ void linear_attention_recurrent_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T*
     reduce_bias_gradients(d_b_kv, d_b_d, partial_bkv, partial_bd, B, H, F, D);
 }
 
+template <class T>
+void linear_attention_step(T* out, T* state, T* key_sum, const T* qkv, std::size_t position, const T* random_features,
+                           const AttentionShape& shape, const LinearAttentionOptions& options) {
+    check_attention_options(shape, options, random_features);
+    check_recurrent(options);
+    ICLAB_CHECK(options.rope == nullptr || position < options.rope->max_positions(),
+                "position " << position << " is beyond the RoPE table (" << options.rope->max_positions() << ")");
+    const std::size_t H = shape.heads, D = shape.head_dim, F = shape.features(), C = shape.width();
+    const FeatureMapParams<T> map = feature_map_params(shape, options, random_features);
+    std::vector<T> phi_q(F), phi_k(F), rot_q(F), rot_k(F), num(D);
+    for (std::size_t h = 0; h < H; ++h) {
+        const T* q = qkv + h * D;
+        const T* k = qkv + C + h * D;
+        const T* v = qkv + 2 * C + h * D;
+        feature_map_forward(phi_q.data(), q, 1, D, map);
+        feature_map_forward(phi_k.data(), k, 1, D, map);
+        if (options.rope != nullptr) {
+            options.rope->rotate(rot_q.data(), phi_q.data(), position, false);
+            options.rope->rotate(rot_k.data(), phi_k.data(), position, false);
+        } else {
+            rot_q = phi_q;
+            rot_k = phi_k;
+        }
+        T* head_state = state + h * F * D;
+        T* head_sum = key_sum + h * F;
+        // S_i = S_{i-1} + R_i φ(k_i) v_iᵀ ;  z_i = z_{i-1} + φ(k_i)   (Eq. 19)
+        for (std::size_t f = 0; f < F; ++f) axpy(head_state + f * D, rot_k[f], v, D);
+        axpy(head_sum, T(1), phi_k.data(), F);
+        // num_i = (R_i φ(q_i))ᵀ S_i ;  den_i = φ(q_i)ᵀ z_i + eps   (Eq. 13)
+        combine_rows(num.data(), rot_q.data(), head_state, F, D, D);
+        const T den = options.normalize ? dot_lanes(phi_q.data(), head_sum, F) + static_cast<T>(options.eps)
+                                        : static_cast<T>(1.0 / options.unnormalized_scale);
+        for (std::size_t d = 0; d < D; ++d) out[h * D + d] = num[d] / den;
+    }
+}
+
+template void linear_attention_step<float>(float*, float*, float*, const float*, std::size_t, const float*,
+                                           const AttentionShape&, const LinearAttentionOptions&);
+template void linear_attention_step<double>(double*, double*, double*, const double*, std::size_t, const double*,
+                                            const AttentionShape&, const LinearAttentionOptions&);
 template void linear_attention_recurrent_forward<float>(float*, LinearAttentionStateCache<float>&, const float*,
                                                         const float*, const float*, const float*,
                                                         const AttentionShape&, const LinearAttentionOptions&);

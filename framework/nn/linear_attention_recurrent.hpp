@@ -40,4 +40,12 @@ void linear_attention_recurrent_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T*
                                          const LinearAttentionStateCache<T>& cache,
                                          const AttentionShape& shape, const LinearAttentionOptions& options);
 
+// One step of Eq. 19 for a single token at position `position` (incremental decoding): per head h,
+//   S_h += R_i φ(k_i) v_iᵀ,  z_h += φ(k_i),  out_h = (R_i φ(q_i))ᵀ S_h / den_i
+// with den_i as above. state (H, F, D) and key_sum (H, F) carry S_{i-1}, z_{i-1} in and S_i, z_i out; they start
+// as b_KV, b_D. qkv (3C), out (C). Same per-head arithmetic as linear_attention_recurrent_forward.
+template <class T>
+void linear_attention_step(T* out, T* state, T* key_sum, const T* qkv, std::size_t position, const T* random_features,
+                           const AttentionShape& shape, const LinearAttentionOptions& options);
+
 }  // namespace iclab::nn

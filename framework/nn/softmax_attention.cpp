@@ -196,6 +196,60 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
     }
 }
 
+template <class T>
+void softmax_attention_step(T* out, T* key_cache, T* value_cache, std::size_t capacity, const T* qkv, std::size_t position,
+                            const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
+    ICLAB_CHECK(options.mask.plain_causal(), "incremental decoding needs the causal mask");
+    ICLAB_CHECK(position < capacity, "position " << position << " is beyond the key cache (" << capacity << " rows)");
+    AttentionShape checked = shape;
+    checked.time = position + 1;
+    checked.batch = 1;
+    check_options(checked, options);
+    const std::size_t H = shape.heads, D = shape.head_dim, C = shape.width();
+    const T scale = static_cast<T>(score_scale(shape, options));
+    std::vector<T> rot_q(D), scores(position + 1);
+    PromptPart<T> part;
+    for (std::size_t h = 0; h < H; ++h) {
+        const T* q = qkv + h * D;
+        T* keys = key_cache + h * capacity * D;
+        T* values = value_cache + h * capacity * D;
+        if (options.rope != nullptr) {
+            options.rope->rotate(rot_q.data(), q, position, false);
+            options.rope->rotate(keys + position * D, qkv + C + h * D, position, false);
+        } else {
+            std::copy(q, q + D, rot_q.begin());
+            std::copy(qkv + C + h * D, qkv + C + (h + 1) * D, keys + position * D);
+        }
+        std::copy(qkv + 2 * C + h * D, qkv + 2 * C + (h + 1) * D, values + position * D);
+        // s_ij = (R_i q_i)ᵀ(R_j k_j)·scale, j ≤ i; p_ij = e^{s_ij − m} / (Σ_j e^{s_ij − m} + prompt mass)
+        T highest = -std::numeric_limits<T>::infinity();
+        for (std::size_t j = 0; j <= position; ++j) {
+            scores[j] = scale * dot_lanes(rot_q.data(), keys + j * D, D);
+            highest = std::max(highest, scores[j]);
+        }
+        const SoftmaxPromptHead<T>* prompt = options.prompt != nullptr ? &(*options.prompt)[h] : nullptr;
+        if (prompt != nullptr) {
+            prompt_part(part, rot_q.data(), q, *prompt, D, scale);
+            highest = std::max(highest, part.shift);
+        }
+        T total = T(0);
+        for (std::size_t j = 0; j <= position; ++j) {
+            scores[j] = std::exp(scores[j] - highest);
+            total += scores[j];
+        }
+        if (prompt != nullptr) total += part.mass * std::exp(part.shift - highest);
+        const T inverse = T(1) / total;
+        T* o = out + h * D;
+        std::fill(o, o + D, T(0));
+        for (std::size_t j = 0; j <= position; ++j) axpy(o, scores[j] * inverse, values + j * D, D);
+        if (prompt != nullptr) axpy(o, std::exp(part.shift - highest) * inverse, part.num.data(), D);
+    }
+}
+
+template void softmax_attention_step<float>(float*, float*, float*, std::size_t, const float*, std::size_t,
+                                            const AttentionShape&, const SoftmaxAttentionOptions<float>&);
+template void softmax_attention_step<double>(double*, double*, double*, std::size_t, const double*, std::size_t,
+                                             const AttentionShape&, const SoftmaxAttentionOptions<double>&);
 template void softmax_attention_forward<float>(float*, SoftmaxAttentionCache<float>&, const float*, const AttentionShape&,
                                                const SoftmaxAttentionOptions<float>&);
 template void softmax_attention_forward<double>(double*, SoftmaxAttentionCache<double>&, const double*,

@@ -68,4 +68,11 @@ template <class T>
 void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const SoftmaxAttentionCache<T>& cache,
                                 const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options);
 
+// Incremental decoding: one new token at position i = `position` appends its rotated key R_i k_i and value v_i to
+// the caches (H, capacity, D) at row i, then its query attends over rows 0..i and the prompt terms, exactly as row i
+// of softmax_attention_forward under the causal mask. qkv (3C), out (C). options.mask must be plain causal.
+template <class T>
+void softmax_attention_step(T* out, T* key_cache, T* value_cache, std::size_t capacity, const T* qkv, std::size_t position,
+                            const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options);
+
 }  // namespace iclab::nn

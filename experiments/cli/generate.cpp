@@ -1,0 +1,188 @@
+#include "experiments/cli/generate.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <numeric>
+
+#include "experiments/cli/gpt2_commands.hpp"
+#include "experiments/cli/lm_input.hpp"
+#include "experiments/registry.hpp"
+#include "framework/core/rng.hpp"
+#include "framework/core/threads.hpp"
+#include "framework/io/provenance.hpp"
+#include "framework/io/results_file.hpp"
+#include "framework/model/transformer_decode.hpp"
+#include "framework/run/lm_run.hpp"
+
+namespace po = boost::program_options;
+
+namespace iclab::cli {
+
+namespace {
+
+// The next token from logits (V): argmax (greedy, temperature 0), else a draw from softmax(logits / T) restricted to
+// the top_k largest logits (0: all), by inverse CDF with one uniform from `rng`.
+std::int32_t choose_token(const double* logits, std::size_t V, double temperature, std::size_t top_k, Rng& rng,
+                          std::vector<std::size_t>& order, std::vector<double>& weights) {
+    if (temperature <= 0.0) return static_cast<std::int32_t>(std::max_element(logits, logits + V) - logits);
+    const std::size_t k = top_k == 0 ? V : std::min(top_k, V);
+    order.resize(V);
+    std::iota(order.begin(), order.end(), 0);
+    // ties broken by the lower id, so the candidate set does not depend on the sort's implementation
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](std::size_t a, std::size_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    weights.resize(k);
+    const double top = logits[order[0]];
+    double total = 0.0;
+    for (std::size_t i = 0; i < k; ++i) total += weights[i] = std::exp((logits[order[i]] - top) / temperature);
+    double u = rng.uniform() * total;
+    for (std::size_t i = 0; i < k; ++i) {
+        if (u < weights[i]) return static_cast<std::int32_t>(order[i]);
+        u -= weights[i];
+    }
+    return static_cast<std::int32_t>(order[k - 1]);  // rounding at the end of the CDF
+}
+
+}  // namespace
+
+void generate(const GenerateOptions& options) {
+    const std::string who = "iclab generate";
+    ICLAB_INPUT_CHECK(options.out.empty() || options.overwrite || !std::filesystem::exists(options.out),
+                      options.out.string() << " exists (--overwrite replaces it)");
+    ICLAB_INPUT_CHECK(options.out.empty() || options.out.parent_path().empty() || std::filesystem::is_directory(options.out.parent_path()),
+                      "the folder of --out " << options.out.string() << " does not exist");
+    ICLAB_INPUT_CHECK(std::isfinite(options.temperature) && options.temperature >= 0.0,
+                      who << ": --temperature must be >= 0 (0: greedy), got " << options.temperature);
+    run::LmRun<double> run = run::load_lm_run<double>(options.run_dir, experiments::catalog(), who);
+    model::Transformer<double>& model = *run.model;
+    const std::size_t V = model.spec().vocab, context = model.spec().max_seq_len;
+    const std::vector<std::int32_t> prompt = lm_input_tokens(options.run_dir, options.has_text ? &options.prompt_text : nullptr,
+                                                             options.prompt_tokens, V, context, who,
+                                                             options.has_text ? "--prompt-text" : "--prompt-tokens");
+    std::unique_ptr<text::Bpe> bpe;
+    if (!run.tokenizer_dir().empty()) bpe = std::make_unique<text::Bpe>(text::Bpe::load(run.tokenizer_dir()));
+    LmAdapters adapters;
+    apply_lm_adapters(adapters, model, options.adapters, who);
+    if (!options.quiet)
+        for (std::size_t i = 0; i < adapters.applied.chain.size(); ++i)
+            std::fprintf(stderr, "adapter %zu: %s (fingerprint %s, prompt length %zu%s)\n", i + 1, adapters.applied.chain[i].file.c_str(),
+                         adapters.applied.chain[i].fingerprint.c_str(), adapters.applied.chain[i].prompt_length,
+                         adapters.has_iclaa ? ", ICLAA: approximate" : "");
+
+    model::TransformerDecoder<double> decoder(model, adapters.has_iclaa ? &adapters.iclaa.terms : nullptr);
+    decoder.append(prompt.data(), prompt.size());  // prefill once
+    std::vector<std::int32_t> generated;
+    std::vector<double> logits;  // (new, V): the logits each generated token was chosen from
+    Rng rng(options.seed);
+    std::vector<std::size_t> order;
+    std::vector<double> weights;
+    const std::int32_t end_of_text = bpe != nullptr ? bpe->end_of_text() : -1;
+    bool hit_context = false;
+    for (std::size_t step = 0; step < options.max_new_tokens; ++step) {
+        const double* row = decoder.last_logits();
+        logits.insert(logits.end(), row, row + V);
+        const std::int32_t next = choose_token(row, V, options.temperature, options.top_k, rng, order, weights);
+        generated.push_back(next);
+        if (options.stop_at_end_of_text && next == end_of_text) break;
+        if (step + 1 == options.max_new_tokens) break;
+        if (decoder.length() == context) {
+            hit_context = true;
+            break;
+        }
+        decoder.append(&next, 1);
+    }
+    if (hit_context)
+        std::fprintf(stderr, "%s: stopped after %zu new tokens: prompt and continuation reached the model's context of %zu tokens "
+                             "(task.context_length)\n", who.c_str(), generated.size(), context);
+
+    if (bpe != nullptr) {
+        if (!options.quiet) std::printf("prompt (%zu tokens): %s\n", prompt.size(), bpe->decode(prompt).c_str());
+        std::printf("%s%s\n", options.quiet ? "" : "continuation: ", bpe->decode(generated).c_str());
+    }
+    if (!options.quiet || bpe == nullptr) {
+        std::printf("tokens:");
+        for (const auto id : generated) std::printf(" %d", id);
+        std::printf("\n");
+    }
+    if (!options.out.empty()) {
+        io::ResultsWriter writer(options.out, options.overwrite);
+        writer.write_tensor("/prompt", prompt.data(), {prompt.size()}, {{"layout", "(M): the prompt's token ids"}});
+        writer.write_tensor("/generated", generated.data(), {generated.size()}, {{"layout", "(N): the generated token ids, in order"}});
+        writer.write_tensor("/logits", logits.data(), {generated.size(), V},
+                            {{"layout", "(N, V): fp64 logits each generated token was chosen from"}});
+        writer.set_attr("run_dir", std::filesystem::absolute(options.run_dir).string());
+        std::string files;
+        for (const auto& link : adapters.applied.chain) files += (files.empty() ? "" : "\n") + link.file;
+        writer.set_attr("adapters", files);
+        writer.set_attr("temperature", options.temperature);
+        writer.set_attr("top_k", options.top_k);
+        writer.set_attr("seed", options.seed);
+        writer.set_attr("stopped_at_context", hit_context ? std::string("true") : std::string("false"));
+        if (bpe != nullptr) writer.set_attr("text", bpe->decode(generated));
+        writer.set_attr("created", io::now_iso8601());
+        io::write_provenance(writer);
+        writer.commit();
+        if (!options.quiet) std::printf("wrote %s\n", options.out.string().c_str());
+    }
+}
+
+int command_generate(const std::vector<std::string>& args) {
+    po::options_description flags(
+        "usage: iclab generate RUN_DIR (--prompt-text TEXT | --prompt-tokens ID,ID,...) [options]\n"
+        "  greedy continuation of the prompt by an lm run (incremental decoding); --temperature > 0 samples\noptions");
+    GenerateOptions options;
+    std::string text, tokens, out;
+    long long seed = 0, max_new = 50, top_k = 0;
+    flags.add_options()("prompt-text", po::value<std::string>(&text), "the prompt as text (BPE with RUN_DIR/tokenizer)")(
+        "prompt-tokens", po::value<std::string>(&tokens), "the prompt as token ids, separated by commas or blanks")(
+        "adapter", po::value<std::vector<std::string>>()->composing(),
+        "apply this adapter (iclab convert) first; repeat for an ICLCA chain, in the order converted")(
+        "max-new-tokens", po::value<long long>(&max_new)->default_value(50), "tokens to generate at most")(
+        "temperature", po::value<double>(&options.temperature)->default_value(0.0), "0: greedy; > 0: sample softmax(logits / T)")(
+        "top-k", po::value<long long>(&top_k)->default_value(0), "sample among the k most likely tokens only (0: all)")(
+        "seed", po::value<long long>(&seed)->default_value(0), "of the sampling generator")(
+        "no-stop", "do not stop at <|endoftext|>")(
+        "out", po::value<std::string>(&out), "write /prompt, /generated and the fp64 /logits (N, V) to this HDF5 file")(
+        "overwrite", "replace an existing --out")("quiet", "print the continuation only")("help,h", "this help");
+    po::options_description hidden;
+    hidden.add_options()("run_dir", po::value<std::string>(), "");
+    po::options_description all;
+    all.add(flags).add(hidden);
+    po::positional_options_description positional;
+    positional.add("run_dir", 1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+    if (vm.count("help")) {
+        std::cout << flags;
+        return 0;
+    }
+    ICLAB_INPUT_CHECK(vm.count("run_dir"), "iclab generate: missing RUN_DIR");
+    ICLAB_INPUT_CHECK(vm.count("prompt-text") + vm.count("prompt-tokens") == 1,
+                      "iclab generate: give exactly one of --prompt-text and --prompt-tokens");
+    ICLAB_INPUT_CHECK(max_new >= 1 && max_new <= (1 << 20), "iclab generate: --max-new-tokens must be in [1, 1048576], got " << max_new);
+    ICLAB_INPUT_CHECK(top_k >= 0, "iclab generate: --top-k must be >= 0, got " << top_k);
+    ICLAB_INPUT_CHECK(seed >= 0, "iclab generate: --seed must be >= 0, got " << seed);
+    configure_threads(0);
+    options.run_dir = vm["run_dir"].as<std::string>();
+    options.has_text = vm.count("prompt-text") > 0;
+    options.prompt_text = text;
+    if (!options.has_text) options.prompt_tokens = parse_token_ids(tokens, "--prompt-tokens");
+    if (vm.count("adapter"))
+        for (const auto& adapter : vm["adapter"].as<std::vector<std::string>>()) options.adapters.emplace_back(adapter);
+    options.max_new_tokens = static_cast<std::size_t>(max_new);
+    options.top_k = static_cast<std::size_t>(top_k);
+    options.seed = static_cast<std::uint64_t>(seed);
+    options.stop_at_end_of_text = vm.count("no-stop") == 0;
+    options.out = out;
+    options.overwrite = vm.count("overwrite") > 0;
+    options.quiet = vm.count("quiet") > 0;
+    generate(options);
+    return 0;
+}
+
+}  // namespace iclab::cli

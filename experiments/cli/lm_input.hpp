@@ -1,0 +1,35 @@
+#pragma once
+// What predict, convert and generate share on language-model (lm) runs: the input as BPE text through the run's own
+// tokenizer (RUN_DIR/tokenizer, text::Bpe) or as token ids, and adapters applied to the fp64 model as `predict`
+// applies them (ICLCA files set b_KV, b_D; one ICLAA file gives softmax prompt terms).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "framework/icl/adapter_file.hpp"
+#include "framework/icl/iclaa_adapter.hpp"
+#include "framework/model/transformer.hpp"
+#include "framework/text/bpe.hpp"
+
+namespace iclab::cli {
+
+// The run's tokenizer; InputError naming the run folder when it has none (`who`: "iclab generate").
+text::Bpe load_run_tokenizer(const std::filesystem::path& run_dir, const std::string& who);
+
+// Token ids of the input: `text` (when given) encoded with the run's tokenizer, else `ids`. Refused with InputError:
+// an empty input, an id outside [0, vocab), and (context > 0) more than `context` tokens (saying the limit).
+std::vector<std::int32_t> lm_input_tokens(const std::filesystem::path& run_dir, const std::string* text,
+                                          const std::vector<int>& ids, std::size_t vocab, std::size_t context,
+                                          const std::string& who, const std::string& flag);
+
+struct LmAdapters {
+    icl::AppliedAdapters applied;  // ICLCA files, in order (empty chain: none)
+    bool has_iclaa = false;
+    icl::IclaaAdapter iclaa;       // one ICLAA file: its terms stand for the prompt in softmax attention
+};
+// Applies `files` to `model` into `out` (not returned by value: the ICLAA terms point into out.iclaa's maps).
+void apply_lm_adapters(LmAdapters& out, model::Transformer<double>& model, const std::vector<std::filesystem::path>& files,
+                       const std::string& who);
+
+}  // namespace iclab::cli
