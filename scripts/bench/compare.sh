@@ -105,7 +105,7 @@ for i in range(0, len(args), 5):
         "gemm_gflops_median": f"{med(gemm_rate):.1f}", "sgemm_gflops_median": f"{med(blas_rate):.1f}",
         "step_over_sgemm_min": f"{min(step_share):.3f}", "step_over_sgemm_median": f"{med(step_share):.3f}",
         "gemm_share_median": f"{med(gemm_share):.3f}", "iclab_step_ms_median": f"{med(step_ms):.3f}",
-        "iclab_step_spread": f"{spread:.3f}"})
+        "iclab_step_spread": f"{spread:.3f}", "note": "compare.sh"})
     notes.append(f"- `{config}` ({runs[0].get('model_kind', 'induction_head')} model, {a['dtype']}, attention "
                  f"{a['attention_form']}): {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
                  f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio))

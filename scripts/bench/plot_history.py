@@ -18,6 +18,21 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def number(text):
+    """A field as a float; empty (a row back-filled from older tables) is NaN, which matplotlib leaves out."""
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")
+
+
+def loaded(row, cores):
+    try:
+        return float(row["load_before"].split()[0]) > cores
+    except (ValueError, IndexError):
+        return False
+
+
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "docs/bench_history.csv"
     out = sys.argv[2] if len(sys.argv) > 2 else "docs/bench_history.png"
@@ -26,6 +41,9 @@ def main():
     if not rows:
         sys.exit(f"plot_history: {path} has no rows")
     configs = list(dict.fromkeys(r["config"] for r in rows))
+    # one x position per compare.sh run (its rows share date, commit, core, repetitions and load)
+    run_key = lambda r: (r["date"][:10], r["commit"], r["openblas_core"], r["repeats"], r["load_before"])
+    runs = list(dict.fromkeys(run_key(r) for r in rows))
     cores = os.cpu_count() or 2
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     panels = [("train ratio vs PyTorch", "train_ratio_min", "train_ratio_median"),
@@ -34,18 +52,18 @@ def main():
     for ax, (title, low, mid) in zip(axes, panels):
         for i, config in enumerate(configs):
             mine = [r for r in rows if r["config"] == config]
-            x = list(range(len(mine)))
+            x = [runs.index(run_key(r)) for r in mine]
             color = f"C{i}"
             label = os.path.splitext(config.replace("configs/", ""))[0]
-            loaded = [float(r["load_before"].split()[0]) > cores for r in mine]
-            ys = [float(r[low]) for r in mine]
+            hollow_points = [loaded(r, cores) for r in mine]
+            ys = [number(r[low]) for r in mine]
             ax.plot(x, ys, "-", color=color, label=label + (" (min)" if mid else ""))
-            for xi, yi, hollow in zip(x, ys, loaded):
+            for xi, yi, hollow in zip(x, ys, hollow_points):
                 ax.plot([xi], [yi], "o", color=color, markerfacecolor="none" if hollow else color)
             if mid:
-                ax.plot(x, [float(r[mid]) for r in mine], "--", color=color, alpha=0.6, label=label + " (median)")
-            ax.set_xticks(x)
-            ax.set_xticklabels([r["commit"] for r in mine], rotation=45, ha="right", fontsize=7)
+                ax.plot(x, [number(r[mid]) for r in mine], "--", color=color, alpha=0.6, label=label + " (median)")
+        ax.set_xticks(range(len(runs)))
+        ax.set_xticklabels([f"{key[0]} {key[1]}" for key in runs], rotation=45, ha="right", fontsize=7)
         ax.set_title(title)
         ax.grid(alpha=0.3)
     axes[0].axhline(3.0, color="k", lw=0.8, ls=":")
