@@ -14,6 +14,7 @@
 
 #include "experiments/cli/bench_common.hpp"
 #include "framework/core/check.hpp"
+#include "framework/core/profile.hpp"
 #include "framework/core/measure.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
@@ -108,9 +109,13 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
 
     // Second pass with the GEMM counter on: FLOPs and time per shape. Its step times are kept apart
     // (the counter reads the clock twice per call and takes a lock for calls inside parallel regions).
+    // The same pass also times every operation by kind (framework/core/profile.hpp).
     nn::gemm_counter.reset();
     nn::gemm_counter.enabled = true;
+    profile::profiler.reset();
+    profile::profiler.enabled = true;
     const std::vector<double> counted_s = time_calls(0, options.iters, train_step);
+    profile::profiler.enabled = false;
     nn::gemm_counter.enabled = false;
     std::vector<ShapeRow> shapes;
     for (const auto& [key, tally] : nn::gemm_counter.shapes) {
@@ -125,6 +130,16 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
     for (const auto& row : shapes) gemm_step.add(row.per_step);
     nn::gemm_counter.reset();
     const double counted_step_s = std::accumulate(counted_s.begin(), counted_s.end(), 0.0) / options.iters;
+    // The profile per step by kind; "other" is the rest of the counted step (residual adds, copies, the caller's loop).
+    std::vector<std::string> profile_kinds;
+    std::vector<double> profile_ms;
+    for (int k = 0; k < profile::Profile::kKinds; ++k) {
+        profile_kinds.push_back(profile::kind_name(static_cast<profile::Kind>(k)));
+        profile_ms.push_back(profile::profiler.seconds[k] / options.iters * 1e3);
+    }
+    profile_kinds.push_back("other");
+    profile_ms.push_back(std::max(0.0, counted_step_s * 1e3 - profile::profiler.total() / options.iters * 1e3));
+    profile::profiler.reset();
 
     // The reference: one large square product through the same wrapper, same threads.
     const std::size_t S = options.blas_size;
@@ -156,6 +171,9 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
         {"step_gflops", gemm_step.flops / train_median * 1e-9, "GFLOP/s"},
         {"blas_gflops", blas_gflops, "GFLOP/s"},
         {"gemm_over_blas", gemm_gflops / blas_gflops, "fraction"},
+        {"step_over_blas", gemm_step.flops / train_median * 1e-9 / blas_gflops, "fraction"},
+        {"train_step_spread", *std::max_element(train_s.begin(), train_s.end()) / *std::min_element(train_s.begin(), train_s.end()),
+         "max/min"},
     };
     const auto metric = [&](const std::string& name) {
         for (const auto& m : metrics)
@@ -181,6 +199,13 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
     std::printf("  %-34s %12.1f  GFLOP/s\n", (std::string(sizeof(T) == 4 ? "sgemm " : "dgemm ") + std::to_string(S) + "^3").c_str(),
                 blas_gflops);
     std::printf("  %-34s %12.1f  %%\n", "model GEMM rate / BLAS rate", 100 * metric("gemm_over_blas"));
+    std::printf("  %-34s %12.1f  %%\n", "whole-step rate / BLAS rate", 100 * metric("step_over_blas"));
+    std::printf("  %-34s %12.3f  max/min    (%d timed steps)\n", "training step spread", metric("train_step_spread"), options.iters);
+    std::printf("\n  Profile of one training step by kind of operation (counted pass, exclusive times):\n");
+    std::printf("  %-12s %9s %7s\n", "kind", "ms", "share");
+    for (std::size_t k = 0; k < profile_kinds.size(); ++k)
+        std::printf("  %-12s %9.3f %6.1f%%\n", profile_kinds[k].c_str(), profile_ms[k],
+                    counted_step_s > 0 ? profile_ms[k] / (counted_step_s * 1e3) * 100 : 0.0);
     std::printf("\n  GEMMs of one training step, by time (m x n x k of C = op(A) op(B); T = transposed; par = called\n"
                 "  inside a parallel region, per (batch, head)):\n");
     std::printf("  %6s %6s %6s  %-3s %-3s %5s %8s %9s %9s %8s\n", "m", "n", "k", "op", "par", "calls", "MFLOP", "ms", "GFLOP/s",
@@ -249,6 +274,10 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
                                                  {"mflop_per_step", col_mflop},
                                                  {"ms_per_step", col_ms},
                                                  {"gflops", col_rate}});
+    std::vector<double> profile_share;
+    for (double ms : profile_ms) profile_share.push_back(counted_step_s > 0 ? ms / (counted_step_s * 1e3) : 0.0);
+    writer.write_columns("/tables/profile", {{"kind", profile_kinds}, {"ms_per_step", profile_ms}, {"share_of_step", profile_share}});
+    for (std::size_t k = 0; k < profile_kinds.size(); ++k) writer.set_attr("profile_" + profile_kinds[k] + "_ms", profile_ms[k]);
     writer.write_columns("/samples", {{"forward_s", forward_s},
                                       {"train_step_s", train_s},
                                       {"counted_train_step_s", counted_s},

@@ -23,6 +23,7 @@
 #include "framework/run/run_folder.hpp"
 #include "framework/run/sweep.hpp"
 #include "framework/core/interrupt.hpp"
+#include "framework/core/memory.hpp"
 #include "framework/core/threads.hpp"
 
 namespace po = boost::program_options;
@@ -472,6 +473,7 @@ int command_bench(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
     iclab::reexec_with_wait_policy(argv);
+    iclab::keep_freed_memory();
     try {
         if (argc < 2) {
             std::cerr << kUsage;

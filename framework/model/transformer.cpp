@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "framework/nn/gemm.hpp"
+#include "framework/core/profile.hpp"
 #include "framework/nn/kernel_features.hpp"
 #include "framework/nn/layers.hpp"
 #include "framework/nn/linear_attention_recurrent.hpp"
@@ -174,6 +175,7 @@ void Transformer<T>::init(Rng& rng) {
 template <class T>
 void Transformer<T>::zero_grad() {
     ICLAB_CHECK(mode_ == Mode::training, "an inference-mode model has no gradients");
+    const profile::Scope scope(profile::Kind::allocation);
     std::fill(grads.begin(), grads.end(), T(0));
 }
 
@@ -237,6 +239,7 @@ T* Transformer<T>::block_output(std::size_t l) {
 
 template <class T>
 void Transformer<T>::allocate(std::size_t batch, std::size_t time) {
+    const profile::Scope scope(profile::Kind::allocation);
     ICLAB_CHECK(time <= spec_.max_seq_len,
                 "sequence of " << time << " tokens is longer than the model's max_seq_len " << spec_.max_seq_len);
     batch_ = batch;
@@ -304,12 +307,14 @@ template <class T>
 void Transformer<T>::forward_trunk() {
     const std::size_t N = batch_ * time_, C = spec_.width, hidden = spec_.mlp_ratio * C;
     const T* P = params.data();
-    if (position_offset_ != kAbsent)  // x_0[b, t] += E_pos[t]
+    if (position_offset_ != kAbsent) {  // x_0[b, t] += E_pos[t]
+        const profile::Scope scope(profile::Kind::input);
         for (std::size_t n = 0; n < N; ++n) {
             const T* e = P + position_offset_ + (n % time_) * C;
             T* x = block_input(0) + n * C;
             for (std::size_t c = 0; c < C; ++c) x[c] += e[c];
         }
+    }
     const auto at = [&](std::size_t offset) { return offset == kAbsent ? nullptr : P + offset; };
     nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
     shape.feature_dim = spec_.feature_dim();
@@ -356,27 +361,30 @@ void Transformer<T>::forward_trunk() {
             nn::linear_attention_final_state(final_states_[l].data(), final_key_sums_[l].data(), a.attention, a.qkv.data(),
                                              P + o.b_kv, P + o.b_d, shape);
         }
-        // mid = [input +] att [W_o + b_o]
+        // mid = [input +] att [W_o + b_o]; without an MLP, mid is the block's output (written there directly), and
+        // with a pre-LN MLP the residual add runs inside LN2's pass (nn::residual_layernorm_forward, bit-identical)
+        T* mid = spec_.mlp ? a.mid.data() : output;
         if (spec_.output_projection)
-            nn::linear_forward(a.mid.data(), a.att.data(), P + o.w_o, P + o.b_o, N, C, C);
+            nn::linear_forward(mid, a.att.data(), P + o.w_o, P + o.b_o, N, C, C);
         else
-            std::copy(a.att.begin(), a.att.end(), a.mid.begin());
-        if (spec_.residual)
-            for (std::size_t i = 0; i < N * C; ++i) a.mid[i] += input[i];
+            std::copy(a.att.begin(), a.att.end(), mid);
+        const bool fused_residual = spec_.residual && spec_.mlp && spec_.layernorm;
+        if (spec_.residual && !fused_residual)
+            for (std::size_t i = 0; i < N * C; ++i) mid[i] += input[i];
         if (spec_.mlp) {
             const T* normed_mid = a.mid.data();
-            if (spec_.layernorm) {
+            if (fused_residual)
+                nn::residual_layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.mid.data(), input,
+                                               P + o.ln2_gamma, P + o.ln2_beta, N, C, spec_.layernorm_eps);
+            else if (spec_.layernorm)
                 nn::layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.mid.data(), P + o.ln2_gamma,
                                       P + o.ln2_beta, N, C, spec_.layernorm_eps);
-                normed_mid = a.ln2.data();
-            }
-            nn::linear_forward(a.fc.data(), normed_mid, P + o.w_fc, P + o.b_fc, N, C, hidden);
-            nn::gelu_forward(a.fc_gelu.data(), a.fc.data(), N * hidden);
+            if (spec_.layernorm) normed_mid = a.ln2.data();
+            nn::linear_forward<T>(a.fc.data(), normed_mid, P + o.w_fc, nullptr, N, C, hidden);
+            nn::bias_gelu_forward(a.fc_gelu.data(), a.fc.data(), P + o.b_fc, N, hidden);  // fc += b_fc; gelu (fused)
             nn::linear_forward(output, a.fc_gelu.data(), P + o.w_proj, P + o.b_proj, N, hidden, C);
             if (spec_.residual)
                 for (std::size_t i = 0; i < N * C; ++i) output[i] += a.mid[i];
-        } else {
-            std::copy(a.mid.begin(), a.mid.end(), output);
         }
     }
     const T* final_stream = final_input_.data();

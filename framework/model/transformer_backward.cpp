@@ -6,6 +6,7 @@
 #include "framework/model/transformer.hpp"
 #include "framework/model/transformer_detail.hpp"
 #include "framework/nn/gemm.hpp"
+#include "framework/core/profile.hpp"
 #include "framework/nn/kernel_features.hpp"
 #include "framework/nn/layers.hpp"
 #include "framework/nn/linear_attention_recurrent.hpp"
@@ -29,7 +30,10 @@ double Transformer<T>::loss(const std::int32_t* targets, const T* weights) {
 template <class T>
 void Transformer<T>::backward(const std::int32_t* targets, const T* weights) {
     const std::size_t N = batch_ * time_, V = spec_.vocab;
-    d_outputs_.assign(N * V, T(0));
+    {
+        const profile::Scope scope(profile::Kind::allocation);
+        d_outputs_.assign(N * V, T(0));
+    }
     nn::cross_entropy_backward(d_outputs_.data(), probs_.data(), targets, weights, N, V);
     backward_outputs(d_outputs_.data());
 }
@@ -48,7 +52,10 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
     const nn::LinearAttentionOptions options = attention_options();
     const nn::SoftmaxAttentionOptions<T> soft = softmax_options();
     const bool recurrent = use_recurrent_form();
-    const auto zeroed = [](std::vector<T>& buffer, std::size_t size) { buffer.assign(size, T(0)); };
+    const auto zeroed = [](std::vector<T>& buffer, std::size_t size) {
+        const profile::Scope scope(profile::Kind::allocation);
+        buffer.assign(size, T(0));
+    };
 
     // Read-out, then the final norm: d_residual = d(loss)/d(residual stream), carried down through the blocks.
     zeroed(d_norm_, N * C);
@@ -87,10 +94,10 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
             zeroed(d_hidden_, N * hidden);
             nn::linear_backward(d_hidden_.data(), G + o.w_proj, G + o.b_proj, d_residual_.data(), a.fc_gelu.data(),
                                 P + o.w_proj, N, hidden, C);
-            zeroed(d_hidden_pre_, N * hidden);
-            nn::gelu_backward(d_hidden_pre_.data(), d_hidden_.data(), a.fc.data(), N * hidden);
+            d_hidden_pre_.resize(N * hidden);  // written in full: d_pre = gelu' ⊙ d_hidden, and d b_fc (fused)
+            nn::gelu_bias_backward(d_hidden_pre_.data(), G + o.b_fc, d_hidden_.data(), a.fc.data(), N, hidden);
             zeroed(d_norm_, N * C);
-            nn::linear_backward(d_norm_.data(), G + o.w_fc, G + o.b_fc, d_hidden_pre_.data(),
+            nn::linear_backward<T>(d_norm_.data(), G + o.w_fc, nullptr, d_hidden_pre_.data(),
                                 spec_.layernorm ? a.ln2.data() : a.mid.data(), P + o.w_fc, N, C, hidden);
             into_stream(d_norm_.data(), a.mid.data(), o.ln2_gamma, o.ln2_beta, a.ln2_mean.data(), a.ln2_rstd.data());
         }
@@ -115,9 +122,11 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
                             spec_.layernorm ? a.ln1.data() : a.input.data(), P + o.w_qkv, N, C, 3 * C);
         into_stream(d_norm_.data(), a.input.data(), o.ln1_gamma, o.ln1_beta, a.ln1_mean.data(), a.ln1_rstd.data());
     }
-    if (position_offset_ != kAbsent)  // dE_pos[t] += Σ_b d x_0[b, t]
+    if (position_offset_ != kAbsent) {  // dE_pos[t] += Σ_b d x_0[b, t]
+        const profile::Scope scope(profile::Kind::input);
         for (std::size_t n = 0; n < N; ++n)
             for (std::size_t c = 0; c < C; ++c) G[position_offset_ + (n % time_) * C + c] += d_residual_[n * C + c];
+    }
     if (spec_.input == ModelSpec::Input::tokens)
         nn::embedding_backward(G + input_offset_, d_residual_.data(), tokens_.data(), N, C);
     else if (spec_.read_in == ModelSpec::ReadIn::linear)

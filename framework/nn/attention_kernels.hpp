@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "framework/core/profile.hpp"
 #include "framework/core/check.hpp"
 #include "framework/nn/linear_attention.hpp"
 
@@ -97,6 +98,7 @@ inline void head_features(T* phi, T* rot, const T* x, const AttentionShape& shap
                           const FeatureMapParams<T>& map) {
     const std::size_t TT = shape.time, F = shape.features();
     feature_map_forward(phi, x, TT, shape.head_dim, map);
+    const profile::Scope scope(options.rope != nullptr ? profile::Kind::rope : profile::Kind::attention);
     for (std::size_t t = 0; t < TT; ++t) {
         if (options.rope != nullptr)
             options.rope->rotate(rot + t * F, phi + t * F, t, false);
@@ -113,12 +115,15 @@ inline void head_features_backward(T* d_x, T* d_phi, const T* d_rot, const T* x,
                                    std::vector<T>& scratch) {
     const std::size_t TT = shape.time, F = shape.features(), D = shape.head_dim;
     scratch.resize(std::max(scratch.size(), F));
-    for (std::size_t t = 0; t < TT; ++t) {
-        if (options.rope != nullptr) {
-            options.rope->rotate(scratch.data(), d_rot + t * F, t, true);
-            axpy(d_phi + t * F, T(1), scratch.data(), F);
-        } else {
-            axpy(d_phi + t * F, T(1), d_rot + t * F, F);
+    {
+        const profile::Scope scope(options.rope != nullptr ? profile::Kind::rope : profile::Kind::attention);
+        for (std::size_t t = 0; t < TT; ++t) {
+            if (options.rope != nullptr) {
+                options.rope->rotate(scratch.data(), d_rot + t * F, t, true);
+                axpy(d_phi + t * F, T(1), scratch.data(), F);
+            } else {
+                axpy(d_phi + t * F, T(1), d_rot + t * F, F);
+            }
         }
     }
     std::fill(d_x, d_x + TT * D, T(0));

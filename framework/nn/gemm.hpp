@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "framework/core/check.hpp"
+#include "framework/core/profile.hpp"
 
 namespace iclab::nn {
 
@@ -163,6 +164,9 @@ void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool tra
     ICLAB_CHECK(out.rows == m && out.cols == n,
                 "gemm: output is " << out.rows << "x" << out.cols << " but op(a)·op(b) is " << m << "x" << n);
     if (m == 0 || n == 0) return;
+    // small: called inside a parallel region (per (batch, head)); omp_get_level counts a team of one thread too
+    const profile::Scope scope(profile::profiler.enabled && omp_get_level() > 0 ? profile::Kind::gemm_small
+                                                                                : profile::Kind::gemm_large);
     if (k == 0) {  // BLAS would be asked for an empty inner product: define the result ourselves
         for (std::size_t i = 0; i < m * n; ++i) out.data[i] = beta == T(0) ? T(0) : beta * out.data[i];
         return;

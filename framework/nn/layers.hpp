@@ -12,6 +12,11 @@ namespace iclab::nn {
 template <class T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* gamma, const T* beta, std::size_t rows,
                        std::size_t channels, double eps = 1e-5);
+// Fused (issue 23): sum (N, C) += residual (N, C) in place, then out, mean, rstd = LayerNorm(sum): the pre-LN block's
+// residual add and the next LayerNorm in one pass over the rows; bit-identical to the two separate passes.
+template <class T>
+void residual_layernorm_forward(T* out, T* mean, T* rstd, T* sum, const T* residual, const T* gamma, const T* beta,
+                                std::size_t rows, std::size_t channels, double eps = 1e-5);
 // d_in (N, C) +=, d_gamma (C) +=, d_beta (C) += <- d_out (N, C), in, gamma, mean, rstd
 template <class T>
 void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T* in, const T* gamma, const T* mean,
@@ -33,6 +38,15 @@ template <class T>
 void gelu_forward(T* out, const T* in, std::size_t count);
 template <class T>
 void gelu_backward(T* d_in, const T* d_out, const T* in, std::size_t count);
+// Fused (issue 23), the MLP's first layer after its GEMM: pre (N, F) += bias (F) in place (pre enters as x W_fc and
+// leaves as the pre-activation backward needs), out (N, F) = gelu(pre). Bit-identical to linear_forward's bias add
+// followed by gelu_forward.
+template <class T>
+void bias_gelu_forward(T* out, T* pre, const T* bias, std::size_t rows, std::size_t cols);
+// Its backward: d_pre (N, F) = gelu'(pre) ⊙ d_out, WRITTEN (not accumulated: no zeroing pass), and d_bias (F) += Σ_n d_pre
+// in row order, as linear_backward sums it. Bit-identical to gelu_backward into zeros plus that bias gradient.
+template <class T>
+void gelu_bias_backward(T* d_pre, T* d_bias, const T* d_out, const T* pre, std::size_t rows, std::size_t cols);
 
 // ---- Token embedding ----------------------------------------------------------------------------
 // out (N, C) <- tokens (N), table (V, C)

@@ -1,3 +1,4 @@
+#include "framework/core/profile.hpp"
 #include "framework/nn/linear_attention.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@ using namespace kernels;
 template <class T>
 void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv, const T* b_d,
                               const T* random_features, const AttentionShape& shape, const LinearAttentionOptions& options) {
+    const profile::Scope scope(profile::Kind::attention);
     check_attention_options(shape, options, random_features);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
     const std::size_t C = shape.width();
@@ -23,7 +25,12 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
 
 #pragma omp parallel
     {
-        std::vector<T> q(TT * D), k(TT * D), v(TT * D), num(TT * D), key_sum(F), scores(TT * TT);
+        // per-thread scratch kept between calls (no allocation inside a training step); every element is written
+        // before it is read
+        thread_local std::vector<T> q, k, v, num, key_sum, scores;
+        for (auto* buffer : {&q, &k, &v, &num}) buffer->resize(TT * D);
+        key_sum.resize(F);
+        scores.resize(TT * TT);
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
@@ -60,19 +67,31 @@ template <class T>
 void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, const T* qkv, const T* b_kv,
                                const T* b_d, const T* random_features, const T* out, const LinearAttentionCache<T>& cache,
                                const AttentionShape& shape, const LinearAttentionOptions& options) {
+    const profile::Scope scope(profile::Kind::attention);
     check_attention_options(shape, options, random_features);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
     const std::size_t C = shape.width();
     const FeatureMapParams<T> map = feature_map_params(shape, options, random_features);
     // Bias gradients are summed over the batch: each (b, h) writes its own slot, reduced in order below,
     // so the result does not depend on the number of threads.
-    std::vector<T> partial_bkv(B * H * F * D, T(0)), partial_bd(B * H * F, T(0));
+    // Kept between calls (a fresh vector of B·H·F·D is an mmap and page faults on every call); the references,
+    // not the thread_local names, are used inside the parallel region (there a thread_local name is the thread's own).
+    thread_local std::vector<T> kept_bkv, kept_bd;
+    std::vector<T>& partial_bkv = kept_bkv;
+    std::vector<T>& partial_bd = kept_bd;
+    partial_bkv.resize(B * H * F * D);  // every slot written (β = 0) below
+    partial_bd.assign(B * H * F, T(0));
 
 #pragma omp parallel
     {
-        std::vector<T> q(TT * D), k(TT * D), v(TT * D), d_q(TT * D), d_k(TT * D), d_v(TT * D), d_num(TT * D), d_den(TT);
-        std::vector<T> d_rot_q(TT * F), d_rot_k(TT * F), d_phi_q(TT * F), d_phi_k(TT * F), key_sum(F), buckets, scratch;
-        std::vector<T> scores(TT * TT), d_scores(TT * TT);
+        thread_local std::vector<T> q, k, v, d_q, d_k, d_v, d_num, d_den, d_rot_q, d_rot_k, d_phi_q, d_phi_k, key_sum, buckets,
+            scratch, scores, d_scores;  // kept between calls; every element is written before it is read
+        for (auto* buffer : {&q, &k, &v, &d_q, &d_k, &d_v, &d_num}) buffer->resize(TT * D);
+        for (auto* buffer : {&d_rot_q, &d_rot_k, &d_phi_q, &d_phi_k}) buffer->resize(TT * F);
+        d_den.resize(TT);
+        key_sum.resize(F);
+        scores.resize(TT * TT);
+        d_scores.resize(TT * TT);
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;

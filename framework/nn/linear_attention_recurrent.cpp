@@ -1,3 +1,4 @@
+#include "framework/core/profile.hpp"
 #include "framework/nn/linear_attention_recurrent.hpp"
 
 #include <algorithm>
@@ -21,6 +22,7 @@ template <class T>
 void linear_attention_recurrent_forward(T* out, LinearAttentionStateCache<T>& cache, const T* qkv, const T* b_kv,
                                         const T* b_d, const T* random_features, const AttentionShape& shape,
                                         const LinearAttentionOptions& options) {
+    const profile::Scope scope(profile::Kind::attention);
     check_attention_options(shape, options, random_features);
     check_recurrent(options);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
@@ -69,6 +71,7 @@ void linear_attention_recurrent_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T*
                                          const T* b_d, const T* random_features, const T* out,
                                          const LinearAttentionStateCache<T>& cache, const AttentionShape& shape,
                                          const LinearAttentionOptions& options) {
+    const profile::Scope scope(profile::Kind::attention);
     check_attention_options(shape, options, random_features);
     check_recurrent(options);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
@@ -76,7 +79,13 @@ void linear_attention_recurrent_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T*
     const FeatureMapParams<T> map = feature_map_params(shape, options, random_features);
     // Bias gradients are summed over the batch: each (b, h) writes its own slot, reduced in order below,
     // so the result does not depend on the number of threads.
-    std::vector<T> partial_bkv(B * H * F * D), partial_bd(B * H * F, T(0));
+    // kept between calls (no mmap per call); the parallel region below uses the references (shared), not the
+    // thread_local names (there: the thread's own)
+    thread_local std::vector<T> kept_bkv, kept_bd;
+    std::vector<T>& partial_bkv = kept_bkv;
+    std::vector<T>& partial_bd = kept_bd;
+    partial_bkv.resize(B * H * F * D);  // every slot written below
+    partial_bd.assign(B * H * F, T(0));
 
 #pragma omp parallel
     {

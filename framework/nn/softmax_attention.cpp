@@ -1,3 +1,4 @@
+#include "framework/core/profile.hpp"
 #include "framework/nn/softmax_attention.hpp"
 
 #include <cmath>
@@ -19,6 +20,7 @@ double score_scale(const AttentionShape& shape, const SoftmaxAttentionOptions<T>
 
 template <class T>
 void rotate_rows(T* rot, const T* x, std::size_t time, std::size_t D, const RopeTable* rope, bool inverse) {
+    const profile::Scope scope(rope != nullptr ? profile::Kind::rope : profile::Kind::attention);
     for (std::size_t t = 0; t < time; ++t) {
         if (rope != nullptr)
             rope->rotate(rot + t * D, x + t * D, t, inverse);
@@ -102,14 +104,19 @@ void prompt_part(PromptPart<T>& part, const T* rot_q, const T* q, const SoftmaxP
 template <class T>
 void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T* qkv, const AttentionShape& shape,
                                const SoftmaxAttentionOptions<T>& options) {
+    const profile::Scope scope(profile::Kind::attention);
     check_options(shape, options);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, C = shape.width();
     cache.resize(shape);
     const T scale = static_cast<T>(score_scale(shape, options));
 #pragma omp parallel
     {
-        std::vector<T> q(TT * D), k(TT * D), v(TT * D), head_out(TT * D), prompt_out(options.prompt ? TT * D : 0);
-        PromptPart<T> part;
+        // per-thread scratch kept between calls (no allocation inside a training step); every element is written
+        // before it is read
+        thread_local std::vector<T> q, k, v, head_out, prompt_out;
+        thread_local PromptPart<T> part;
+        for (auto* buffer : {&q, &k, &v, &head_out}) buffer->resize(TT * D);
+        prompt_out.resize(options.prompt ? TT * D : 0);
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
@@ -157,14 +164,16 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
 template <class T>
 void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const SoftmaxAttentionCache<T>& cache,
                                 const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
+    const profile::Scope scope(profile::Kind::attention);
     check_options(shape, options);
     ICLAB_CHECK(options.prompt == nullptr, "softmax attention with a prompt term has no backward (inference only)");
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, C = shape.width();
     const T scale = static_cast<T>(score_scale(shape, options));
 #pragma omp parallel
     {
-        std::vector<T> q(TT * D), k(TT * D), v(TT * D), d_o(TT * D), d_rot_q(TT * D), d_rot_k(TT * D), d_q(TT * D),
-            d_k(TT * D), d_v(TT * D), d_probs(TT * TT);
+        thread_local std::vector<T> q, k, v, d_o, d_rot_q, d_rot_k, d_q, d_k, d_v, d_probs;  // kept between calls
+        for (auto* buffer : {&q, &k, &v, &d_o, &d_rot_q, &d_rot_k, &d_q, &d_k, &d_v}) buffer->resize(TT * D);
+        d_probs.resize(TT * TT);
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;

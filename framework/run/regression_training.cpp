@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "framework/core/profile.hpp"
 #include "framework/run/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/trainer.hpp"
@@ -211,9 +212,12 @@ double regression_forward_backward(model::Transformer<T>& model, const tasks::Re
     const std::size_t B = batch.inputs.shape()[0], TT = batch.inputs.shape()[1], O = batch.targets.shape()[2], N = B * TT;
     ICLAB_CHECK(weights.fit.size() == N && weights.l2.size() == N, "regression: loss weights for " << weights.fit.size()
                                                                        << " positions, the batch has " << N);
-    scratch.losses.resize(N);
-    scratch.zeros.assign(N * O, T(0));
-    scratch.d_outputs.assign(N * O, T(0));
+    {
+        const profile::Scope scope(profile::Kind::allocation);
+        scratch.losses.resize(N);
+        scratch.zeros.assign(N * O, T(0));
+        scratch.d_outputs.assign(N * O, T(0));
+    }
     model.forward(batch.inputs.data(), B, TT);
     const T* out = model.outputs();  // (B·T, O)
     double loss = nn::squared_error_forward(scratch.losses.data(), out, batch.targets.data(), weights.fit.data(), N, O);

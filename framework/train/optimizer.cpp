@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "framework/core/check.hpp"
+#include "framework/core/profile.hpp"
 
 namespace iclab::train {
 
@@ -49,6 +50,7 @@ Optimizer<T>::Optimizer(const OptimizerSpec& spec, const model::ParameterLayout&
 template <class T>
 void Optimizer<T>::step(std::vector<T>& params, const std::vector<T>& grads, double lr) {
     ICLAB_CHECK(params.size() == layout_.total() && grads.size() == layout_.total(), "optimizer: buffer size mismatch");
+    const profile::Scope scope(profile::Kind::optimizer);
     ++steps_;
     const double bias1 = 1.0 - std::pow(spec_.beta1, static_cast<double>(steps_));
     const double bias2 = 1.0 - std::pow(spec_.beta2, static_cast<double>(steps_));
@@ -89,6 +91,7 @@ void Optimizer<T>::step(std::vector<T>& params, const std::vector<T>& grads, dou
 
 template <class T>
 double clip_gradient_norm(std::vector<T>& grads, const model::ParameterLayout& layout, double max_norm) {
+    const profile::Scope scope(profile::Kind::optimizer);
     double sum_squares = 0.0;
     for (const auto& entry : layout.entries()) {
         if (!entry.trainable) continue;

@@ -3,7 +3,8 @@
 #   scripts/bench/compare.sh [CONFIG ...]     default: configs/quick/induction_head.yaml configs/paper/induction_head.yaml
 # A CONFIG is an induction-head config (task.triggers) or an in-context regression config (task.kind / task.format),
 # e.g. the paper-003 cpu2 model: scripts/bench/compare.sh configs/cpu2/prefix_vs_causal.yaml
-# Environment: THREADS (2), WARMUP (3), ITERS (10), REPEATS (3), OUT (build/bench: exports, results files, JSON).
+# Environment: THREADS (2), WARMUP (3), ITERS (10), REPEATS (3), OUT (build/bench: exports, results files, JSON),
+# HISTORY (docs/bench_history.csv: one row per config is appended; HISTORY= appends nothing).
 # Per config:
 #   1. the models are checked to be the same: `iclab bench --export` (fp64, batch 2, and fp32 at the
 #      config's batch) and `torch_reference.py --check` compare logits (regression: outputs), loss and every gradient;
@@ -18,6 +19,7 @@ warmup="${WARMUP:-3}"
 iters="${ITERS:-10}"
 repeats="${REPEATS:-3}"
 out="${OUT:-build/bench}"
+history="${HISTORY-docs/bench_history.csv}"
 python=/usr/bin/python3
 if [ $# -gt 0 ]; then configs=("$@"); else configs=(configs/quick/induction_head.yaml configs/paper/induction_head.yaml); fi
 
@@ -36,7 +38,8 @@ for config in "${configs[@]}"; do
   $python scripts/bench/torch_reference.py --check "$out/$name.export64.h5" >&2
   build/iclab bench "$config" --iters 0 --export "$out/$name.export32.h5" --overwrite >&2
   $python scripts/bench/torch_reference.py --check "$out/$name.export32.h5" >&2
-  echo "load average before timing: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "load average before timing: $load_before" >&2
   # Alternating, so that a change of load hits both sides: iclab, torch, torch, iclab, torch, torch, ...
   for rep in $(seq 1 "$repeats"); do
     build/iclab bench "$config" --threads "$threads" --warmup "$warmup" --iters "$iters" --out "$out/$name.iclab.rep$rep.h5" --overwrite >&2
@@ -45,26 +48,30 @@ for config in "${configs[@]}"; do
         --iters "$iters" --json "$out/$name.torch_blas$blas.rep$rep.json" >&2
     done
   done
-  echo "load average after timing: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-  rows+=("$config" "$out/$name" "$threads")
+  load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "load average after timing: $load_after" >&2
+  rows+=("$config" "$out/$name" "$threads" "$load_before" "$load_after")
 done
 
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 avx512=$(grep -qw avx512f /proc/cpuinfo && echo "AVX-512" || echo "no AVX-512")
 echo "CPU: $cpu ($avx512), $(nproc) cores; $threads threads each side; $repeats alternating repetitions; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-REPEATS="$repeats" $python - "${rows[@]}" <<'EOF'
-import json, os, statistics, sys
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- framework experiments 2>/dev/null || echo +dirty)"
+CPU="$cpu" AVX512="$avx512" COMMIT="$commit" HISTORY="$history" REPEATS="$repeats" $python - "${rows[@]}" <<'EOF'
+import csv, datetime, json, os, statistics, sys
 import h5py
 args = sys.argv[1:]
 repeats = int(os.environ["REPEATS"])
 print("| config | iclab train tok/s (median) | torch train tok/s (median) | train ratio min / median | iclab fwd tok/s "
-      "| torch fwd tok/s | fwd ratio min / median | model GEMM GFLOP/s | sgemm GFLOP/s | OpenBLAS core |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-notes = []
-for i in range(0, len(args), 3):
-    config, stem, threads = args[i], args[i + 1], args[i + 2]
+      "| torch fwd tok/s | fwd ratio min / median | model GEMM GFLOP/s | sgemm GFLOP/s | whole-step ÷ sgemm min / median "
+      "| GEMM share | iclab step max/min | OpenBLAS core |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+notes, history = [], []
+for i in range(0, len(args), 5):
+    config, stem, threads, load_before, load_after = args[i:i + 5]
     train_ratio, fwd_ratio, ours, theirs, ours_f, theirs_f = [], [], [], [], [], []
+    step_ms, step_share, gemm_share, gemm_rate, blas_rate = [], [], [], [], []
     for rep in range(1, repeats + 1):
         with h5py.File(f"{stem}.iclab.rep{rep}.h5", "r") as f:
             a = {k: f.attrs[k] for k in f.attrs}
@@ -77,13 +84,46 @@ for i in range(0, len(args), 3):
         best_f = max(r["forward_tokens_per_s"] for r in runs)
         ours.append(a["train_tokens_per_s"]); theirs.append(best); ours_f.append(a["forward_tokens_per_s"]); theirs_f.append(best_f)
         train_ratio.append(a["train_tokens_per_s"] / best); fwd_ratio.append(a["forward_tokens_per_s"] / best_f)
+        step_ms.append(a["train_step_ms"]); gemm_share.append(a["gemm_share_of_step"])
+        gemm_rate.append(a["gemm_gflops"]); blas_rate.append(a["blas_gflops"])
+        # whole-step GEMM-FLOP rate (GEMM FLOPs / median step time) over the same run's sgemm rate
+        step_share.append(a["gemm_gflop_per_step"] / (a["train_step_ms"] * 1e-3) / a["blas_gflops"])
     med = statistics.median
+    spread = max(step_ms) / min(step_ms)
     print(f"| `{config}` | {med(ours):,.0f} | {med(theirs):,.0f} | {min(train_ratio):.2f} / {med(train_ratio):.2f} "
           f"| {med(ours_f):,.0f} | {med(theirs_f):,.0f} | {min(fwd_ratio):.2f} / {med(fwd_ratio):.2f} "
-          f"| {a['gemm_gflops']:.1f} | {a['blas_gflops']:.1f} | {a.get('blas_core', '?')} |")
+          f"| {med(gemm_rate):.1f} | {med(blas_rate):.1f} | {100 * min(step_share):.0f} % / {100 * med(step_share):.0f} % "
+          f"| {100 * med(gemm_share):.0f} % | {spread:.2f} | {a.get('blas_core', '?')} |")
+    history.append({
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": os.environ["COMMIT"], "config": config, "cpu": os.environ["CPU"], "avx512": os.environ["AVX512"],
+        "openblas_core": a.get("blas_core", "?"), "threads": threads, "repeats": repeats,
+        "load_before": load_before, "load_after": load_after,
+        "iclab_train_tok_s_median": f"{med(ours):.0f}", "torch_train_tok_s_median": f"{med(theirs):.0f}",
+        "train_ratio_min": f"{min(train_ratio):.3f}", "train_ratio_median": f"{med(train_ratio):.3f}",
+        "fwd_ratio_min": f"{min(fwd_ratio):.3f}", "fwd_ratio_median": f"{med(fwd_ratio):.3f}",
+        "gemm_gflops_median": f"{med(gemm_rate):.1f}", "sgemm_gflops_median": f"{med(blas_rate):.1f}",
+        "step_over_sgemm_min": f"{min(step_share):.3f}", "step_over_sgemm_median": f"{med(step_share):.3f}",
+        "gemm_share_median": f"{med(gemm_share):.3f}", "iclab_step_ms_median": f"{med(step_ms):.3f}",
+        "iclab_step_spread": f"{spread:.3f}", "note": "compare.sh"})
     notes.append(f"- `{config}` ({runs[0].get('model_kind', 'induction_head')} model, {a['dtype']}, attention "
                  f"{a['attention_form']}): {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
                  f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio))
 print()
 print("\n".join(notes))
+path = os.environ["HISTORY"]
+if path:
+    fields = list(history[0].keys())
+    new_file = not os.path.exists(path) or os.path.getsize(path) == 0
+    if not new_file:
+        with open(path, newline="") as f:
+            header = next(csv.reader(f))
+        if header != fields:
+            sys.exit(f"compare: {path} has columns {header}, this script writes {fields}")
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        if new_file:
+            writer.writeheader()
+        writer.writerows(history)
+    print(f"\nappended {len(history)} rows to {path} (plot: /usr/bin/python3 scripts/bench/plot_history.py)")
 EOF

@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+"""Plots docs/bench_history.csv (appended by scripts/bench/compare.sh) as docs/bench_history.png.
+
+    /usr/bin/python3 scripts/bench/plot_history.py [HISTORY.csv] [OUT.png]
+
+Three panels per config, one point per compare.sh run in file order: the training-speed ratio against PyTorch
+(min and median over the repetitions, with the 3.0x / 2.5x targets of issue 23), the whole-step GEMM-FLOP rate as a
+fraction of the same run's sgemm rate, and iclab's step-time spread (max/min over the repetitions). Runs are
+labelled by commit; a load average above the core count at the start marks the point hollow (measured under load).
+"""
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def number(text):
+    """A field as a float; empty (a row back-filled from older tables) is NaN, which matplotlib leaves out."""
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")
+
+
+def loaded(row, cores):
+    try:
+        return float(row["load_before"].split()[0]) > cores
+    except (ValueError, IndexError):
+        return False
+
+
+def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else "docs/bench_history.csv"
+    out = sys.argv[2] if len(sys.argv) > 2 else "docs/bench_history.png"
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        sys.exit(f"plot_history: {path} has no rows")
+    configs = list(dict.fromkeys(r["config"] for r in rows))
+    # one x position per compare.sh run (its rows share date, commit, core, repetitions and load)
+    run_key = lambda r: (r["date"][:10], r["commit"], r["openblas_core"], r["repeats"], r["load_before"])
+    runs = list(dict.fromkeys(run_key(r) for r in rows))
+    cores = os.cpu_count() or 2
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    panels = [("train ratio vs PyTorch", "train_ratio_min", "train_ratio_median"),
+              ("whole-step GEMM rate / sgemm", "step_over_sgemm_min", "step_over_sgemm_median"),
+              ("iclab step max/min over repetitions", "iclab_step_spread", None)]
+    for ax, (title, low, mid) in zip(axes, panels):
+        for i, config in enumerate(configs):
+            mine = [r for r in rows if r["config"] == config]
+            x = [runs.index(run_key(r)) for r in mine]
+            color = f"C{i}"
+            label = os.path.splitext(config.replace("configs/", ""))[0]
+            hollow_points = [loaded(r, cores) for r in mine]
+            ys = [number(r[low]) for r in mine]
+            ax.plot(x, ys, "-", color=color, label=label + (" (min)" if mid else ""))
+            for xi, yi, hollow in zip(x, ys, hollow_points):
+                ax.plot([xi], [yi], "o", color=color, markerfacecolor="none" if hollow else color)
+            if mid:
+                ax.plot(x, [number(r[mid]) for r in mine], "--", color=color, alpha=0.6, label=label + " (median)")
+        ax.set_xticks(range(len(runs)))
+        ax.set_xticklabels([f"{key[0]} {key[1]}" for key in runs], rotation=45, ha="right", fontsize=7)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    axes[0].axhline(3.0, color="k", lw=0.8, ls=":")
+    axes[0].axhline(2.5, color="grey", lw=0.8, ls=":")
+    axes[1].axhline(0.8, color="k", lw=0.8, ls=":")
+    axes[1].axhline(0.7, color="grey", lw=0.8, ls=":")
+    axes[2].axhline(1.10, color="k", lw=0.8, ls=":")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"iclab bench history ({rows[-1]['cpu']}, {rows[-1]['avx512']}, OpenBLAS {rows[-1]['openblas_core']}; "
+                 "hollow: load average above the core count at the start)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
