@@ -31,7 +31,7 @@ TEST_CASE("predict on a learned-position run refuses a text longer than its posi
     CHECK_THAT(tokens.err, Catch::Contains("--tokens is for language-model (lm) runs"));
 }
 
-TEST_CASE("the lm experiment refuses training (not in this version) and configs without positions", "[cli][gpt2]") {
+TEST_CASE("the lm experiment refuses training without a token file, and configs without positions", "[cli][gpt2]") {
     Scratch scratch;
     const fs::path config = scratch.path / "lm.yaml";
     std::ofstream(config) << "experiment: lm\nmodel:\n  attention: softmax\n  position_embedding: learned\n  rope: false\n"
@@ -40,7 +40,8 @@ TEST_CASE("the lm experiment refuses training (not in this version) and configs 
     CHECK(run_iclab("run " + config.string() + " --dry-run" + out, scratch.path).status == 0);
     const auto train = run_iclab("run " + config.string() + out, scratch.path);
     CHECK(train.status == 2);
-    CHECK_THAT(train.err, Catch::Contains("not implemented in this version"));
+    CHECK_THAT(train.err, Catch::Contains("data.tokens is required"));
+    CHECK_FALSE(fs::exists(scratch.path / "results"));  // refused before the run folder
     const auto no_positions = run_iclab("run " + config.string() + " model.position_embedding=none --dry-run" + out, scratch.path);
     CHECK(no_positions.status == 2);
     CHECK_THAT(no_positions.err, Catch::Contains("a language model needs positions"));

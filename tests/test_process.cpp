@@ -10,7 +10,7 @@
 using iclab::run_process;
 using iclab::shell_quote;
 
-TEST_CASE("run_process: an argv, no shell; exit status, output, working folder", "[process]") {
+TEST_CASE("run_process: an argv and no shell, with exit status, output and working folder", "[process]") {
     const auto echo = run_process({"printf", "%s|", "a b", "$(touch /nonexistent)", "`x`;y"});
     CHECK(echo.exit_status == 0);
     CHECK(echo.output == "a b|$(touch /nonexistent)|`x`;y|");  // every argument arrives as written
@@ -22,7 +22,7 @@ TEST_CASE("run_process: an argv, no shell; exit status, output, working folder",
     CHECK(run_process({"sh", "-c", "head -c 100000 /dev/zero"}, "", 1000).output.size() == 1000);  // capped
 }
 
-TEST_CASE("shell_quote: what sh reads back is the text, for every hostile value; control characters refused", "[process]") {
+TEST_CASE("shell_quote: what sh reads back is the text for every hostile value, and control characters are refused", "[process]") {
     const std::vector<std::string> values = {
         "plain", "", "it's", "'", "''", "a'b'c", "$(touch /tmp/iclab_quote_pwned)", "`touch /tmp/iclab_quote_pwned`",
         "x; touch /tmp/iclab_quote_pwned", "a && b || c", "\"double\"", "back\\slash", "$HOME ${HOME} $1 $@ $*",

@@ -15,6 +15,8 @@
 namespace iclab::cli {
 
 void predict(const PredictOptions& options) {
+    // Refuse what would be refused after the work: an existing --out, a folder that is missing or takes no file.
+    if (!options.out.empty()) io::check_output_file(options.out, options.overwrite, "iclab predict --out");
     if (run::load_finished_run_config(options.run_dir, experiments::catalog(), "iclab predict").has("task.vocab_size")) {
         predict_lm(options);
         return;
@@ -23,8 +25,6 @@ void predict(const PredictOptions& options) {
                                                      << options.run_dir.string() << " reads letters (--text)");
     const std::vector<int> tokens = tasks::encode_letters(options.text);
     ICLAB_INPUT_CHECK(!tokens.empty(), "--text is empty");
-    // Refuse what would be refused after the work: an existing --out, a folder that is missing or takes no file.
-    if (!options.out.empty()) io::check_output_file(options.out, options.overwrite, "iclab predict --out");
     run::InductionRun loaded = run::load_induction_run(options.run_dir, experiments::catalog(), tokens.size(), "iclab predict");
     model::Transformer<double>& model = *loaded.model;
     const tasks::InductionHeadSpec& task = loaded.task;

@@ -33,6 +33,7 @@ void declare_keys(config::Schema& schema) {
 }
 
 RunOutcome run_lm(const RunContext& context) {
+    check_lm_training_inputs(context.config);  // a refused run makes no folder
     RunFolder run(context.config, context.options);
     const LmTraining training = train_lm(context.config, context.options, run);
     if (!training.completed) return {run.path(), false, training.steps_done, training.steps_total};

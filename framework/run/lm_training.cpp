@@ -50,6 +50,21 @@ std::vector<std::size_t> sample_window_starts(std::size_t split_size, std::size_
     return starts;
 }
 
+void check_lm_training_inputs(const config::Config& cfg) {
+    const std::filesystem::path token_path = resolve(cfg, "data.tokens");
+    ICLAB_INPUT_CHECK(!token_path.empty(), cfg.source_path() << ": data.tokens is required to train (a token file, "
+                                                                "scripts/text/prepare_kjv.sh)");
+    const text::TokenFile data = text::read_token_file(token_path);
+    const model::ModelSpec spec = lm_model_spec(cfg);
+    ICLAB_INPUT_CHECK(static_cast<std::size_t>(data.vocab_size) <= spec.vocab,
+                      token_path.string() << " has a vocabulary of " << data.vocab_size << ", the model (task.vocab_size) " << spec.vocab);
+    const std::size_t seq_len = cfg.get_int("task.seq_len") > 0 ? cfg.get_int("task.seq_len") : spec.max_seq_len;
+    ICLAB_INPUT_CHECK(seq_len <= spec.max_seq_len,
+                      "task.seq_len " << seq_len << " is longer than the model's context task.context_length " << spec.max_seq_len);
+    const std::filesystem::path tokenizer = resolve(cfg, "data.tokenizer");
+    if (!tokenizer.empty()) text::check_token_file_tokenizer(data, text::Bpe::load(tokenizer), token_path);
+}
+
 namespace {
 
 template <class T>

@@ -30,6 +30,11 @@ struct LmTraining {
     double wall_time_s = 0.0;
 };
 
+// Everything train_lm reads besides the config, checked before the run folder is made (exit 2, nothing written):
+// data.tokens given and a valid token file, its vocabulary within the model's, task.seq_len within the context, and
+// data.tokenizer (when given) the tokenizer the token file was made with.
+void check_lm_training_inputs(const config::Config& cfg);
+
 // Trains in `run` and writes /curves, /steps, the summary attributes and (output.checkpoint) /checkpoint into
 // run.results(), and the tokenizer (data.tokenizer) into RUN_DIR/tokenizer — all but run.commit(). Streams of
 // `seed`: 1 initialization, 2 training windows, 3 held-out windows.

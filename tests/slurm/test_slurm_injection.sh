@@ -71,7 +71,8 @@ printf 'name: "a\\nb"\nconfig: configs/quick/induction_head.yaml\noverrides: [ou
 refuse "newline in a sweep file's name" sweep "$tmp/bad.yaml" --launcher slurm
 
 # 3. Without sbatch (no stub on PATH): a clear failure, and still nothing but iclab ran.
-set +e; PATH="/usr/bin:/bin" "$iclab" run -m "${tiny[@]}" "output.dir=$tmp/nosbatch/q';touch $marks/nosbatch;'" --launcher slurm \
+mkdir -p "$tmp/empty_path"  # no sbatch anywhere, even where a real cluster is installed
+set +e; PATH="$tmp/empty_path" "$iclab" run -m "${tiny[@]}" "output.dir=$tmp/nosbatch/q';touch $marks/nosbatch;'" --launcher slurm \
   >/dev/null 2>"$tmp/err"; status=$?; set -e
 [ $status -eq 1 ] && grep -q "is sbatch on PATH" "$tmp/err" || fail "no sbatch: exit $status, $(cat "$tmp/err")"
 no_marks
