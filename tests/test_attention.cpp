@@ -175,6 +175,47 @@ std::vector<double> dependence_on(const AttentionInputs& base, std::size_t pertu
 }
 }  // namespace
 
+TEST_CASE("linearized attention backward from kept scores equals backward that recomputes them, bit for bit", "[attention]") {
+    // Training keeps S = mask ⊙ (rq rkᵀ) from forward (LinearAttentionCache::keep_scores); inference recomputes them.
+    for (const auto& variant : all_variants()) {
+        DYNAMIC_SECTION(describe(variant)) {
+            Rng rng(23);
+            AttentionInputs in = random_inputs(variant, {2, 7, 2, 4}, rng, 4);
+            std::vector<float> qkv(in.qkv.begin(), in.qkv.end()), b_kv(in.b_kv.begin(), in.b_kv.end()),
+                b_d(in.b_d.begin(), in.b_d.end());
+            std::vector<float> random;
+            if (in.random() != nullptr) random.assign(in.random(), in.random() + in.shape.head_dim * in.shape.features());
+            const float* random_ptr = random.empty() ? nullptr : random.data();
+            std::vector<float> d_out(in.shape.batch * in.shape.time * in.shape.width());
+            for (auto& x : d_out) x = static_cast<float>(rng.normal(0.0, 1.0));
+            std::vector<std::vector<float>> grads;
+            for (const bool keep : {false, true}) {
+                nn::LinearAttentionCache<float> cache;
+                cache.keep_scores = keep;
+                std::vector<float> out(d_out.size());
+                nn::linear_attention_forward(out.data(), cache, qkv.data(), b_kv.data(), b_d.data(), random_ptr, in.shape,
+                                             in.options);
+                CHECK(cache.scores.size() == (keep ? in.shape.batch * in.shape.heads * in.shape.time * in.shape.time : 0));
+                std::vector<float> d_qkv(qkv.size(), 0.f), d_b_kv(b_kv.size(), 0.f), d_b_d(b_d.size(), 0.f);
+                nn::linear_attention_backward(d_qkv.data(), d_b_kv.data(), d_b_d.data(), d_out.data(), qkv.data(), b_kv.data(),
+                                              b_d.data(), random_ptr, out.data(), cache, in.shape, in.options);
+                d_qkv.insert(d_qkv.end(), d_b_kv.begin(), d_b_kv.end());
+                d_qkv.insert(d_qkv.end(), d_b_d.begin(), d_b_d.end());
+                grads.push_back(d_qkv);
+            }
+            REQUIRE(grads[0].size() == grads[1].size());
+            std::size_t differ = 0;
+            double largest = 0.0;
+            for (std::size_t i = 0; i < grads[0].size(); ++i) {
+                differ += grads[0][i] != grads[1][i];
+                largest = std::max(largest, std::abs(static_cast<double>(grads[0][i])));
+            }
+            CHECK(differ == 0);
+            CHECK(largest > 0.0);  // the comparison is not between two zero buffers
+        }
+    }
+}
+
 TEST_CASE("masks: each position depends on exactly the tokens its mask shows it", "[attention][mask]") {
     // T = 8, prefix P = 4: context positions 0-3, then 4-7.
     for (auto map : all_feature_maps())

@@ -345,9 +345,11 @@ void Transformer<T>::forward_trunk() {
         else if (recurrent)
             nn::linear_attention_recurrent_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, at(o.random),
                                                    shape, options);
-        else
+        else {
+            a.attention.keep_scores = mode_ == Mode::training;  // backward reuses them (memory_estimate counts H T per token)
             nn::linear_attention_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, at(o.random), shape,
                                          options);
+        }
         min_denominator_.resize(spec_.layers);
         min_denominator_[l] = std::numeric_limits<double>::quiet_NaN();
         if (spec_.attention == ModelSpec::Attention::linear && spec_.normalize && !a.attention.den.empty())

@@ -30,10 +30,7 @@ double Transformer<T>::loss(const std::int32_t* targets, const T* weights) {
 template <class T>
 void Transformer<T>::backward(const std::int32_t* targets, const T* weights) {
     const std::size_t N = batch_ * time_, V = spec_.vocab;
-    {
-        const profile::Scope scope(profile::Kind::allocation);
-        d_outputs_.assign(N * V, T(0));
-    }
+    d_outputs_.resize(N * V);  // cross_entropy_backward writes every element
     nn::cross_entropy_backward(d_outputs_.data(), probs_.data(), targets, weights, N, V);
     backward_outputs(d_outputs_.data());
 }

@@ -276,10 +276,13 @@ void cross_entropy_backward(T* d_logits, const T* probs, const std::int32_t* tar
 #pragma omp parallel for schedule(static)
     for (std::size_t n = 0; n < rows; ++n) {
         const T w = weights[n];
-        if (w == T(0)) continue;
-        const T* p = probs + n * vocab;
         T* dz = d_logits + n * vocab;
-        for (std::size_t v = 0; v < vocab; ++v) dz[v] += w * p[v];
+        if (w == T(0)) {
+            std::fill(dz, dz + vocab, T(0));
+            continue;
+        }
+        const T* p = probs + n * vocab;
+        for (std::size_t v = 0; v < vocab; ++v) dz[v] = w * p[v];
         dz[targets[n]] -= w;
     }
 }

@@ -46,11 +46,12 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
             head_features(phi_q, rot_q, q.data(), shape, options, map);
             head_features(phi_k, rot_k, k.data(), shape, options, map);
             // Numerator (Eq. 13) with two GEMMs: S = mask ⊙ (rq rkᵀ) (T, T);  num = rq b_KV + S v  (T, D)
-            gemm<T>(matrix(scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true);
-            apply_mask(scores.data(), TT, options.mask);
+            T* S = cache.keep_scores ? cache.scores.data() + bh * TT * TT : scores.data();
+            gemm<T>(matrix(S, TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true);
+            apply_mask(S, TT, options.mask);
             gemm<T>(matrix(num.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D), false, false);
-            gemm<T>(matrix(num.data(), TT, D), matrix<const T>(scores.data(), TT, TT), matrix<const T>(v.data(), TT, D), false,
-                    false, T(1), T(1));
+            gemm<T>(matrix(num.data(), TT, D), matrix<const T>(S, TT, TT), matrix<const T>(v.data(), TT, D), false, false, T(1),
+                    T(1));
             if (options.normalize)
                 normalizer_forward(den, phi_q, phi_k, b_d + h * F, TT, F, options.mask, eps, key_sum);
             else
@@ -81,6 +82,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
     std::vector<T>& partial_bd = kept_bd;
     partial_bkv.resize(B * H * F * D);  // every slot written (β = 0) below
     partial_bd.assign(B * H * F, T(0));
+    const bool kept_scores = cache.keep_scores && cache.scores.size() == B * H * TT * TT;
 
 #pragma omp parallel
     {
@@ -112,10 +114,16 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
                 for (std::size_t d = 0; d < D; ++d) d_num[t * D + d] = dy[d] / den[t];
                 d_den[t] = options.normalize ? -dot_lanes(dy, y, D) / den[t] : T(0);
             }
-            // Numerator: num = rq b_KV + S v with S = mask ⊙ (rq rkᵀ), recomputed rather than cached (T² per head).
+            // Numerator: num = rq b_KV + S v with S = mask ⊙ (rq rkᵀ), forward's (keep_scores) or recomputed.
             //   dS = mask ⊙ (d_num vᵀ);  d rq = dS rk + d_num b_KVᵀ;  d rk = dSᵀ rq;  d v = Sᵀ d_num;  d b_KV += rqᵀ d_num
-            gemm<T>(matrix(scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true);
-            apply_mask(scores.data(), TT, options.mask);
+            const T* S = scores.data();
+            if (kept_scores) {
+                S = cache.scores.data() + bh * TT * TT;
+            } else {
+                gemm<T>(matrix(scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false,
+                        true);
+                apply_mask(scores.data(), TT, options.mask);
+            }
             gemm<T>(matrix(d_scores.data(), TT, TT), matrix<const T>(d_num.data(), TT, D), matrix<const T>(v.data(), TT, D),
                     false, true);
             apply_mask(d_scores.data(), TT, options.mask);
@@ -125,8 +133,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
                     true, T(1), T(1));
             gemm<T>(matrix(d_rot_k.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), true,
                     false);
-            gemm<T>(matrix(d_v.data(), TT, D), matrix<const T>(scores.data(), TT, TT), matrix<const T>(d_num.data(), TT, D), true,
-                    false);
+            gemm<T>(matrix(d_v.data(), TT, D), matrix<const T>(S, TT, TT), matrix<const T>(d_num.data(), TT, D), true, false);
             gemm<T>(matrix(part_bkv, F, D), matrix<const T>(rot_q, TT, F), matrix<const T>(d_num.data(), TT, D), true, false);
             // Denominator (kernel normalizer) contributions go straight to d φ (it uses unrotated features).
             std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));

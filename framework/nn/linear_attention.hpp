@@ -60,6 +60,10 @@ struct LinearAttentionCache {
     std::vector<T> phi_q, phi_k;  // (B, H, T, F)  φ(q), φ(k)
     std::vector<T> rot_q, rot_k;  // (B, H, T, F)  R_i φ(q_i), R_j φ(k_j)  (copies of φ when RoPE is off)
     std::vector<T> den;           // (B, H, T)     den_i
+    // The masked scores S = mask ⊙ (R φ(Q) (R φ(K))ᵀ) (B, H, T, T), kept when keep_scores is set (training: backward
+    // reuses them instead of recomputing one T×T×F GEMM and the mask per (batch, head); the same values bit for bit).
+    bool keep_scores = false;
+    std::vector<T> scores;
 
     void resize(const AttentionShape& shape) {
         const std::size_t per_feature = shape.batch * shape.heads * shape.time * shape.features();
@@ -68,6 +72,7 @@ struct LinearAttentionCache {
         rot_q.resize(per_feature);
         rot_k.resize(per_feature);
         den.resize(shape.batch * shape.heads * shape.time);
+        scores.resize(keep_scores ? shape.batch * shape.heads * shape.time * shape.time : 0);
     }
 };
 
