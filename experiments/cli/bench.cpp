@@ -1,5 +1,5 @@
-// `iclab bench`: the dispatch by config, and the induction-head model (token inputs, vocabulary logits, the
-// mean cross-entropy over all positions). Regression models: bench_regression.cpp; timing and table: bench_report.cpp.
+// `iclab bench`: the dispatch by config, and the token models (induction-head and lm configs: token inputs,
+// vocabulary logits, the mean cross-entropy over all positions). Regression models: bench_regression.cpp; timing and table: bench_report.cpp.
 #include "experiments/cli/bench.hpp"
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "framework/io/results_file.hpp"
 #include "framework/run/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
+#include "framework/run/lm_run.hpp"
 #include "framework/tasks/induction_head.hpp"
 
 namespace iclab::cli {
@@ -67,10 +68,16 @@ void write_export(const std::string& path, bool overwrite, const config::Config&
 
 template <class T>
 void run_bench(const config::Config& cfg, const BenchOptions& options) {
-    const std::size_t TT = static_cast<std::size_t>(cfg.get_int("task.seq_len"));
+    // An lm config (task.vocab_size: GPT-2's vocabulary, learned positions, tied embeddings; the lm trainer's step) or
+    // an induction-head config (its fixed vocabulary).
+    const bool lm = cfg.has("task.vocab_size");
+    const model::ModelSpec spec =
+        lm ? lm_model_spec(cfg)
+           : model_spec_from_config(cfg, tasks::kInductionVocab, static_cast<std::size_t>(cfg.get_int("task.seq_len")));
+    const std::size_t TT = lm && cfg.get_int("task.seq_len") == 0 ? spec.max_seq_len
+                                                                  : static_cast<std::size_t>(cfg.get_int("task.seq_len"));
     const std::size_t B = static_cast<std::size_t>(cfg.get_int("train.batch_size"));
-    const std::size_t V = tasks::kInductionVocab, N = B * TT;
-    const model::ModelSpec spec = model_spec_from_config(cfg, V, TT);
+    const std::size_t V = spec.vocab, N = B * TT;
     const double grad_clip = cfg.get_float("train.grad_clip");
     const train::ScheduleSpec schedule = schedule_spec_from_config(cfg);
     const char* dtype = dtype_name<T>();
@@ -91,7 +98,7 @@ void run_bench(const config::Config& cfg, const BenchOptions& options) {
     train::Optimizer<T> optimizer(optimizer_spec_from_config(cfg), model.layout());
     std::vector<T> weights(N, static_cast<T>(1.0 / static_cast<double>(N)));  // mean loss over all positions
     std::size_t step = 0;
-    // The trainer's step (experiments/induction_head.cpp) minus the data sampling.
+    // The trainer's step (experiments/induction_head.cpp, framework/run/lm_training.cpp) minus the data sampling.
     const auto train_step = [&] {
         model.forward(tokens.data(), B, TT);
         const double loss = model.loss(targets.data(), weights.data());
@@ -131,9 +138,10 @@ void bench(const BenchOptions& options) {
     // in-context regression tasks (paper 003 prefix_vs_causal, regression, ...) a kind and a token format.
     const bool induction = cfg.has("task.triggers");
     const bool regression = cfg.has("task.kind") && cfg.has("task.format");
-    ICLAB_INPUT_CHECK((induction || regression) && cfg.has("model.attention") && cfg.has("train.optimizer"),
-                      "iclab bench knows the models of configs that train an induction-head model (task.triggers) or an "
-                      "in-context regression model (task.kind, task.format); "
+    const bool lm = cfg.has("task.vocab_size") && cfg.has("task.context_length");
+    ICLAB_INPUT_CHECK((induction || regression || lm) && cfg.has("model.attention") && cfg.has("train.optimizer"),
+                      "iclab bench knows the models of configs that train an induction-head model (task.triggers), an "
+                      "in-context regression model (task.kind, task.format) or a language model (lm: task.vocab_size); "
                           << options.config_path << " is a " << cfg.get_string("experiment") << " config");
     // Refuse an existing output before spending minutes measuring.
     if (!options.out.empty()) io::check_output_file(options.out, options.overwrite, "iclab bench --out");

@@ -2,7 +2,8 @@
 # iclab against the PyTorch reference of the same model (issue 3 item 8; issue 13), same threads, as a markdown table.
 #   scripts/bench/compare.sh [CONFIG ...]     default: configs/quick/induction_head.yaml configs/paper/induction_head.yaml
 # A CONFIG is an induction-head config (task.triggers) or an in-context regression config (task.kind / task.format),
-# e.g. the paper-003 cpu2 model: scripts/bench/compare.sh configs/cpu2/prefix_vs_causal.yaml
+# e.g. the paper-003 cpu2 model: scripts/bench/compare.sh configs/cpu2/prefix_vs_causal.yaml, or a GPT-2-shaped
+# language model (task.vocab_size; PyTorch side scripts/bench/torch_lm.py): scripts/bench/compare.sh configs/quick/lm_kjv.yaml
 # Environment: THREADS (2), WARMUP (3), ITERS (10), REPEATS (3), OUT (build/bench: exports, results files, JSON),
 # HISTORY (docs/bench_history.csv: one row per config is appended; HISTORY= appends nothing).
 # Per config:

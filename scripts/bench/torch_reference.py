@@ -12,6 +12,9 @@ one writes it in PyTorch (docs/checkpoint_format.md gives the conventions):
           = 1 / unnormalized_scale                    (normalizer none; 0 means 1/D)
     out_i = num_i / den_i
 
+Language models (experiment lm, configs with task.vocab_size, e.g. configs/quick/lm_kjv.yaml): GPT-2's
+architecture, in scripts/bench/torch_lm.py.
+
 The in-context regression model of papers 003/004 (framework/run/regression_training.cpp, configs with task.kind /
 task.format, e.g. the paper-003 cpu2 model configs/cpu2/prefix_vs_causal.yaml), softmax attention:
   x_0 = tokens W_in + b_in  (+ E_pos[t], learned absolute positions)   tokens [x; y] (stacked) or x, y (interleaved)
@@ -76,6 +79,9 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import yaml  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_lm  # noqa: E402  (the GPT-2-shaped lm model: configs with task.vocab_size)
+
 VOCAB = 52  # induction-head task: a-z, A-Z
 
 # iclab's schema defaults for the keys used here (experiments/common.cpp, experiments/induction_head.cpp).
@@ -137,7 +143,11 @@ def is_regression(flat):
 
 def resolved(flat):
     cfg = dict(DEFAULTS)
-    if is_regression(flat):
+    if "task.vocab_size" in flat:  # a language model (experiment lm)
+        cfg.update(flat)
+        cfg["regression"] = False
+        torch_lm.resolve(cfg)
+    elif is_regression(flat):
         cfg.update(REGRESSION_DEFAULTS)
         cfg.update(flat)
         cfg["regression"] = True
@@ -148,6 +158,7 @@ def resolved(flat):
     else:
         cfg.update(flat)
         cfg["regression"] = False
+        cfg["lm"] = False
         if cfg.get("experiment", "induction_head") != "induction_head":
             sys.exit(f"torch_reference: only induction_head and regression-task configs, got {cfg['experiment']}")
     if cfg["train.optimizer"] != "adamw":
@@ -498,6 +509,12 @@ def benchmark(args):
         targets = torch.randn(B, T, d_out, generator=generator, dtype=torch.float64).to(dtype)
         w_fit, w_l2 = regression_loss_weights(cfg, kinds.expand(B, T), dtype)
         compute_loss = lambda outputs: regression_loss(outputs, targets, w_fit, w_l2)  # noqa: E731
+    elif cfg["lm"]:  # random tokens of the real vocabulary: throughput does not depend on their values
+        model = torch_lm.LmTransformer(cfg).to(dtype)
+        T, V = cfg["task.seq_len"], cfg["task.vocab_size"]
+        tokens = torch.randint(0, V, (B, T), generator=generator)
+        targets = torch.randint(0, V, (B, T), generator=generator)
+        compute_loss = lambda logits: model.loss(logits, targets)  # noqa: E731
     else:
         model = Transformer(cfg, args.form).to(dtype)
         T = cfg["task.seq_len"]
@@ -530,7 +547,7 @@ def benchmark(args):
     n_tokens = B * T
     result = {
         "config": args.config, "overrides": args.overrides, "torch_version": torch.__version__,
-        "model_kind": "regression" if cfg["regression"] else "induction_head",
+        "model_kind": "regression" if cfg["regression"] else "lm" if cfg["lm"] else "induction_head",
         "threads": torch.get_num_threads(), "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
         "dtype": str(dtype).replace("torch.", ""), "form": args.form, "foreach": bool(args.foreach),
         "batch_size": B, "seq_len": T, "tokens_per_step": n_tokens,
@@ -545,7 +562,8 @@ def benchmark(args):
     print(f"torch reference {args.config} {' '.join(args.overrides)}")
     print(f"  torch {torch.__version__}, {result['threads']} threads, OPENBLAS_NUM_THREADS="
           f"{result['openblas_num_threads'] or '(unset)'}, {result['dtype']}, "
-          + ("regression model, softmax attention" if cfg["regression"] else f"attention form {args.form}"))
+          + ("regression model, softmax attention" if cfg["regression"] else "GPT-2-shaped language model" if cfg["lm"]
+             else f"attention form {args.form}"))
     print(f"  {result['parameter_count']} parameters ({result['trainable_parameter_count']} trainable); "
           f"batch {B} x seq_len {T} = {n_tokens} tokens per step; warmup {args.warmup}, median of {args.iters}")
     print(f"  forward        {result['forward_tokens_per_s']:12.0f} tokens/s  ({statistics.median(forward_s) * 1e3:.2f} ms)")
@@ -637,9 +655,9 @@ def check(args):
         count_iclab = int(f.attrs["parameter_count"])
     failures = []
     results = {}
-    for form in ("quadratic", "cumsum"):
-        model = Transformer(cfg, form).to(dtype)
-        names = iclab_names(model)
+    for form in (("softmax",) if cfg["lm"] else ("quadratic", "cumsum")):
+        model = torch_lm.LmTransformer(cfg).to(dtype) if cfg["lm"] else Transformer(cfg, form).to(dtype)
+        names = torch_lm.iclab_names(model) if cfg["lm"] else iclab_names(model)
         count = sum(p.numel() for p in model.parameters())
         if count != count_iclab or set(names) != set(checkpoint):
             sys.exit(f"check: parameters differ: torch {count} {sorted(set(names) ^ set(checkpoint))}, iclab {count_iclab}")
@@ -652,7 +670,7 @@ def check(args):
                 p.copy_(value)
                 p.requires_grad_(True)  # b_KV, b_D too: their gradients are compared even when not trained
         logits = model(tokens)
-        loss = F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
         loss.backward()
         logit_error = ((logits.detach().to(torch.float64) - logits_iclab).abs().max() / logits_iclab.abs().max()).item()
         loss_error = abs(loss.item() - loss_iclab) / abs(loss_iclab)
