@@ -1,7 +1,10 @@
 // Optimizers, schedules and clipping against their closed forms.
 #include <catch2/catch.hpp>
 
+#include <omp.h>
+
 #include <cmath>
+#include <vector>
 
 #include "framework/train/optimizer.hpp"
 
@@ -40,6 +43,37 @@ TEST_CASE("AdamW matches the closed form of its first two steps", "[optimizer]")
     const double m = 0.9 * (0.1 * 0.2) + 0.1 * -0.4, v = 0.99 * (0.01 * 0.04) + 0.01 * 0.16;
     const double m_hat = m / (1 - 0.81), v_hat = v / (1 - 0.9801);
     CHECK(params[2] == Approx(theta - 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8)).epsilon(1e-12));
+}
+
+TEST_CASE("AdamW and SGD on a tensor large enough to be shared by threads give the same bits with 1 and 2 threads",
+          "[optimizer][determinism]") {
+    // 200000 elements (an embedding-sized tensor: threads share it), and a small one that stays on one thread.
+    model::ParameterLayout layout;
+    layout.add("embedding", {400, 500}, true, true, "large");
+    layout.add("bias", {7}, true, false, "small");
+    for (const auto kind : {train::OptimizerKind::adamw, train::OptimizerKind::sgd}) {
+        train::OptimizerSpec spec;
+        spec.kind = kind;
+        spec.weight_decay = 0.01;
+        spec.momentum = 0.9;
+        std::vector<std::vector<float>> finals;
+        for (const int threads : {1, 2}) {
+            const int before = omp_get_max_threads();
+            omp_set_num_threads(threads);
+            train::Optimizer<float> optimizer(spec, layout);
+            std::vector<float> params(layout.total()), grads(layout.total());
+            for (std::size_t i = 0; i < params.size(); ++i) {
+                params[i] = std::sin(0.37f * static_cast<float>(i));
+                grads[i] = std::cos(0.11f * static_cast<float>(i)) * 1e-2f;
+            }
+            const std::vector<float> start = params;
+            for (int step = 0; step < 3; ++step) optimizer.step(params, grads, 1e-3);
+            omp_set_num_threads(before);
+            CHECK(params != start);  // the steps moved the parameters
+            finals.push_back(params);
+        }
+        CHECK(finals[0] == finals[1]);
+    }
 }
 
 TEST_CASE("SGD with momentum and L2 matches its closed form", "[optimizer]") {

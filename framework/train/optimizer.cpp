@@ -54,14 +54,19 @@ void Optimizer<T>::step(std::vector<T>& params, const std::vector<T>& grads, dou
     ++steps_;
     const double bias1 = 1.0 - std::pow(spec_.beta1, static_cast<double>(steps_));
     const double bias2 = 1.0 - std::pow(spec_.beta2, static_cast<double>(steps_));
+    // Every element is updated on its own, so threads share the elements of large tensors (a GPT-2 embedding is
+    // 50257 x C) without changing a bit of the result; small tensors stay on one thread.
+    constexpr std::size_t kParallelMin = 1 << 16;
     for (const auto& entry : layout_.entries()) {
         if (!entry.trainable) continue;
         T* p = params.data() + entry.offset;
         const T* g = grads.data() + entry.offset;
         T* m = m_.data() + entry.offset;
         const double decay = entry.weight_decay ? spec_.weight_decay : 0.0;
+        const bool parallel = entry.size >= kParallelMin;
         switch (spec_.kind) {
             case OptimizerKind::sgd:
+#pragma omp parallel for schedule(static) if (parallel)
                 for (std::size_t i = 0; i < entry.size; ++i) {
                     const double grad = g[i] + decay * p[i];
                     m[i] = static_cast<T>(spec_.momentum * m[i] + grad);
@@ -72,6 +77,7 @@ void Optimizer<T>::step(std::vector<T>& params, const std::vector<T>& grads, dou
             case OptimizerKind::adamw: {
                 T* v = v_.data() + entry.offset;
                 const bool decoupled = spec_.kind == OptimizerKind::adamw;
+#pragma omp parallel for schedule(static) if (parallel)
                 for (std::size_t i = 0; i < entry.size; ++i) {
                     const double grad = decoupled ? g[i] : g[i] + decay * p[i];
                     m[i] = static_cast<T>(spec_.beta1 * m[i] + (1.0 - spec_.beta1) * grad);
