@@ -14,6 +14,7 @@
 #include "framework/core/rng.hpp"
 #include "framework/icl/feature_fit.hpp"
 #include "framework/model/transformer_decode.hpp"
+#include "tests/cli_helpers.hpp"
 
 using namespace iclab;
 using namespace iclab::experiments::iclaa_lm_detail;
@@ -148,4 +149,20 @@ TEST_CASE("iclaa_lm: greedy generation with the exact cache equals generation wi
     CHECK(shifted.context_limit() == 8);
     CHECK_THROWS_AS(shifted.append(windows[0].prompt.data(), 9), InputError);
     CHECK_THROWS_AS(model::TransformerDecoder<double>(net, nullptr, 48), InputError);
+}
+
+TEST_CASE("an lm config without data.tokens (what import gpt2 writes) is estimated as the model alone", "[iclaa_lm][cli]") {
+    // Regression: the training estimate of a GPT-2-small-shaped config at its defaults (1024-token windows) asked for
+    // 56 GiB, so `iclab import gpt2` of GPT-2 small, and every command loading the run, refused it.
+    iclab_test::Scratch scratch;
+    const auto described = iclab_test::run_iclab(
+        "run configs/quick/lm_kjv.yaml 'data.tokens=\"\"' model.layers=12 model.width=768 model.heads=12 task.context_length=1024 "
+        "task.seq_len=0 train.batch_size=64 --dry-run output.dir=" + (scratch.path / "out").string(), scratch.path);
+    INFO(described.err);
+    CHECK(described.status == 0);
+    CHECK_THAT(described.out, Catch::Contains("about 0.46"));  // 124M float32 parameters, 0.464 GiB
+    const auto trains = iclab_test::run_iclab(
+        "run configs/quick/lm_kjv.yaml model.layers=12 model.width=768 model.heads=12 task.context_length=1024 "
+        "task.seq_len=0 train.batch_size=1024 --dry-run output.dir=" + (scratch.path / "out").string(), scratch.path);
+    CHECK(trains.status == 2);  // with a token file the same model would train: 1024 windows of 1024 tokens do not fit
 }
