@@ -19,7 +19,8 @@
     X(gd004_fig5)            \
     X(prefix_vs_causal)      \
     X(prefix_vs_causal_probes) \
-    X(lm)
+    X(lm)                    \
+    X(iclaa_lm)
 
 namespace iclab::experiments {
 

@@ -25,6 +25,7 @@ page=docs/reproduction.md
 if [ "$check" -eq 1 ] && [ ! -f "$page" ]; then echo "reproduce: --check needs the committed $page" >&2; exit 2; fi
 scripts/setup.sh
 scripts/plot/setup.sh
+scripts/text/prepare_kjv.sh >/dev/null  # iclaa_lm's token file and tokenizer (cached: a second run writes nothing)
 . scripts/lib/apt_ensure.sh
 apt_ensure "report setup" python3-pandas python3-yaml
 start=$(date +%s)

@@ -49,6 +49,17 @@ const std::vector<BadConfig> kCorpus = {
     {"configs/quick/gd_duals.yaml", "'vo_construct.etas=[]'", "vo_construct.etas"},
     {"configs/quick/gd_duals.yaml",
      "alg1_002.width=4096 'alg1_002.feature_maps=[prf65536]' 'alg1_002.patterns=[" + a_patterns(64) + "]'", "alg1_002.width"},
+    // iclaa_lm (paper 000 §6.4 on language models)
+    {"configs/quick/iclaa_lm.yaml", "'iclaa_lm.keep_tokens=[64]'", "iclaa_lm.keep_tokens"},
+    {"configs/quick/iclaa_lm.yaml", "'iclaa_lm.learned.features=[15]'", "iclaa_lm.learned.features"},
+    {"configs/quick/iclaa_lm.yaml", "iclaa_lm.claim_features=100", "iclaa_lm.claim_features"},
+    {"configs/quick/iclaa_lm.yaml", "iclaa_lm.input_positions=middle", "iclaa_lm.input_positions"},
+    {"configs/quick/iclaa_lm.yaml", "iclaa_lm.generation.input_tokens=40", "iclaa_lm.generation.input_tokens"},
+    {"configs/quick/iclaa_lm.yaml", "iclaa_lm.learned.split_max=96", "iclaa_lm.learned.split_max"},
+    {"configs/quick/iclaa_lm.yaml", "'data.tokens=\"\"'", "data.tokens"},
+    {"configs/quick/iclaa_lm.yaml", "source.run_dir=/nonexistent/run", "source.run_dir"},
+    {"configs/quick/iclaa_lm.yaml", "model.attention=linear", "model.attention"},
+    {"configs/quick/iclaa_lm.yaml", "'iclaa_lm.feature_maps=[elu2]'", "iclaa_lm.feature_maps"},
     // gd004_figures, gd004_example, gd004_fig5
     {"configs/quick/gd004_figures.yaml", "'figures.features=[]'", "figures.features"},
     {"configs/quick/gd004_figures.yaml", "'figures.fig10_epochs=[]'", "figures.fig10_epochs"},

@@ -100,6 +100,8 @@ void convert(const ConvertOptions& options) {
         return;
     }
     ICLAB_INPUT_CHECK(!options.prompt_is_tokens, "iclab convert: --prompt-tokens is for language-model (lm) runs");
+    ICLAB_INPUT_CHECK(options.method != "exact" && options.method != "recent" && options.method != "heavy",
+                      "iclab convert: --method " << options.method << " (a prompt-cache adapter) is for language-model (lm) runs");
     const std::vector<int> letters = tasks::encode_letters(options.prompt);
     ICLAB_INPUT_CHECK(!letters.empty(), "iclab convert: the prompt is empty");
     const std::vector<std::int32_t> prompt(letters.begin(), letters.end());

@@ -20,7 +20,8 @@ struct ConvertOptions {
     bool overwrite = false;                      // replace an existing adapter file
     // ICLAA (softmax models, framework/icl/iclaa_adapter.hpp): method "auto" picks ICLCA for linear attention and ICLAA
     // for softmax attention. The base adapters of an ICLAA conversion are ICLAA adapters whose prompts are prepended.
-    std::string method = "auto";                 // auto | iclca | iclaa
+    std::string method = "auto";                 // auto | iclca | iclaa; softmax lm runs also exact | recent | heavy
+    std::size_t keep_tokens = 16;                // recent | heavy: K prompt tokens kept (icl::CacheAdapter)
     std::string feature_map = "prf";             // prf | orf | elu1 | learned
     std::size_t features = 256;                  // F (Performer's default nb_features)
     std::uint64_t seed = 0;                      // of the random features or of the learned map's fit

@@ -71,9 +71,13 @@ void generate(const GenerateOptions& options) {
         for (std::size_t i = 0; i < adapters.applied.chain.size(); ++i)
             std::fprintf(stderr, "adapter %zu: %s (fingerprint %s, prompt length %zu%s)\n", i + 1, adapters.applied.chain[i].file.c_str(),
                          adapters.applied.chain[i].fingerprint.c_str(), adapters.applied.chain[i].prompt_length,
-                         adapters.has_iclaa ? ", ICLAA: approximate" : "");
+                         adapters.has_iclaa ? ", ICLAA: approximate"
+                         : adapters.has_cache ? (adapters.cache.selection == "exact" ? ", exact prompt cache" : ", truncated prompt cache") : "");
 
-    model::TransformerDecoder<double> decoder(model, adapters.has_iclaa ? &adapters.iclaa.terms : nullptr);
+    model::TransformerDecoder<double> decoder(model, adapters.softmax_terms(), adapters.input_position_start());
+    ICLAB_INPUT_CHECK(prompt.size() <= decoder.context_limit(),
+                      who << ": the prompt of " << prompt.size() << " tokens behind the adapter's " << adapters.input_position_start()
+                          << "-token prompt does not fit the model's context of " << context << " learned positions");
     decoder.append(prompt.data(), prompt.size());  // prefill once
     std::vector<std::int32_t> generated;
     std::vector<double> logits;  // (new, V): the logits each generated token was chosen from
@@ -89,7 +93,7 @@ void generate(const GenerateOptions& options) {
         generated.push_back(next);
         if (options.stop_at_end_of_text && next == end_of_text) break;
         if (step + 1 == options.max_new_tokens) break;
-        if (decoder.length() == context) {
+        if (decoder.length() == decoder.context_limit()) {
             hit_context = true;
             break;
         }

@@ -37,11 +37,20 @@ std::vector<std::int32_t> lm_input_tokens(const std::filesystem::path& run_dir, 
 
 void apply_lm_adapters(LmAdapters& out, model::Transformer<double>& model, const std::vector<std::filesystem::path>& files,
                        const std::string& who) {
-    std::size_t iclaa_files = 0;
-    for (const auto& file : files) iclaa_files += icl::is_iclaa_adapter_file(file);
-    ICLAB_INPUT_CHECK(iclaa_files == 0 || files.size() == 1,
-                      who << ": an ICLAA adapter is applied alone (convert the prompts on top of each other instead)");
-    if (iclaa_files == 1) {
+    std::size_t iclaa_files = 0, cache_files = 0;
+    for (const auto& file : files) {
+        iclaa_files += icl::is_iclaa_adapter_file(file);
+        cache_files += icl::is_cache_adapter_file(file);
+    }
+    ICLAB_INPUT_CHECK(iclaa_files + cache_files == 0 || files.size() == 1,
+                      who << ": an ICLAA or prompt-cache adapter is applied alone (convert the whole prompt instead)");
+    if (cache_files == 1) {
+        out.cache = icl::read_cache_adapter(files[0]);
+        icl::check_cache_adapter(model, out.cache, files[0].string());
+        out.has_cache = true;
+        out.applied.context = out.cache.prompt;
+        out.applied.chain.push_back({out.cache.model_fingerprint, out.cache.prompt.size(), out.cache.prompt_text, files[0].string()});
+    } else if (iclaa_files == 1) {
         out.iclaa = icl::read_iclaa_adapter(files[0]);
         out.iclaa.point_terms_at_maps();
         icl::check_iclaa_adapter(model, out.iclaa, files[0].string());

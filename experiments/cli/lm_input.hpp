@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/icl/adapter_file.hpp"
+#include "framework/icl/cache_adapter.hpp"
 #include "framework/icl/iclaa_adapter.hpp"
 #include "framework/model/transformer.hpp"
 #include "framework/text/bpe.hpp"
@@ -27,6 +28,12 @@ struct LmAdapters {
     icl::AppliedAdapters applied;  // ICLCA files, in order (empty chain: none)
     bool has_iclaa = false;
     icl::IclaaAdapter iclaa;       // one ICLAA file: its terms stand for the prompt in softmax attention
+    bool has_cache = false;
+    icl::CacheAdapter cache;       // one prompt-cache file (exact, recent, heavy): its keys and values stand for the prompt
+    // The softmax prompt terms to add (null: none) and where the input starts among learned positions (cache adapters
+    // of learned-position models: after the prompt; 0 otherwise).
+    const icl::PromptTerms* softmax_terms() const { return has_iclaa ? &iclaa.terms : has_cache ? &cache.terms : nullptr; }
+    std::size_t input_position_start() const { return has_cache ? cache.input_position_start() : 0; }
 };
 // Applies `files` to `model` into `out` (not returned by value: the ICLAA terms point into out.iclaa's maps).
 void apply_lm_adapters(LmAdapters& out, model::Transformer<double>& model, const std::vector<std::filesystem::path>& files,

@@ -47,7 +47,7 @@ const char* kUsage =
     "  iclab import gpt2 DIR --out RUN_DIR [--overwrite]\n"
     "  iclab export RUN_DIR --format safetensors --out DIR [--overwrite]\n"
     "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
-    "                [--method auto|iclca|iclaa] [--feature-map prf|orf|elu1|learned] [--random-features F] [--seed S]\n"
+    "                [--method auto|iclca|iclaa|exact|recent|heavy] [--keep-tokens K] [--feature-map prf|orf|elu1|learned] [--random-features F] [--seed S]\n"
     "  iclab bench CONFIG [key.path=value ...] [--threads N] [--warmup K] [--iters K] [--out FILE.h5] [--export FILE.h5] [--overwrite]\n"
     "  iclab tokenize --tokenizer DIR (--text TEXT | --text-file FILE | --ids \"ID ...\" | --ids-file FILE)\n"
     "  iclab tokenize --tokenizer DIR --out tokens.h5 --train FILE... --heldout FILE... [--document-separator LINE] [--overwrite]\n"
@@ -376,7 +376,7 @@ int command_convert(const std::vector<std::string>& args) {
         "usage: iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE | --prompt-text TEXT | --prompt-tokens IDS) --out ADAPTER.h5 [options]\n"
         "ICLCA (paper 000 Algorithm 1): a prompt -> adapter file\noptions");
     std::string prompt, prompt_file, prompt_text, prompt_tokens, out, method, feature_map, convention;
-    std::int64_t features = 256, seed = 0, fit_steps = 600;
+    std::int64_t features = 256, seed = 0, fit_steps = 600, keep_tokens = 16;
     flags.add_options()("prompt", po::value<std::string>(&prompt), "the prompt X' as letters (a-z, A-Z)")(
         "prompt-file", po::value<std::string>(&prompt_file), "read the prompt's letters from a file (whitespace ignored)")(
         "prompt-text", po::value<std::string>(&prompt_text), "language-model (lm) runs: the prompt as text (BPE with RUN_DIR/tokenizer)")(
@@ -386,7 +386,9 @@ int command_convert(const std::vector<std::string>& args) {
         "convert on top of this adapter file; repeat for a chain, in order (the new adapter records them as its base)")(
         "overwrite", "replace an existing --out file")(
         "method", po::value<std::string>(&method)->default_value("auto"),
-        "auto (ICLCA for linear attention, ICLAA for softmax), iclca (exact) or iclaa (approximate, softmax models)")(
+        "auto (ICLCA for linear attention, ICLAA for softmax), iclca (exact) or iclaa (approximate, softmax models); softmax "
+        "lm runs also: exact | recent | heavy (the prompt's key/value cache: all of it, or --keep-tokens of it)")(
+        "keep-tokens", po::value<std::int64_t>(&keep_tokens)->default_value(16), "recent | heavy: K prompt tokens kept per layer and head")(
         "feature-map", po::value<std::string>(&feature_map)->default_value("prf"),
         "ICLAA: prf | orf (Performer random features, the paper's method), elu1, or learned (a two-sided exponential "
         "map fitted to the model once per conversion; much closer to the model with the prompt, experiments/iclaa)")(
@@ -429,6 +431,8 @@ int command_convert(const std::vector<std::string>& args) {
     options.seed = static_cast<std::uint64_t>(seed);
     options.rope_convention = convention;
     options.fit_steps = static_cast<std::size_t>(fit_steps);
+    ICLAB_INPUT_CHECK(keep_tokens >= 1 && keep_tokens <= (1 << 24), "iclab convert: --keep-tokens must be in [1, 16777216], got " << keep_tokens);
+    options.keep_tokens = static_cast<std::size_t>(keep_tokens);
     options.feature_map_given = !vm["feature-map"].defaulted();
     options.features_given = !vm["random-features"].defaulted();
     options.seed_given = !vm["seed"].defaulted();

@@ -26,7 +26,12 @@ void predict_lm_typed(const PredictOptions& options, const std::vector<std::int3
     LmAdapters adapters;  // with adapters the model runs in float64 (predict_lm)
     if constexpr (std::is_same_v<T, double>) {
         apply_lm_adapters(adapters, model, options.adapters, "iclab predict");
-        if (adapters.has_iclaa) model.set_softmax_prompt(&adapters.iclaa.terms);
+        model.set_softmax_prompt(adapters.softmax_terms());
+        model.set_learned_position_start(adapters.input_position_start());
+        ICLAB_INPUT_CHECK(adapters.input_position_start() + TT <= model.spec().max_seq_len,
+                          "iclab predict: " << TT << " input tokens behind the adapter's " << adapters.input_position_start()
+                                            << "-token prompt do not fit the model's context of " << model.spec().max_seq_len
+                                            << " learned positions; give at most " << model.spec().max_seq_len - adapters.input_position_start());
         for (std::size_t i = 0; i < adapters.applied.chain.size(); ++i)
             std::printf("adapter %zu: %s (fingerprint %s, prompt length %zu)\n", i + 1, adapters.applied.chain[i].file.c_str(),
                         adapters.applied.chain[i].fingerprint.c_str(), adapters.applied.chain[i].prompt_length);

@@ -307,10 +307,13 @@ template <class T>
 void Transformer<T>::forward_trunk() {
     const std::size_t N = batch_ * time_, C = spec_.width, hidden = spec_.mlp_ratio * C;
     const T* P = params.data();
-    if (position_offset_ != kAbsent) {  // x_0[b, t] += E_pos[t]
+    if (position_offset_ != kAbsent) {  // x_0[b, t] += E_pos[start + t]
         const profile::Scope scope(profile::Kind::input);
+        ICLAB_INPUT_CHECK(learned_position_start_ + time_ <= spec_.max_seq_len,
+                          "positions " << learned_position_start_ << ".." << learned_position_start_ + time_ - 1
+                                       << " lie past the model's " << spec_.max_seq_len << " learned positions");
         for (std::size_t n = 0; n < N; ++n) {
-            const T* e = P + position_offset_ + (n % time_) * C;
+            const T* e = P + position_offset_ + (learned_position_start_ + n % time_) * C;
             T* x = block_input(0) + n * C;
             for (std::size_t c = 0; c < C; ++c) x[c] += e[c];
         }

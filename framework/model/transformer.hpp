@@ -125,6 +125,11 @@ public:
 
     // Positions [0, P) form the prefix / context of the prefix mask and of isolated queries (set per batch).
     void set_prefix_length(std::size_t prefix) { prefix_length_ = prefix; }
+    // Learned absolute positions only: later forwards add E_pos[start + t] at time t (default 0), so that an input
+    // whose prompt was converted into an adapter of M tokens can sit where it sat behind the prompt (start = M).
+    // RoPE and position-free models ignore it (their prompt terms are relative). start + T <= max_seq_len.
+    void set_learned_position_start(std::size_t start) { learned_position_start_ = start; }
+    std::size_t learned_position_start() const { return learned_position_start_; }
 
     // tokens (B, T) -> logits (B, T, V), caching what backward needs.
     void forward(const std::int32_t* tokens, std::size_t batch, std::size_t time);
@@ -202,6 +207,7 @@ private:
     std::size_t input_offset_ = 0, input_bias_offset_ = 0, position_offset_ = 0, final_gamma_offset_ = 0, final_beta_offset_ = 0;
     std::size_t output_offset_ = 0, output_bias_offset_ = 0;
     std::size_t prefix_length_ = 0;
+    std::size_t learned_position_start_ = 0;
     bool capture_states_ = false;
     bool capture_qkv_ = false;
     std::vector<std::vector<T>> captured_qkv_;                     // per layer, when capturing

@@ -14,7 +14,7 @@ using detail::kAbsent;
 using detail::offset_or_absent;
 
 template <class T>
-TransformerDecoder<T>::TransformerDecoder(const Transformer<T>& model, const SoftmaxPrompt* prompt)
+TransformerDecoder<T>::TransformerDecoder(const Transformer<T>& model, const SoftmaxPrompt* prompt, std::size_t learned_position_start)
     : model_(model), spec_(model.spec()), prompt_(prompt != nullptr && !prompt->empty() ? prompt : nullptr) {
     ICLAB_CHECK(spec_.input == ModelSpec::Input::tokens, "incremental decoding needs a token model");
     ICLAB_CHECK(spec_.mask == nn::MaskKind::causal && !spec_.isolate_queries,
@@ -34,6 +34,9 @@ TransformerDecoder<T>::TransformerDecoder(const Transformer<T>& model, const Sof
     };
     embedding_ = at("embedding.wte");
     positions_ = at("position_embedding");
+    position_start_ = positions_ != nullptr ? learned_position_start : 0;
+    ICLAB_INPUT_CHECK(position_start_ < spec_.max_seq_len, "a decoder starting at learned position " << position_start_
+                                                                  << " leaves no room in the model's context of " << spec_.max_seq_len);
     final_gamma_ = at("final_norm.gamma");
     final_beta_ = at("final_norm.beta");
     unembedding_ = at("unembedding.w");  // absent: tied to the embedding (GPT-2)
@@ -68,9 +71,11 @@ void TransformerDecoder<T>::reset() {
 template <class T>
 void TransformerDecoder<T>::append(const std::int32_t* tokens, std::size_t count) {
     ICLAB_CHECK(count > 0, "append needs at least one token");
-    ICLAB_INPUT_CHECK(length_ + count <= spec_.max_seq_len,
-                      "the sequence would reach " << length_ + count << " tokens, past the model's context of "
-                                                  << spec_.max_seq_len << " tokens (model.max_seq_len)");
+    ICLAB_INPUT_CHECK(position_start_ + length_ + count <= spec_.max_seq_len,
+                      "the sequence would reach " << position_start_ + length_ + count << " tokens"
+                                                  << (position_start_ ? " (counting the adapter's prompt)" : "")
+                                                  << ", past the model's context of " << spec_.max_seq_len
+                                                  << " tokens (model.max_seq_len)");
     for (std::size_t n = 0; n < count; ++n)
         ICLAB_INPUT_CHECK(tokens[n] >= 0 && static_cast<std::size_t>(tokens[n]) < spec_.vocab,
                           "token " << tokens[n] << " outside the vocabulary of " << spec_.vocab);
@@ -91,7 +96,7 @@ void TransformerDecoder<T>::append(const std::int32_t* tokens, std::size_t count
     nn::embedding_forward(x_.data(), tokens, embedding_, N, C, V);
     if (positions_ != nullptr)
         for (std::size_t n = 0; n < N; ++n)
-            for (std::size_t c = 0; c < C; ++c) x_[n * C + c] += positions_[(length_ + n) * C + c];
+            for (std::size_t c = 0; c < C; ++c) x_[n * C + c] += positions_[(position_start_ + length_ + n) * C + c];
 
     // The attention options the model's forward uses (Transformer::attention_options / softmax_options).
     nn::AttentionShape shape{1, 1, H, D};

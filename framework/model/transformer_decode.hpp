@@ -24,7 +24,10 @@ public:
     using SoftmaxPrompt = std::vector<std::vector<nn::SoftmaxPromptHead<T>>>;
     // `model` and `prompt` (per layer, H heads; null: none) must outlive the decoder; the model's parameters are read
     // at every call, so set adapters before the first append.
-    explicit TransformerDecoder(const Transformer<T>& model, const SoftmaxPrompt* prompt = nullptr);
+    // `learned_position_start` (learned absolute positions only): token i of the sequence reads E_pos[start + i], as
+    // Transformer::set_learned_position_start; an adapter standing for a prompt of M tokens sets start = M.
+    explicit TransformerDecoder(const Transformer<T>& model, const SoftmaxPrompt* prompt = nullptr,
+                                std::size_t learned_position_start = 0);
 
     // Runs `count` new tokens at positions length() .. length() + count - 1 and keeps their logits (count, V).
     // A position at or past the model's context (max_seq_len) is an InputError naming the limit.
@@ -32,7 +35,7 @@ public:
     void reset();  // back to an empty sequence (the state returns to b_KV, b_D)
 
     std::size_t length() const { return length_; }
-    std::size_t context_limit() const { return spec_.max_seq_len; }
+    std::size_t context_limit() const { return spec_.max_seq_len - position_start_; }  // tokens this decoder can hold
     const T* logits() const { return logits_.data(); }                           // (count of the last append, V)
     const T* last_logits() const { return logits_.data() + (count_ - 1) * spec_.vocab; }  // (V)
 
@@ -48,7 +51,7 @@ private:
     std::vector<LayerOffsets> layers_;
     const T *embedding_ = nullptr, *positions_ = nullptr, *final_gamma_ = nullptr, *final_beta_ = nullptr;
     const T* unembedding_ = nullptr;  // (C, V); null when tied: logits = x wteᵀ
-    std::size_t length_ = 0, count_ = 0;
+    std::size_t length_ = 0, count_ = 0, position_start_ = 0;
     // per layer: softmax key and value caches (H, T_max, D); linear state (H, F, D) and key sum (H, F)
     std::vector<std::vector<T>> keys_, values_, state_, key_sum_;
     // scratch, (count, ·)

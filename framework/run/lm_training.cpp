@@ -162,6 +162,7 @@ LmTraining train_lm_typed(const config::Config& cfg, const RunOptions& options, 
     result.final_eval_loss = *last_loss;
     result.final_eval_perplexity = std::exp(*last_loss);
     result.wall_time_s = trainer.elapsed_seconds();
+    result.parameters.assign(model.params.begin(), model.params.end());
     return result;
 }
 
@@ -169,6 +170,36 @@ LmTraining train_lm_typed(const config::Config& cfg, const RunOptions& options, 
 
 LmTraining train_lm(const config::Config& cfg, const RunOptions& options, RunFolder& run) {
     return with_model_dtype(cfg, [&](auto zero) { return train_lm_typed<decltype(zero)>(cfg, options, run); });
+}
+
+// Memory and work of an lm run (framework/run/memory_estimate.hpp); without data.tokens, of the model alone. The real vocabulary dominates small models:
+// embeddings (and the untied unembedding) in parameters, gradients and both Adam moments, and the (B, T, V) logits,
+// probabilities and their gradient; the trunk is 12 C^2 + 13 C parameters a layer, and softmax attention keeps
+// (B, H, T, T) scores. FLOPs: forward + backward = 3 forwards of 2 per multiply-add, per step and per evaluation.
+RunEstimate estimate_lm_training(const config::Config& cfg) {
+    const double V = static_cast<double>(cfg.get_int("task.vocab_size")), ctx = static_cast<double>(cfg.get_int("task.context_length"));
+    const double T = cfg.get_int("task.seq_len") > 0 ? static_cast<double>(cfg.get_int("task.seq_len")) : ctx;
+    const double L = static_cast<double>(cfg.get_int("model.layers")), C = static_cast<double>(cfg.get_int("model.width"));
+    const double H = static_cast<double>(cfg.get_int("model.heads"));
+    const double B = static_cast<double>(cfg.get_int("train.batch_size")), steps = static_cast<double>(cfg.get_int("train.steps"));
+    const double bytes = cfg.get_string("model.dtype") == "float64" ? 8.0 : 4.0;
+    const double tied = cfg.get_bool("model.tie_embeddings") ? 1.0 : 2.0;
+    const double trunk = L * (12.0 * C * C + 13.0 * C);
+    const double parameters = tied * V * C + ctx * C + trunk;
+    RunEstimate e;
+    if (cfg.get_string("data.tokens").empty()) {
+        // nothing is trained (a training run without data.tokens is refused): the config only describes a model, as
+        // `iclab import gpt2` writes it. Its parameters, for the commands that load it.
+        e.memory_gib = parameters * bytes / (1024.0 * 1024.0 * 1024.0);
+        e.keys = {"model.width", "model.layers", "task.vocab_size"};
+        return e;
+    }
+    e.memory_gib = (4.0 * parameters + B * T * (L * (16.0 * C + H * T) + 3.0 * V)) * bytes / (1024.0 * 1024.0 * 1024.0);
+    const double forward_per_token = 2.0 * (trunk + V * C) + 4.0 * L * T * C;  // matrices, logits, attention
+    const double evaluations = std::floor(steps / static_cast<double>(cfg.get_int("eval.every"))) + 1.0;
+    e.flops = 3.0 * forward_per_token * B * T * steps + forward_per_token * static_cast<double>(cfg.get_int("eval.sequences")) * T * evaluations;
+    e.keys = {"model.width", "model.layers", "task.vocab_size", "train.batch_size", "task.seq_len", "train.steps"};
+    return e;
 }
 
 }  // namespace iclab::run

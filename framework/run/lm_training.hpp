@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "framework/config/config.hpp"
+#include "framework/run/memory_estimate.hpp"
 #include "framework/model/transformer.hpp"
 #include "framework/run/run_folder.hpp"
 
@@ -28,6 +29,7 @@ struct LmTraining {
     double final_eval_loss = 0.0, final_eval_perplexity = 0.0;
     std::size_t parameter_count = 0, train_tokens = 0, heldout_tokens = 0;
     double wall_time_s = 0.0;
+    std::vector<double> parameters;  // the trained parameters (completed runs), for experiments that go on to probe them
 };
 
 // Everything train_lm reads besides the config, checked before the run folder is made (exit 2, nothing written):
@@ -39,5 +41,8 @@ void check_lm_training_inputs(const config::Config& cfg);
 // run.results(), and the tokenizer (data.tokenizer) into RUN_DIR/tokenizer — all but run.commit(). Streams of
 // `seed`: 1 initialization, 2 training windows, 3 held-out windows.
 LmTraining train_lm(const config::Config& cfg, const RunOptions& options, RunFolder& run);
+
+// Memory and work of training the model an lm config describes (framework/run/memory_estimate.hpp).
+RunEstimate estimate_lm_training(const config::Config& cfg);
 
 }  // namespace iclab::run

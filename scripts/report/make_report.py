@@ -39,6 +39,7 @@ SECTIONS = [
     ("iclca_induction", "000", "Paper 000 Table 2: ICL accuracy of the converted model"),
     ("bias_training", "000", "Paper 000 Figure 1: training with the bias terms"),
     ("iclaa", "000", "Paper 000 §5, §6.4: ICLAA for softmax attention"),
+    ("iclaa_lm", "000", "Paper 000 §6.4, Tables 3-5: ICLAA on a language model (KJV, or an imported GPT-2)"),
     ("iclca_serving", "000", "Paper 000 §7: serving converted prompts"),
     ("gd_duals", "002", "Papers 002 Theorem 1 / Algorithm 1, 004 Theorem 1 and Eq. 13-18, von Oswald Prop. 1: exact GD duals"),
     ("lsa_gd", "003", "Paper 003 Part A: Figure 2, Figure 4, Propositions 1-8, App. D"),
