@@ -53,4 +53,9 @@ std::shared_ptr<const FileImage> read_checked_hdf5_image(const std::filesystem::
 // images are remembered.
 void set_hdf5_check_limits(const Hdf5CheckLimits& limits, bool remember_checked = true);
 
+// For the fuzz target only (a fork per input costs ~100 ms under ASan): the check reads the image in this process, so a
+// crash or hang inside HDF5 happens here, where libFuzzer records it; scripts/fuzz.sh then replays every such input
+// through the real, forked check, which must end it in an InputError. Never set by iclab itself.
+void set_hdf5_check_in_process(bool in_process);
+
 }  // namespace iclab::io

@@ -49,7 +49,9 @@ void ResultsReader::read_everything() const {
                 return 0;
             });
         });
-        for (const auto& [name, kind] : found) {
+        for (const auto& entry : found) {
+            const std::string& name = entry.first;  // (clang's C++17 captures no structured binding)
+            const H5T_class_t kind = entry.second;
             attempt([&] { (void)has_attr(path, name); });
             if (kind == H5T_STRING) attempt([&] { (void)read_attr_string(path, name); });
             if (kind == H5T_INTEGER) attempt([&] { (void)read_attr_int64(path, name); });
