@@ -132,7 +132,7 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     if (const char* seed_dir = std::getenv("ICLAB_FUZZ_SEED_DIR")) write_seeds(seed_dir);
     iclab::io::Hdf5CheckLimits limits;
     limits.cpu_seconds = 1.0;
-    limits.wall_extra_seconds = 5.0;
+    limits.wall_extra_seconds = 60.0;  // the wall-clock limit only catches a starved child: generous
     iclab::io::set_hdf5_check_limits(limits);
     // ICLAB_FUZZ_HDF5_IN_PROCESS=1: the check reads in this process (~50x more inputs per second); HDF5's own crashes and
     // hangs are then recorded by libFuzzer and replayed by scripts/fuzz.sh through the forked check.
