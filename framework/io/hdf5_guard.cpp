@@ -56,6 +56,7 @@ std::size_t remembered_bytes = 0;
 
 std::string describe_errno() { return std::strerror(errno); }
 
+#ifndef ICLAB_HDF5_GUARD_ASAN
 // Virtual memory of this process now (bytes), for the child's RLIMIT_AS.
 double virtual_bytes() {
     std::ifstream statm("/proc/self/statm");
@@ -63,6 +64,7 @@ double virtual_bytes() {
     statm >> pages;
     return pages * static_cast<double>(::sysconf(_SC_PAGESIZE));
 }
+#endif
 
 // In the child: limits, silence, read everything, _exit. Never returns.
 [[noreturn]] void child_check(const std::shared_ptr<const FileImage>& image, double cpu_seconds, int message_fd) {
