@@ -118,7 +118,8 @@ std::string outcome_of(const std::string& file, int status, bool timed_out, doub
         if (code == 0) return "";
         if (code == kRefused) return message.empty() ? file + ": refused by the HDF5 check" : message;
         if (code == kOutOfMemory) return damaged + "ran out of the memory allowed for reading it)";
-        return damaged + "failed reading it, exit status " + std::to_string(code) + ")";  // AddressSanitizer exits 1
+        // AddressSanitizer reports a SEGV in the child and exits 1
+        return damaged + "crashed reading it: exit status " + std::to_string(code) + ")";
     }
     const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     if (signal == SIGXCPU || signal == SIGKILL)
