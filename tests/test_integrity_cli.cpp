@@ -9,6 +9,7 @@
 
 #include <functional>
 
+#include "framework/core/measure.hpp"
 #include "framework/icl/adapter_file.hpp"
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
@@ -208,4 +209,18 @@ TEST_CASE("converting on top of an ICLAA adapter inherits its feature map, F and
                 .status == 0);
     const io::ResultsReader joint_reader(joint);
     CHECK(reader.read_attr_string("/", "content_checksum") == joint_reader.read_attr_string("/", "content_checksum"));
+}
+
+TEST_CASE("convert --random-features refuses an ICLAA adapter that cannot fit in memory, before any work", "[integrity][cli][iclaa]") {
+    // width 512, 8 heads (D 64), 4 layers, F = 2^20: per layer and head b_KV and w (F x D) and b_D and c (F) in doubles,
+    // an adapter of about 32 GiB whose conversion needs about 64 GiB.
+    if (available_memory_gib() > 60.0) {
+        WARN("skipped: this machine has more memory than the refused conversion needs");
+        return;
+    }
+    Scratch scratch;
+    const std::string run = train_tiny(scratch, "model.attention=softmax model.width=512 model.heads=8 model.layers=4");
+    const fs::path out = scratch.path / "big.h5";
+    require_refused(run_iclab("convert " + run + " --prompt abcab --random-features 1048576 --out " + out.string(), scratch.path),
+                    {"iclab convert", "an adapter of about 32.5 GiB", "F 1048576", "GiB available", "lower --random-features"}, {out});
 }

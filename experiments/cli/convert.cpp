@@ -12,10 +12,40 @@
 #include "framework/icl/iclca.hpp"
 #include "framework/io/output_path.hpp"
 #include "framework/run/finished_run.hpp"
+#include "framework/run/memory_estimate.hpp"
 
 namespace iclab::cli {
 
 namespace {
+
+// The size of an ICLAA adapter and of its conversion, before any map is drawn (issue 20: --random-features 1048576
+// wrote a multi-GB adapter after minutes of work). The file stores per layer, in doubles, b_KV (H, F, D) and b_D (H, F),
+// and for random and learned maps w (H, D, F) and c (H, F); the conversion holds the maps and the terms (one file's worth)
+// and the writer's in-memory image (another). FLOPs: the prompt's M features and b_KV sums, 4 M F D per layer and head
+// (a learned map's fit is not counted). Refused when the memory or the disk cannot hold it, or beyond kMaxRunFlops.
+void check_iclaa_estimate(const model::ModelSpec& spec, const std::string& feature_map, std::size_t features, std::size_t tokens,
+                          const std::filesystem::path& out) {
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    const double L = static_cast<double>(spec.layers), H = static_cast<double>(spec.heads), D = static_cast<double>(spec.head_dim());
+    const double F = static_cast<double>(features), M = static_cast<double>(tokens);
+    const double per_head = F * D + F + (feature_map == "elu1" ? 0.0 : F * D + F);
+    const double file_gib = 8.0 * L * H * per_head / kGiB, memory_gib = 2.0 * file_gib + 8.0 * M * F / kGiB;
+    const double flops = 4.0 * L * H * M * F * D;
+    char estimate[200];
+    std::snprintf(estimate, sizeof estimate, "an adapter of about %.3g GiB (F %.0f, %.0f layers x %.0f heads, D %.0f), about %.3g GiB of memory, %.2g FLOP",
+                  file_gib, F, L, H, D, memory_gib, flops);
+    const double available = available_memory_gib();
+    ICLAB_INPUT_CHECK(!(memory_gib > available), "iclab convert: " << estimate << "; this machine has " << available
+                                                                   << " GiB available: lower --random-features");
+    std::error_code error;
+    const std::filesystem::space_info disk = std::filesystem::space(out.has_parent_path() ? out.parent_path() : ".", error);
+    ICLAB_INPUT_CHECK(error || file_gib * kGiB <= static_cast<double>(disk.available),
+                      "iclab convert: " << estimate << "; " << (out.has_parent_path() ? out.parent_path().string() : ".") << " has "
+                                        << static_cast<double>(disk.available) / kGiB << " GiB free: lower --random-features");
+    ICLAB_INPUT_CHECK(flops <= run::kMaxRunFlops, "iclab convert: " << estimate << "; iclab refuses more than " << run::kMaxRunFlops
+                                                                     << " FLOP: lower --random-features or shorten the prompt");
+    if (file_gib >= 0.25 || flops >= run::kPrintEstimateFlops) std::printf("estimated             %s\n", estimate);
+}
 
 // ICLAA: the base adapters' prompts, then this prompt, converted at once (composition by reconversion, spec §1.5).
 void convert_iclaa(const ConvertOptions& options, const std::vector<std::int32_t>& prompt, run::InductionRun& loaded) {
@@ -66,6 +96,8 @@ void convert_iclaa(const ConvertOptions& options, const std::vector<std::int32_t
     choice.map = feature_map;
     choice.features = feature_map == "elu1" ? model.spec().head_dim() : features;
     choice.fit.steps = fit_steps;
+    check_iclaa_estimate(model.spec(), feature_map, choice.features, context.size(), options.out);
+    std::fflush(stdout);
     Rng rng(seed);
     icl::FeatureFitReport report;
     const auto start = std::chrono::steady_clock::now();

@@ -29,6 +29,7 @@ namespace iclab::io {
 namespace detail {
 struct Hdf5File;  // keeps H5Cpp.h out of every file that includes this header
 }
+struct FileImage;  // hdf5_guard.hpp
 
 // One column of a table: all columns of one table must have the same length.
 struct Column {
@@ -128,7 +129,12 @@ private:
 // Read-only access to a results file. Paths are absolute ("/curves/step") or relative to the root.
 class ResultsReader {
 public:
+    // Reads the file into memory once, checks that image in a child process (hdf5_guard.hpp: HDF5 may crash or hang
+    // on a damaged file) and then reads the same bytes here: every HDF5 file iclab reads is untrusted.
     explicit ResultsReader(const std::filesystem::path& path);
+    // Reads an image as it is, with no check: for the child of check_hdf5_image, and for images it passed.
+    struct Unchecked {};
+    ResultsReader(std::shared_ptr<const FileImage> image, Unchecked);
     ~ResultsReader();
     ResultsReader(const ResultsReader&) = delete;
     ResultsReader& operator=(const ResultsReader&) = delete;
@@ -166,8 +172,15 @@ public:
 
     const std::filesystem::path& path() const { return path_; }
 
+    // Reads every group, link, attribute and dataset once, the ways the methods above read them (the child of
+    // check_hdf5_image does this, so that a crash or a hang inside HDF5 happens there). A damaged item is skipped (the
+    // read that needs it reports it); InputError for what iclab never follows: a soft, external or user-defined link,
+    // groups nested deeper than 64.
+    void read_everything() const;
+
 private:
     std::filesystem::path path_;
+    std::shared_ptr<const FileImage> image_;  // the bytes HDF5 reads; outlives hdf5_ (declared before it)
     std::unique_ptr<detail::Hdf5File> hdf5_;
 };
 

@@ -1,7 +1,11 @@
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <sstream>
 
 #include "framework/io/hdf5_detail.hpp"
+#include "framework/io/hdf5_guard.hpp"
 #include "framework/io/results_file.hpp"
 
 // The reader half of results_file.hpp: everything read is input (a file iclab may not have written), so every
@@ -99,15 +103,46 @@ T read_numeric_attribute(const H5::H5File& file, const std::filesystem::path& fi
     });
 }
 
+// HDF5's core driver over an image in memory, read-only and not copied: the callbacks hand HDF5 the image's own buffer
+// (the fapl's "copy" and the driver's "copy" are the same bytes) and release nothing; the reader holds the image.
+void* image_malloc(size_t, H5FD_file_image_op_t op, void* udata) {
+    const bool ours = op == H5FD_FILE_IMAGE_OP_PROPERTY_LIST_SET || op == H5FD_FILE_IMAGE_OP_PROPERTY_LIST_COPY ||
+                      op == H5FD_FILE_IMAGE_OP_FILE_OPEN;
+    return ours ? udata : nullptr;
+}
+void* image_memcpy(void* dest, const void* src, size_t, H5FD_file_image_op_t, void*) { return dest == src ? dest : nullptr; }
+void* image_realloc(void*, size_t, H5FD_file_image_op_t, void*) { return nullptr; }  // read-only: never resized
+herr_t image_free(void*, H5FD_file_image_op_t, void*) { return 0; }
+void* image_udata_copy(void* udata) { return udata; }
+herr_t image_udata_free(void*) { return 0; }
+
+std::unique_ptr<detail::Hdf5File> open_image(const FileImage& image) {
+    static std::atomic<unsigned long> opened{0};
+    void* bytes = const_cast<unsigned char*>(image.bytes.data());  // HDF5 takes void*; the file is opened read-only
+    H5::FileAccPropList access;
+    access.setCore(1 << 20, /*backing_store=*/false);
+    H5FD_file_image_callbacks_t callbacks = {image_malloc, image_memcpy, image_realloc, image_free,
+                                             image_udata_copy, image_udata_free, bytes};
+    ICLAB_CHECK(H5Pset_file_image_callbacks(access.getId(), &callbacks) >= 0 &&
+                    H5Pset_file_image(access.getId(), bytes, image.bytes.size()) >= 0,
+                "cannot hand HDF5 a file image");
+    // A name of its own per open: HDF5 shares one open file between opens of the same name.
+    const std::string name = "iclab-image-" + std::to_string(::getpid()) + "-" + std::to_string(++opened);
+    return std::make_unique<detail::Hdf5File>(name, H5F_ACC_RDONLY, access);
+}
+
 }  // namespace
 
-ResultsReader::ResultsReader(const std::filesystem::path& path) : path_(path) {
+ResultsReader::ResultsReader(const std::filesystem::path& path)
+    : ResultsReader(read_checked_hdf5_image(path), Unchecked{}) {}
+
+ResultsReader::ResultsReader(std::shared_ptr<const FileImage> image, Unchecked)
+    : path_(image->path), image_(std::move(image)) {
     H5::Exception::dontPrint();
-    ICLAB_INPUT_CHECK(std::filesystem::is_regular_file(path_), path_.string() << " is not a file");
+    ICLAB_INPUT_CHECK(!image_->bytes.empty(), path_.string() << " is not a readable HDF5 results file (it is empty)");
     try {
-        hdf5_ = read_step(path_, "opening",
-                          [&] { return std::make_unique<detail::Hdf5File>(path_.string(), H5F_ACC_RDONLY); });
-    } catch (const Error& error) {  // empty, truncated, text: bad input, not a failure of iclab
+        hdf5_ = read_step(path_, "opening", [&] { return open_image(*image_); });
+    } catch (const Error& error) {  // truncated, text: bad input, not a failure of iclab
         throw InputError(path_.string() + " is not a readable HDF5 results file (" + error.what() + ")");
     }
 }

@@ -299,15 +299,17 @@ def main():
     # top-level runs only: a run inside another run's folder (bias_training's sub-runs) is part of that run
     found = find_runs(args.dirs)
     paths = [d for d in found if not any(d != p and d.startswith(p + os.sep) for p in found)]
-    runs = sorted((load_run(d) for d in paths), key=lambda r: (section_key(r)[0], r.run_dir))
-    if not runs:
+    if not paths:
         print("make_report: no finished run under " + " ".join(args.dirs), file=sys.stderr)
         return 2
+    # iclab claims first: it reads every run's results.h5 through iclab's check of untrusted HDF5 files (a damaged file
+    # can crash or hang the HDF5 library, docs/adapter_format.md), so h5py below only opens files that passed it.
     claims_csv = os.path.join(out_dir, "claims.csv")
     done = subprocess.run([args.iclab, "claims", *args.dirs, "--out", claims_csv, "--overwrite"], capture_output=True, text=True)
     if done.returncode != 0:
         print(f"make_report: iclab claims failed: {done.stderr.strip()}", file=sys.stderr)
         return done.returncode or 1
+    runs = sorted((load_run(d) for d in paths), key=lambda r: (section_key(r)[0], r.run_dir))
     claims = read_claims_csv(claims_csv)
     declared_runs = {c["setting"] for c in claims}
     for run in runs:

@@ -1,10 +1,16 @@
 // libFuzzer target: the adapter readers (framework/icl/adapter_io.cpp, iclaa_adapter_io.cpp) on arbitrary file contents,
-// the way `iclab predict --adapter` and `iclab convert --adapter` read them: is_iclaa_adapter_file, then
-// read_iclaa_adapter or read_adapter_file. Damaged input must end in iclab::Error (InputError where iclab can tell);
-// a crash, a hang, an allocation beyond the input's size or UB is a finding. A read that succeeds is walked through
-// every value attention would use (the terms' buffers against the maps' F and D), so a reader that lets inconsistent
-// shapes through is caught here by ASan, not in predict.
-// On an empty corpus it writes its own seeds (ICLAA_FUZZ_SEED_DIR): an ICLCA adapter with a base chain, and ICLAA
+// exactly the way `iclab predict --adapter` and `iclab convert --adapter` read them: is_iclaa_adapter_file, then
+// read_iclaa_adapter or read_adapter_file, each opening the file through io::ResultsReader, which reads it into memory
+// and checks it in a child process first (framework/io/hdf5_guard.hpp). So HDF5's own crashes and endless loops on
+// damaged files (H5HG_read, H5G__dense_get_name_by_idx) are caught as the product catches them: an InputError
+// "damaged HDF5 file". Damaged input must end in iclab::InputError; a crash, a hang, an allocation beyond the input's
+// size or UB in this process is a finding. A read that succeeds is walked through every value attention would use
+// (the terms' buffers against the maps' F and D), so a reader that lets inconsistent shapes through is caught here by
+// ASan, not in predict. The child's CPU limit is 1 s here (5 s in iclab): a hang costs one second, not five.
+// A fork per input costs ~100 ms of CPU under ASan; scripts/fuzz.sh therefore fuzzs with ICLAB_FUZZ_HDF5_IN_PROCESS=1 (the
+// check's reading runs in this process, HDF5's own crashes and hangs are recorded as crash-/timeout- files) and then
+// replays every recorded input through the forked check, where each must end in an InputError.
+// On an empty corpus it writes its own seeds (ICLAB_FUZZ_SEED_DIR): an ICLCA adapter with a base chain, and ICLAA
 // adapters with prf and elu1 maps, written by the library's own writers.
 #include <unistd.h>
 
@@ -19,6 +25,7 @@
 #include "framework/core/check.hpp"
 #include "framework/icl/adapter_file.hpp"
 #include "framework/icl/iclaa_adapter.hpp"
+#include "framework/io/hdf5_guard.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/nn/kernel_features.hpp"
 
@@ -123,6 +130,14 @@ void write_seeds(const std::filesystem::path& dir) {
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     if (const char* seed_dir = std::getenv("ICLAB_FUZZ_SEED_DIR")) write_seeds(seed_dir);
+    iclab::io::Hdf5CheckLimits limits;
+    limits.cpu_seconds = 1.0;
+    limits.wall_extra_seconds = 60.0;  // the wall-clock limit only catches a starved child: generous
+    iclab::io::set_hdf5_check_limits(limits);
+    // ICLAB_FUZZ_HDF5_IN_PROCESS=1: the check reads in this process (~50x more inputs per second); HDF5's own crashes and
+    // hangs are then recorded by libFuzzer and replayed by scripts/fuzz.sh through the forked check.
+    if (const char* in_process = std::getenv("ICLAB_FUZZ_HDF5_IN_PROCESS"); in_process != nullptr && std::string(in_process) == "1")
+        iclab::io::set_hdf5_check_in_process(true);
     (void)argc, (void)argv;
     return 0;
 }
