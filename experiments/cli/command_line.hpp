@@ -1,0 +1,27 @@
+#pragma once
+// What the `iclab` subcommands share (main.cpp, model_commands.cpp): the usage text, flag parsing and letter files.
+// Exit statuses: ICLAB_INPUT_CHECK failures are bad input (2), see main.cpp.
+#include <boost/program_options.hpp>
+
+#include <string>
+#include <vector>
+
+namespace iclab::cli {
+
+extern const char* const kUsage;
+
+// Parses a subcommand's flags; its positional arguments go to `positional_name`: "positional" (any number,
+// positional_arguments) or "run_dir" (one).
+boost::program_options::variables_map parse_command(const std::vector<std::string>& args,
+                                                    const boost::program_options::options_description& flags,
+                                                    const std::string& positional_name);
+std::vector<std::string> positional_arguments(const boost::program_options::variables_map& vm);
+// The letters of a text or prompt file (a regular file of at most 1 MiB), whitespace dropped.
+std::string read_letters_file(const std::string& path, const char* flag);
+
+// The commands on a trained model or a config's model (model_commands.cpp).
+int command_predict(const std::vector<std::string>& args);
+int command_convert(const std::vector<std::string>& args);
+int command_bench(const std::vector<std::string>& args);
+
+}  // namespace iclab::cli
