@@ -36,7 +36,7 @@ TEST_CASE("sweep ETA: weighted by each job's estimated work", "[sweep][eta]") {
     CHECK(sweep_eta_seconds(last) == Approx(30.0));
 }
 
-TEST_CASE("sweep ETA: without estimates, the mean job time; nothing left, zero", "[sweep][eta]") {
+TEST_CASE("sweep ETA: without estimates, the mean job time, and zero when nothing is left", "[sweep][eta]") {
     EtaInput in;
     in.done_seconds = {100.0, 1.0};
     in.done_flops = {0.0, 0.0};  // a plan read back from disk has no estimates
