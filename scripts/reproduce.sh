@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every experiment that reproduces a paper claim, then the report. A profile is the sweep file
-# configs/reproduce/<profile>.yaml (one run per config) and, when present, configs/reproduce/<profile>_seeds.yaml
-# (the claims on trained models, over >= 3 training seeds); finished runs are skipped. Then the report
+# configs/reproduce/<profile>.yaml (one run per config) and, when present, configs/reproduce/<profile>_*.yaml
+# (the claims on trained models, over >= 3 training seeds; paper 003 Part B's paired grids); finished runs are skipped. Then the report
 # (results/report/index.html: one claims table per paper at the top, pooled over seeds by `iclab claims`) and the
 # page docs/reproduction.md (docs/reproduction_<profile>.md for other profiles): claims, verdicts, wall times,
 # commit, CPU.
@@ -32,7 +32,7 @@ start=$(date +%s)
 status=0
 sweeps=()
 files=("configs/reproduce/$profile.yaml")
-[ -f "configs/reproduce/${profile}_seeds.yaml" ] && files+=("configs/reproduce/${profile}_seeds.yaml")
+for extra in configs/reproduce/"${profile}"_*.yaml; do [ -f "$extra" ] && files+=("$extra"); done
 part=0
 for file in "${files[@]}"; do
   part=$((part + 1))

@@ -161,3 +161,85 @@ TEST_CASE("claims: /claims round trip and pooling seeds across runs", "[claims]"
     }
     fs::remove_all(dir);
 }
+
+TEST_CASE("claims: paired claims pool the two arms of each seed", "[claims]") {
+    Claim c = declared(ClaimRule::count_above(0.0, 2));
+    c.pair.key = "model.mask", c.pair.first = "prefix", c.pair.second = "causal";
+    c.pair.combine = ClaimPair::Combine::log_ratio;
+    auto arm = [&](const std::string& name, std::int64_t seed, double value) {
+        Claim a = c;
+        a.pair.arm = name;
+        return std::vector<ClaimResult>{evaluate_claim(a, {seed}, {value})};
+    };
+    const auto alone = arm("prefix", 0, 1.0);
+    CHECK(alone[0].verdict == Verdict::inconclusive);  // a raw arm value is no evidence either way
+    CHECK_THAT(alone[0].note, Catch::Contains("pairs it with the causal run"));
+    // seeds 0, 1, 2: causal/prefix = 4, 0.5, 2 -> ln = 1.386, -0.693, 0.693: 2 of 3 above 0
+    const auto pooled = pool_claims({{"p0", arm("prefix", 0, 0.25)}, {"c0", arm("causal", 0, 1.0)}, {"p1", arm("prefix", 1, 2.0)},
+                                     {"c1", arm("causal", 1, 1.0)}, {"c2", arm("causal", 2, 3.0)}, {"p2", arm("prefix", 2, 1.5)}});
+    REQUIRE(pooled.size() == 1);
+    CHECK(pooled[0].claim.pair.arm.empty());
+    CHECK(pooled[0].units == std::vector<std::int64_t>{0, 1, 2});
+    REQUIRE(pooled[0].values.size() == 3);
+    CHECK(pooled[0].values[0] == Approx(std::log(4.0)));
+    CHECK(pooled[0].values[1] == Approx(std::log(0.5)));
+    CHECK(pooled[0].values[2] == Approx(std::log(2.0)));
+    CHECK(pooled[0].on_side == 2);
+    CHECK(pooled[0].verdict == Verdict::reproduced);
+    // the same rule with seed 2 reversed: 1 of 3, not reproduced
+    const auto reversed = pool_claims({{"p0", arm("prefix", 0, 0.25)}, {"c0", arm("causal", 0, 1.0)}, {"p1", arm("prefix", 1, 2.0)},
+                                       {"c1", arm("causal", 1, 1.0)}, {"c2", arm("causal", 2, 1.5)}, {"p2", arm("prefix", 2, 3.0)}});
+    CHECK(reversed[0].verdict == Verdict::not_reproduced);
+    // difference: causal - prefix
+    Claim d = c;
+    d.pair.combine = ClaimPair::Combine::difference;
+    d.pair.arm = "prefix";
+    Claim e = d;
+    e.pair.arm = "causal";
+    const auto diff = pool_claims({{"p", {evaluate_claim(d, {0}, {24.0})}}, {"c", {evaluate_claim(e, {0}, {27.5})}}});
+    CHECK(diff[0].values == std::vector<double>{3.5});
+    // a seed with one arm only is left out and named
+    const auto partial = pool_claims({{"p0", arm("prefix", 0, 0.25)}, {"c0", arm("causal", 0, 1.0)}, {"p1", arm("prefix", 1, 2.0)}});
+    CHECK(partial[0].values.size() == 1);
+    CHECK(partial[0].verdict == Verdict::inconclusive);
+    CHECK_THAT(partial[0].note, Catch::Contains("left out: seed 1 (prefix)"));
+    // the same seed and arm twice is refused; a pair declared on another key is refused
+    CHECK_THROWS_WITH(pool_claims({{"a", arm("prefix", 0, 1.0)}, {"b", arm("prefix", 0, 1.0)}}), Catch::Contains("seed 0 (prefix) is in both a and b"));
+    Claim other = c;
+    other.pair.key = "model.attention", other.pair.arm = "causal";
+    CHECK_THROWS_WITH(pool_claims({{"a", arm("prefix", 0, 1.0)}, {"b", {evaluate_claim(other, {0}, {1.0})}}}), Catch::Contains("declared differently"));
+    // declarations: an arm that is neither, arms without a key
+    Claim bad = c;
+    bad.pair.arm = "full";
+    CHECK_THROWS_AS(check_claim(bad), iclab::Error);
+    Claim keyless = declared(ClaimRule::count_above(0.0, 2));
+    keyless.pair.arm = "prefix";
+    CHECK_THROWS_AS(check_claim(keyless), iclab::Error);
+}
+
+TEST_CASE("claims: paired claims survive the /claims round trip", "[claims]") {
+    std::random_device random;
+    const fs::path dir = fs::temp_directory_path() / ("iclab_test_pairs_" + std::to_string(::getpid()) + "_" + std::to_string(random()));
+    fs::create_directories(dir);
+    Claim c = declared(ClaimRule::count_above(0.0, 2));
+    c.pair.key = "model.mask", c.pair.first = "prefix", c.pair.second = "causal", c.pair.arm = "causal";
+    c.pair.combine = ClaimPair::Combine::log_ratio;
+    Claim plain = declared(ClaimRule::count_above(0.0, 1));
+    plain.id = "unpaired";
+    {
+        ResultsWriter w(dir / "run.h5");
+        write_claims(w, {evaluate_claim(c, {2}, {0.5}), evaluate_claim(plain, {2}, {1.0})});
+        w.commit();
+    }
+    const auto back = read_claims(ResultsReader(dir / "run.h5"));
+    REQUIRE(back.size() == 2);
+    CHECK(back[0].claim.pair.key == "model.mask");
+    CHECK(back[0].claim.pair.first == "prefix");
+    CHECK(back[0].claim.pair.second == "causal");
+    CHECK(back[0].claim.pair.arm == "causal");
+    CHECK(back[0].claim.pair.combine == ClaimPair::Combine::log_ratio);
+    CHECK(back[0].verdict == Verdict::inconclusive);
+    CHECK_FALSE(back[1].claim.pair.paired());
+    CHECK(back[1].verdict == Verdict::reproduced);
+    fs::remove_all(dir);
+}

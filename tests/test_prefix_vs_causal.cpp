@@ -4,7 +4,11 @@
 // evaluation.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
+#include "framework/run/claims_pool.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace iclab_test;
@@ -58,6 +62,45 @@ TEST_CASE("prefix_vs_causal: paired prefix and causal runs and every evaluation 
         CHECK(tables[1].error_pct[i] <= 100.0);
     }
     CHECK(tables[0].zero_mse[0] != tables[0].zero_mse[1]);  // 32 of 96 sequences: another mean
+
+    // The paired claims (experiments/prefix_vs_causal/claims.hpp): each run declares one arm (inconclusive alone);
+    // pooled, the prefix and causal runs of a task form one setting and each claim's value is computed from the two
+    // tables: ln(causal / prefix) of the query MSE (LR), causal - prefix error in points (MC).
+    std::vector<fs::path> dirs;
+    for (const auto& entry : fs::recursive_directory_iterator(scratch.path))
+        if (entry.path().filename() == "results.h5") dirs.push_back(entry.path().parent_path());
+    REQUIRE(dirs.size() == 4);
+    for (const auto& dir : dirs) {
+        const auto own = iclab::io::read_claims(iclab::io::ResultsReader((dir / "results.h5").string()));
+        REQUIRE(own.size() == 4);  // Table 1 sign, Table 1 ratio/gap, Tables 4-6 at k = 3 and k = 5
+        for (const auto& r : own) CHECK(r.verdict == iclab::io::Verdict::inconclusive);
+    }
+    const auto pooled = iclab::run::pool_run_claims(dirs);
+    REQUIRE(pooled.size() == 2);  // LR and MC; the mask is the arm, not the setting
+    for (const auto& p : pooled) {
+        REQUIRE(p.runs.size() == 2);
+        const bool mc = p.claims[0].claim.id.find("MC") != std::string::npos;
+        const Table& prefix = tables[mc ? 1 : 0];
+        const Table& causal = tables[mc ? 3 : 2];
+        std::vector<std::string> ids;
+        for (const auto& r : p.claims) ids.push_back(r.claim.id);
+        const std::string task = mc ? "MC" : "LR";
+        CHECK(ids == std::vector<std::string>{"003-T3 " + task + " SL-L2: prefix < causal",
+                                              "003-T1 " + task + " SL-L2: " + (mc ? "gap >= 1 point" : "ratio >= 1.5"),
+                                              "003-T4-6 " + task + " SL-L2 k=3: prefix < causal",
+                                              "003-T4-6 " + task + " SL-L2 k=5: prefix < causal"});
+        CHECK(p.claims[2].claim.source == "Table 4");  // k = d <-> the paper's 16 of 40
+        CHECK(p.claims[3].claim.source == "Tables 4-6");  // k = 5/3 d: no printed cell
+        for (std::size_t c = 0; c < 4; ++c) {
+            const std::size_t set = c < 2 ? 0 : c + 1;  // test, test, test_k3, test_k5
+            const double expected = mc ? causal.error_pct[set] - prefix.error_pct[set] : std::log(causal.query_mse[set] / prefix.query_mse[set]);
+            REQUIRE(p.claims[c].values.size() == 1);
+            CHECK(p.claims[c].values[0] == Approx(expected).epsilon(1e-12));
+            CHECK(p.claims[c].units == std::vector<std::int64_t>{0});
+            CHECK(p.claims[c].verdict == iclab::io::Verdict::inconclusive);  // one seed: the rule needs 2
+            CHECK_THAT(p.claims[c].note, Catch::Contains("1 values, the rule needs 2"));
+        }
+    }
 }
 
 TEST_CASE("prefix_vs_causal_probes: one least-squares probe per depth of a finished run", "[prefix_vs_causal][cli]") {

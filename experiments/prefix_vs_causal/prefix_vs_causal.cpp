@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/prefix_vs_causal/claims.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/regression_training.hpp"
 
@@ -32,6 +33,9 @@ void declare_keys(config::Schema& schema) {
                  "training-pool sequences (the first N of the pool) whose query error is reported (Figure 6)")
         .add_string("prefix_vs_causal.profile", "", {"", "smoke", "quick", "cpu2", "cpu2-long", "paper-task-small", "paper"},
                     "the spec's profile name (specs/paper003.md, Part B), recorded in results.h5; empty: none")
+        .add_bool("prefix_vs_causal.claims", true,
+                  "declare the paper's Table 1/3, 4-6 and 7 claims for this run (experiments/prefix_vs_causal/claims.hpp); "
+                  "false for runs that are not a table cell (Figure 6's smaller pools)")
         .add_rule([](const config::Config& cfg) {
             const auto first = cfg.get_int("prefix_vs_causal.first_sequences"), eval = cfg.get_int("eval.sequences");
             if (first > eval)
@@ -139,6 +143,17 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
     w.write_columns("/tables/prefix_vs_causal",
                     {{"set", rows.set}, {"examples", rows.examples}, {"sequences", rows.sequences}, {"query_mse", rows.query_mse},
                      {"zero_predictor_mse", rows.zero_mse}, {"relative_query_mse", rows.relative}, {"error_pct", rows.error_pct}});
+    if (cfg.get_bool("prefix_vs_causal.claims") && cfg.get_string("model.mask") != "full") {  // one arm of each paired claim; `iclab claims` pairs the masks
+        part_b::Cell cell;
+        cell.task = cfg.get_string("task.kind"), cell.mask = cfg.get_string("model.mask");
+        cell.shared = cfg.get_bool("model.shared_layers"), cell.l2 = cfg.get_float("train.context_output_l2") > 0.0;
+        cell.permuted = cfg.get_string("train.permute_examples") != "none", cell.x_dim = cfg.get_int("task.x_dim");
+        const std::vector<double>& error = classification ? rows.error_pct : rows.query_mse;
+        cell.test_error = error[0];
+        for (std::size_t i = 0; i < rows.set.size(); ++i)
+            if (rows.set[i].rfind("test_k", 0) == 0) cell.fewer_examples.push_back(rows.examples[i]), cell.fewer_errors.push_back(error[i]);
+        io::write_claims(w, part_b::claims(cell, cfg.get_int("seed")));
+    }
     w.set_attr("test_query_mse", rows.query_mse[0]);
     w.set_attr("test_error_pct", rows.error_pct[0]);
     w.set_attr("profile", cfg.get_string("prefix_vs_causal.profile"));

@@ -92,6 +92,15 @@ ClaimKind claim_kind_from_name(const std::string& name) {
     ICLAB_INPUT_CHECK(false, "claim kind '" << name << "' is none of: matches a printed number, reproduces a qualitative claim, own check");
 }
 
+const char* combine_name(ClaimPair::Combine combine) {
+    return combine == ClaimPair::Combine::log_ratio ? "log_ratio" : "difference";
+}
+
+double ClaimPair::combined(double first_value, double second_value) const {
+    if (combine == Combine::log_ratio) return std::log(second_value / first_value);  // NaN/inf for non-positive values
+    return second_value - first_value;
+}
+
 const char* verdict_name(Verdict verdict) {
     switch (verdict) {
         case Verdict::reproduced: return "reproduced";
@@ -165,6 +174,13 @@ void check_claim(const Claim& c) {
         ICLAB_CHECK(std::isfinite(c.paper_value), "claim " << c.id << " matches a printed number but declares none");
     else
         ICLAB_CHECK(std::isnan(c.paper_value), "claim " << c.id << " (" << claim_kind_name(c.kind) << ") must not carry a paper value");
+    if (c.pair.paired())
+        ICLAB_CHECK(!c.pair.first.empty() && !c.pair.second.empty() && c.pair.first != c.pair.second &&
+                        (c.pair.arm.empty() || c.pair.arm == c.pair.first || c.pair.arm == c.pair.second),
+                    "claim " << c.id << ": pair on " << c.pair.key << " needs two different arms and this run's arm among them, got '"
+                             << c.pair.first << "', '" << c.pair.second << "', arm '" << c.pair.arm << "'");
+    else
+        ICLAB_CHECK(c.pair.arm.empty() && c.pair.first.empty() && c.pair.second.empty(), "claim " << c.id << ": arms without a pair key");
     if (c.rule.test == ClaimRule::Test::interval_within || c.rule.test == ClaimRule::Test::count_within)
         ICLAB_CHECK(!std::isnan(c.rule.low) && !std::isnan(c.rule.high) && c.rule.low <= c.rule.high, "claim " << c.id << ": band [" << c.rule.low << ", " << c.rule.high << "] is empty");
     else
@@ -214,6 +230,11 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
             return r;  // inconclusive
         }
     r.interval = t_interval95(r.values);
+    if (claim.pair.paired() && !claim.pair.arm.empty()) {
+        r.note = "one arm (" + claim.pair.arm + ") of a paired claim: `iclab claims` pairs it with the " +
+                 (claim.pair.arm == claim.pair.first ? claim.pair.second : claim.pair.first) + " run of the same seed";
+        return r;  // inconclusive
+    }
     for (double v : r.values) r.on_side += claim.rule.on_claimed_side(v) ? 1 : 0;
     const ClaimRule& rule = claim.rule;
     using Test = ClaimRule::Test;
@@ -248,6 +269,7 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
 
 void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
     std::vector<std::string> id, paper, source, kind, statement, metric, unit, rule, test, seeds_text, verdict, note, readme;
+    std::vector<std::string> pair_key, pair_first, pair_second, pair_combine, pair_arm;
     std::vector<double> paper_value, threshold, low, high, mean, ci_low, ci_high;
     std::vector<std::int64_t> needed, n, on_side;
     std::vector<std::string> v_id;
@@ -262,6 +284,8 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
         test.push_back(rule_test_name(c.rule.test)), threshold.push_back(c.rule.threshold), low.push_back(c.rule.low);
         high.push_back(c.rule.high), needed.push_back(static_cast<std::int64_t>(c.rule.needed)), paper_value.push_back(c.paper_value);
         readme.push_back(c.readme);
+        pair_key.push_back(c.pair.key), pair_first.push_back(c.pair.first), pair_second.push_back(c.pair.second);
+        pair_combine.push_back(c.pair.paired() ? combine_name(c.pair.combine) : ""), pair_arm.push_back(c.pair.arm);
         n.push_back(static_cast<std::int64_t>(r.values.size())), on_side.push_back(static_cast<std::int64_t>(r.on_side));
         mean.push_back(r.interval.mean), ci_low.push_back(r.interval.low), ci_high.push_back(r.interval.high);
         verdict.push_back(verdict_name(r.verdict)), note.push_back(r.note);
@@ -278,10 +302,13 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
                      {"rule", rule}, {"unit", unit}, {"units", seeds_text}, {"n", n}, {"mean", mean}, {"ci95_low", ci_low},
                      {"ci95_high", ci_high}, {"on_claimed_side", on_side}, {"paper_value", paper_value}, {"verdict", verdict},
                      {"note", note}, {"readme", readme}, {"test", test}, {"threshold", threshold}, {"low", low}, {"high", high},
-                     {"needed", needed}},
+                     {"needed", needed}, {"pair_key", pair_key}, {"pair_first", pair_first}, {"pair_second", pair_second},
+                     {"pair_combine", pair_combine}, {"pair_arm", pair_arm}},
                     {{"interval", "two-sided 95 % Student-t interval of the mean over the units (n >= 2)"},
                      {"verdicts", "reproduced: the declared rule holds; not reproduced: it fails; inconclusive: the rule cannot "
-                                  "decide (interval straddles its edge, too few values, a non-finite value)"}});
+                                  "decide (interval straddles its edge, too few values, a non-finite value)"},
+                     {"pairs", "pair_key set: a paired claim; this run's value is the raw value of arm pair_arm, the rule applies "
+                               "to second - first (difference) or ln(second / first) (log_ratio) of one seed's two runs"}});
     w.write_columns("/claim_values", {{"id", v_id}, {"unit", v_unit}, {"value", v_value}});
 }
 
@@ -297,6 +324,14 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
     const auto paper_value = doubles("paper_value"), threshold = doubles("threshold"), low = doubles("low"), high = doubles("high");
     const auto needed = reader.read_column_int64("/claims/needed");
     const std::size_t rows = id.size();
+    // pair columns: absent in files written before paired claims (no claim is paired there)
+    const bool has_pairs = reader.has("/claims/pair_key");
+    const std::vector<std::string> none(rows);
+    const auto pair_key = has_pairs ? strings("pair_key") : none, pair_first = has_pairs ? strings("pair_first") : none;
+    const auto pair_second = has_pairs ? strings("pair_second") : none, pair_combine = has_pairs ? strings("pair_combine") : none;
+    const auto pair_arm = has_pairs ? strings("pair_arm") : none;
+    for (const auto* column : {&pair_key, &pair_first, &pair_second, &pair_combine, &pair_arm})
+        ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims pair columns differ in length");
     for (const auto* column : {&paper, &source, &kind, &statement, &metric, &unit, &test, &readme})
         ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims columns differ in length");
     for (const auto* column : {&paper_value, &threshold, &low, &high})
@@ -314,6 +349,10 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
         c.statement = statement[i], c.metric = metric[i], c.unit = unit[i], c.paper_value = paper_value[i], c.readme = readme[i];
         ICLAB_INPUT_CHECK(needed[i] >= 0, file << ": /claims/needed of " << c.id << " is negative");
         c.rule = {rule_test_from_name(test[i]), threshold[i], low[i], high[i], static_cast<std::size_t>(needed[i])};
+        c.pair.key = pair_key[i], c.pair.first = pair_first[i], c.pair.second = pair_second[i], c.pair.arm = pair_arm[i];
+        ICLAB_INPUT_CHECK(pair_combine[i].empty() || pair_combine[i] == "difference" || pair_combine[i] == "log_ratio",
+                          file << ": /claims/pair_combine of " << c.id << " is '" << pair_combine[i] << "'");
+        c.pair.combine = pair_combine[i] == "log_ratio" ? ClaimPair::Combine::log_ratio : ClaimPair::Combine::difference;
         try {
             check_claim(c);
         } catch (const Error& e) {
@@ -330,8 +369,9 @@ std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, st
     std::vector<std::string> order;
     std::map<std::string, Claim> declared;
     std::map<std::string, std::string> first_run;
-    std::map<std::string, std::map<std::int64_t, std::string>> unit_run;
+    std::map<std::string, std::map<std::pair<std::int64_t, std::string>, std::string>> unit_run;  // (unit, arm) -> run
     std::map<std::string, std::pair<std::vector<std::int64_t>, std::vector<double>>> values;
+    std::map<std::string, std::map<std::int64_t, std::map<std::string, double>>> arms;  // paired: unit -> arm -> value
     for (const auto& [run, claims] : runs)
         for (const ClaimResult& r : claims) {
             const Claim& c = r.claim;
@@ -342,18 +382,46 @@ std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, st
                 const Claim& d = found->second;
                 const bool same = d.paper == c.paper && d.source == c.source && d.kind == c.kind && d.statement == c.statement &&
                                   d.metric == c.metric && d.unit == c.unit && d.rule.text() == c.rule.text() &&
-                                  (d.paper_value == c.paper_value || (std::isnan(d.paper_value) && std::isnan(c.paper_value)));
+                                  (d.paper_value == c.paper_value || (std::isnan(d.paper_value) && std::isnan(c.paper_value))) &&
+                                  d.pair.key == c.pair.key && d.pair.first == c.pair.first && d.pair.second == c.pair.second &&
+                                  d.pair.combine == c.pair.combine;
                 ICLAB_INPUT_CHECK(same, "claim '" << c.id << "' is declared differently in " << first_run[c.id] << " and " << run);
             }
+            ICLAB_INPUT_CHECK(!c.pair.paired() || !c.pair.arm.empty(), "claim '" << c.id << "' in " << run << " is paired already");
             for (std::size_t i = 0; i < r.values.size(); ++i) {
-                auto [it, fresh] = unit_run[c.id].emplace(r.units[i], run);
-                ICLAB_INPUT_CHECK(fresh || c.unit != "seed", "claim '" << c.id << "': seed " << r.units[i] << " is in both " << it->second
-                                                                        << " and " << run << " (pool runs of one setting only)");
-                values[c.id].first.push_back(r.units[i]), values[c.id].second.push_back(r.values[i]);
+                auto [it, fresh] = unit_run[c.id].emplace(std::make_pair(r.units[i], c.pair.arm), run);
+                ICLAB_INPUT_CHECK(fresh || c.unit != "seed", "claim '" << c.id << "': seed " << r.units[i]
+                                                                        << (c.pair.arm.empty() ? "" : " (" + c.pair.arm + ")") << " is in both "
+                                                                        << it->second << " and " << run << " (pool runs of one setting only)");
+                if (c.pair.paired())
+                    arms[c.id][r.units[i]][c.pair.arm] = r.values[i];
+                else
+                    values[c.id].first.push_back(r.units[i]), values[c.id].second.push_back(r.values[i]);
             }
         }
     std::vector<ClaimResult> out;
-    for (const auto& id : order) out.push_back(evaluate_claim(declared[id], values[id].first, values[id].second));
+    for (const auto& id : order) {
+        Claim claim = declared[id];
+        if (!claim.pair.paired()) {
+            out.push_back(evaluate_claim(claim, values[id].first, values[id].second));
+            continue;
+        }
+        claim.pair.arm.clear();
+        std::vector<std::int64_t> units;
+        std::vector<double> paired;
+        std::string alone;
+        for (const auto& [unit, by_arm] : arms[id]) {
+            const auto a = by_arm.find(claim.pair.first), b = by_arm.find(claim.pair.second);
+            if (a != by_arm.end() && b != by_arm.end()) {
+                units.push_back(unit), paired.push_back(claim.pair.combined(a->second, b->second));
+            } else {
+                alone += (alone.empty() ? "" : ", ") + std::to_string(unit) + " (" + by_arm.begin()->first + ")";
+            }
+        }
+        ClaimResult r = evaluate_claim(claim, units, paired);
+        if (!alone.empty()) r.note += (r.note.empty() ? "" : "; ") + std::string("one arm only, left out: seed ") + alone;
+        out.push_back(r);
+    }
     return out;
 }
 

@@ -62,6 +62,21 @@ struct ClaimRule {
 const char* rule_test_name(ClaimRule::Test test);
 ClaimRule::Test rule_test_from_name(const std::string& name);
 
+// A paired claim compares two runs of one unit (paper 003 Part B: the prefixLM and causalLM runs of one seed share
+// initialization, pool and test set). The run of each arm declares the claim with its own raw value and `arm` set;
+// `iclab claims` groups runs whose configs differ only in seed, output and `key`, pairs the arms by unit and
+// evaluates the rule on x_i = second_i - first_i (difference) or ln(second_i / first_i) (log_ratio).
+struct ClaimPair {
+    enum class Combine { difference, log_ratio };
+    std::string key;            // the config key whose value names the arm ("model.mask"); empty: not paired
+    std::string first, second;  // its two values ("prefix", "causal")
+    Combine combine = Combine::difference;
+    std::string arm;            // this run's arm (first or second); empty once the arms are paired
+    bool paired() const { return !key.empty(); }
+    double combined(double first_value, double second_value) const;
+};
+const char* combine_name(ClaimPair::Combine combine);
+
 struct Claim {
     std::string id;         // unique within a run, stable across runs and seeds: "002-T1 float32"
     std::string paper;      // "000", "002", "003", "004", "von Oswald 2023"
@@ -73,6 +88,7 @@ struct Claim {
     double paper_value = std::numeric_limits<double>::quiet_NaN();  // printed_number only
     ClaimRule rule;
     std::string readme;  // the README section that explains the claim: "experiments/gd_duals/README.md#anchor"
+    ClaimPair pair;      // paired claims only
 };
 
 // Throws Error when a declaration breaks the rules above: printed_number without a finite paper_value, another kind
@@ -98,7 +114,8 @@ struct ClaimResult {
     std::string note;  // why inconclusive, when it is
 };
 
-// Evaluates the declared rule on the values (one per unit); check_claim first.
+// Evaluates the declared rule on the values (one per unit); check_claim first. One arm of a paired claim (pair.arm
+// set) is inconclusive with a note: its values are raw, the rule applies to the paired values.
 ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, std::vector<double> values);
 
 // /claims and /claim_values (see the top of this file). Throws on a duplicate claim id.
@@ -108,6 +125,8 @@ void write_claims(ResultsWriter& writer, const std::vector<ClaimResult>& claims)
 std::vector<ClaimResult> read_claims(const ResultsReader& reader);
 // Pools the values of claims with the same id (e.g. one run per seed) and evaluates each rule again. The
 // declarations of one id must agree and a unit must not repeat (two runs of seed 0): InputError naming both.
+// Paired claims: the arms' values are paired by unit (a unit repeats once per arm); a unit with one arm only is left
+// out and named in the note; the result has pair.arm empty and the paired values.
 std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs);
 
 }  // namespace iclab::io

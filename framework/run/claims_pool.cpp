@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "framework/core/check.hpp"
@@ -16,24 +17,35 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The resolved config without the keys that do not change the setting: seed and output (folder, overwrite, ...).
-std::string setting_key(const std::string& config_text, const std::string& experiment) {
+// The resolved config without the keys that do not change the setting: seed and output (folder, overwrite, ...),
+// and the keys that name the arms of paired claims ("model.mask": the prefix and causal runs of a seed pool together).
+std::string setting_key(const std::string& config_text, const std::string& experiment, const std::set<std::string>& arm_keys) {
     YAML::Node config = YAML::Load(config_text);
     if (config.IsMap()) {
         config.remove("seed");
         config.remove("output");
+        for (const std::string& key : arm_keys) {
+            YAML::Node parent = config;
+            std::string rest = key;
+            for (std::size_t dot; (dot = rest.find('.')) != std::string::npos && parent.IsMap(); rest = rest.substr(dot + 1))
+                parent.reset(parent[rest.substr(0, dot)]);
+            if (parent.IsMap()) parent.remove(rest);
+        }
     }
     YAML::Emitter emitter;
     emitter << config;
     return experiment + "\n" + emitter.c_str();
 }
 
-std::string without_seed(const std::string& overrides) {
+std::string without_seed(const std::string& overrides, const std::set<std::string>& arm_keys) {
     std::string out;
     std::string token;
     std::istringstream words(overrides);
-    while (words >> token)
-        if (token.rfind("seed=", 0) != 0 && token.rfind("output.", 0) != 0) out += (out.empty() ? "" : " ") + token;
+    while (words >> token) {
+        bool arm = false;
+        for (const std::string& key : arm_keys) arm = arm || token.rfind(key + "=", 0) == 0;
+        if (!arm && token.rfind("seed=", 0) != 0 && token.rfind("output.", 0) != 0) out += (out.empty() ? "" : " ") + token;
+    }
     return out;
 }
 
@@ -48,11 +60,14 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs)
         std::vector<io::ClaimResult> claims = io::read_claims(reader);
         if (claims.empty()) continue;
         const std::string experiment = reader.read_attr_string("/", "experiment");
-        const std::string key = setting_key(reader.read_attr_string("/", "config"), experiment);
+        std::set<std::string> arm_keys;
+        for (const io::ClaimResult& r : claims)
+            if (r.claim.pair.paired()) arm_keys.insert(r.claim.pair.key);
+        const std::string key = setting_key(reader.read_attr_string("/", "config"), experiment, arm_keys);
         auto [it, fresh] = index.emplace(key, out.size());
         if (fresh) {
             PooledClaims p;
-            const std::string overrides = reader.has_attr("/", "overrides") ? without_seed(reader.read_attr_string("/", "overrides")) : "";
+            const std::string overrides = reader.has_attr("/", "overrides") ? without_seed(reader.read_attr_string("/", "overrides"), arm_keys) : "";
             p.setting = reader.read_attr_string("/", "config_source") + (overrides.empty() ? "" : " " + overrides);
             p.experiment = experiment;
             out.push_back(p);

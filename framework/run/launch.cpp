@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -146,6 +147,26 @@ JobOutcome run_job_process(const Sweep& sweep, const SweepJob& job, int threads,
     return outcome;
 }
 
+double sweep_eta_seconds(const EtaInput& in) {
+    const int jobs = std::max(1, in.jobs);
+    const std::size_t left = in.running_flops.size() + in.queued_flops.size();
+    if (left == 0 || in.done_seconds.empty()) return 0.0;
+    double done_work = 0.0, done_time = 0.0;
+    bool known = true;
+    for (double f : in.done_flops) known = known && f > 0.0, done_work += f;
+    for (double f : in.running_flops) known = known && f > 0.0;
+    for (double f : in.queued_flops) known = known && f > 0.0;
+    for (double t : in.done_seconds) done_time += t;
+    if (!known || done_time <= 0.0)
+        return mean_of(in.done_seconds) * std::ceil(static_cast<double>(left) / jobs);
+    const double seconds_per_flop = done_time / done_work;
+    double remaining = 0.0;
+    for (double f : in.queued_flops) remaining += f * seconds_per_flop;
+    for (std::size_t i = 0; i < in.running_flops.size(); ++i)
+        remaining += std::max(0.0, in.running_flops[i] * seconds_per_flop - in.running_elapsed[i]);
+    return remaining / static_cast<double>(std::min<std::size_t>(jobs, left));
+}
+
 std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options) {
     std::deque<const SweepJob*> queue, elsewhere;
     std::size_t skipped = 0;
@@ -162,7 +183,7 @@ std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options) 
     const auto sweep_start = std::chrono::steady_clock::now();
     std::map<pid_t, RunningJob> running;
     std::vector<const SweepJob*> failed, interrupted;
-    std::vector<double> durations;
+    std::vector<double> durations, done_flops;
     std::size_t done = 0;
     bool forwarded = false;
     // Starts `job` under `lock` unless it finished meanwhile (then it counts as done).
@@ -210,12 +231,17 @@ std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options) 
         write_manifest(sweep);
         ++done;
         durations.push_back(outcome.seconds);
+        done_flops.push_back(job.estimated_flops);
         if (outcome.status == "failed") failed.push_back(&job);
         if (outcome.status == "interrupted") interrupted.push_back(&job);
         if (!options.quiet) {
-            // ETA: the mean job time so far for the jobs still queued or running, `jobs` at a time.
-            const double left = static_cast<double>(total - std::min(total, done));
-            const double eta = mean_of(durations) * std::ceil(left / options.jobs);
+            EtaInput eta_input;  // weighted by each job's estimated work (sweep_eta_seconds)
+            eta_input.done_seconds = durations, eta_input.done_flops = done_flops, eta_input.jobs = options.jobs;
+            for (const auto& [running_pid, r] : running)
+                eta_input.running_elapsed.push_back(seconds_since(r.start)), eta_input.running_flops.push_back(r.job->estimated_flops);
+            for (const SweepJob* queued : queue) eta_input.queued_flops.push_back(queued->estimated_flops);
+            for (const SweepJob* queued : elsewhere) eta_input.queued_flops.push_back(queued->estimated_flops);
+            const double eta = sweep_eta_seconds(eta_input);
             std::fprintf(stderr, "iclab: [%zu/%zu] %s %s in %s%s; elapsed %s, ETA %s\n", done, total, job.name.c_str(),
                          outcome.status == "done" ? "done" : outcome.status == "interrupted" ? "INTERRUPTED" : "FAILED",
                          format_seconds(outcome.seconds).c_str(),

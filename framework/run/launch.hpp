@@ -31,6 +31,19 @@ struct LocalPoolOptions {
 // jobs that failed.
 std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options);
 
+// The sweep's ETA in seconds. With every job's estimated work known (> 0): the measured seconds per estimated FLOP of
+// the finished jobs, times the work left (the queued jobs, and the part of each running job its elapsed time has not
+// covered), divided by the jobs at a time. Jobs of one sweep differ by 100x in work (quick iclca_exactness vs
+// gd_duals), so a mean job time misjudges the rest by the mix of what finished first. Without estimates: the mean
+// job time so far times ceil(jobs left / jobs at a time).
+struct EtaInput {
+    std::vector<double> done_seconds, done_flops;         // finished jobs
+    std::vector<double> running_elapsed, running_flops;   // running jobs
+    std::vector<double> queued_flops;                     // not started
+    int jobs = 1;
+};
+double sweep_eta_seconds(const EtaInput& input);
+
 struct SlurmOptions {
     std::string partition;  // "" : the cluster's default
     std::string time;       // "" : the partition's default, else sbatch --time (e.g. 01:00:00)

@@ -138,6 +138,11 @@ Sweep plan_sweep(const SweepSpec& spec, const Catalog& catalog) {
                 SweepJob job;
                 job.config_path = absolute;
                 job.experiment = cfg.get_string("experiment");
+                try {  // weights the launcher's ETA; an estimate that needs what is not there yet (a source run) is unknown
+                    job.estimated_flops = catalog.find(job.experiment).estimate(cfg).flops;
+                } catch (const Error&) {
+                    job.estimated_flops = 0.0;
+                }
                 std::vector<std::string> fixed, varied;
                 for (const auto& o : spec.overrides)  // output.dir places the sweep folder; the job's own is set at launch
                     if (key_of(o) != "output.dir") fixed.push_back(canonical_override(cfg, o));

@@ -72,6 +72,7 @@ struct SweepJob {
     std::string name;                    // the run folder's name, from the swept keys' canonical values
     std::string experiment;
     std::string config_text;             // the resolved config as the run writes it (output.dir, output.name set)
+    double estimated_flops = 0.0;        // the experiment's estimate of its work (0: unknown, e.g. a plan read back)
 };
 
 struct Sweep {

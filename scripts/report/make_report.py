@@ -74,10 +74,16 @@ def anchor(text):
     return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
 
 
+def relative(setting):
+    """A setting names its config by absolute path; relative to the checkout, so that the verdict keys of
+    docs/reproduction.md match in another clone or worktree (reproduce.sh --check)."""
+    return setting[len(ROOT) + 1:] if setting.startswith(ROOT + os.sep) else setting
+
+
 def setting_of(run):
     overrides = " ".join(t for t in str(run.attrs.get("overrides", "")).split()
                          if not t.startswith("seed=") and not t.startswith("output."))
-    return (str(run.attrs.get("config_source", "")) + (" " + overrides if overrides else "")).strip()
+    return relative((str(run.attrs.get("config_source", "")) + (" " + overrides if overrides else "")).strip())
 
 
 def bands_of(run, table):
@@ -311,6 +317,9 @@ def main():
         return done.returncode or 1
     runs = sorted((load_run(d) for d in paths), key=lambda r: (section_key(r)[0], r.run_dir))
     claims = read_claims_csv(claims_csv)
+    for c in claims:
+        c["setting"] = relative(c["setting"])
+        c["key"] = f"{c['setting']} :: {c['id']}"
     declared_runs = {c["setting"] for c in claims}
     for run in runs:
         if setting_of(run) not in declared_runs:
