@@ -271,7 +271,8 @@ void write_results(const config::Config& cfg, const model::ModelSpec& spec, cons
     w.set_attr("iclaa_seconds", seconds);
     double best_random = -1.0;  // the smallest F whose paper-method row closes the paper's gap (-1: none)
     for (const auto& s : summaries)
-        if (is_paper_method(s) && s.gap >= icl::paper_gap_closed() && (best_random < 0 || s.row->size < best_random)) best_random = static_cast<double>(s.row->size);
+        if (is_paper_method(s) && s.gap >= icl::paper_gap_closed() && (best_random < 0 || s.row->size < best_random))
+            best_random = static_cast<double>(s.row->size);
     w.set_attr("smallest_random_F_reaching_paper_gap", best_random);
     // the claims, on the per-pair G of the rows they name (the no-prompt row is summaries.front(), one draw)
     std::vector<io::ClaimResult> results;
