@@ -75,6 +75,7 @@ const std::vector<BadConfig> kCorpus = {
     {"configs/quick/iclaa.yaml", "'iclaa.random_features=[]'", "iclaa.random_features"},
     {"configs/quick/iclaa.yaml", "'iclaa.learned.features=[]'", "iclaa.learned.features"},
     {"configs/quick/iclaa.yaml", "'iclaa.keep_tokens=[]'", "iclaa.keep_tokens"},
+    {"configs/quick/iclaa.yaml", "iclaa.claim_features=100", "iclaa.claim_features"},
     // softmax attention refuses linearized attention's keys by name (issue 22)
     {"configs/quick/iclaa.yaml", "model.feature_map=performer", "model.feature_map"},
     {"configs/quick/iclaa.yaml", "model.normalizer=none", "model.normalizer"},

@@ -1,12 +1,16 @@
 // Experiment iclaa end to end through the iclab binary on a small softmax model: the exact prompt cache equals the
 // model with the prompt (fp64), the learned map closes more of the gap than random features of the same F, the
-// trade-off table holds only methods cheaper than the exact cache; ICLAA adapter files: convert, predict, compose
+// trade-off table holds only methods cheaper than the exact cache, the G claims (framework/icl/iclaa_claims.hpp) hold
+// one G per pair that agrees with /tables/pairs and /tables/iclaa; ICLAA adapter files: convert, predict, compose
 // by reconversion, and the refusals (two ICLAA adapters at once, ICLCA on softmax, ICLAA on a linear model, a
 // linear model for the experiment).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 
+#include "framework/icl/iclaa_claims.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
@@ -58,6 +62,31 @@ TEST_CASE("iclaa: the exact cache is the model with the prompt and a learned map
     for (double b : tradeoff_bytes) CHECK((b > 0.0 && b < 1.0));
     CHECK(reader.has("/tables/diagnostics/weighted_qk_norm2_median"));
     CHECK(reader.read_column_string("/tables/pairs/prompt").size() == 20);
+
+    // the G claims: prf and orf at the largest random F (64), one G per pair, no paper band on a derived number
+    CHECK_FALSE(reader.has_attr("/tables/iclaa", "paper_bands"));
+    CHECK_FALSE(reader.has("/tables/iclaa/paper_gap_closed"));
+    CHECK(reader.read_attr_double("/", "paper_gap_closed") == icl::paper_gap_closed());
+    const auto claims = io::read_claims(reader);
+    REQUIRE(claims.size() == 4);
+    const auto before_pairs = reader.read_column_double("/tables/pairs/rel_error_before");
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+        const io::ClaimResult& c = claims[i];
+        const std::string map = i < 2 ? "prf" : "orf";
+        CHECK(c.claim.id == std::string(i % 2 ? "000-6.4 iclaa G>=paper " : "000-6.4 iclaa G>0 ") + map + " F=64");
+        CHECK(c.claim.kind == (i % 2 ? io::ClaimKind::own_check : io::ClaimKind::qualitative));
+        CHECK(c.claim.unit == "instance");
+        REQUIRE(c.values.size() == 20);
+        for (std::size_t p = 0; p < 20; ++p) CHECK(c.units[p] == static_cast<std::int64_t>(p));
+        CHECK(c.values == claims[i - i % 2].values);  // both claims of a map judge the same G
+        CHECK(std::isfinite(c.interval.low));
+        // G_p = 1 − e_p / before_p with e_p the pair's error averaged over the feature seeds: the mean of the e_p
+        // is the row's mean error of /tables/iclaa (the mean over seeds of the mean over pairs)
+        double mean_error = 0.0;
+        for (std::size_t p = 0; p < 20; ++p) mean_error += (1.0 - c.values[p]) * before_pairs[p] / 20.0;
+        CHECK(mean_error == Approx(rel[row_of(methods, map + " F=64")]).epsilon(1e-12));
+        CHECK(mean_error != Approx(rel[row_of(methods, map + " F=16")]).epsilon(1e-6));  // control: another row differs
+    }
 
     // ICLAA adapters of this run
     const std::string run = run_dir.string(), a = (scratch.path / "a.h5").string(), b = (scratch.path / "b.h5").string();

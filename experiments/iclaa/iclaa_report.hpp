@@ -1,12 +1,14 @@
 #pragma once
-// Experiment `iclaa`, internal: per layer-head diagnostics of the model with the prompt, and the tables written at
-// the end (/tables/iclaa, /tables/tradeoff, /tables/diagnostics, /tables/pairs) with the terminal summary.
+// Experiment `iclaa`, internal: per layer-head diagnostics of the model with the prompt, the claims (declared before
+// the run), and the tables written at the end (/tables/iclaa, /tables/tradeoff, /tables/diagnostics, /tables/pairs,
+// /claims) with the terminal summary.
 #include <cstddef>
 #include <vector>
 
 #include "experiments/iclaa/iclaa_rows.hpp"
 #include "framework/config/config.hpp"
 #include "framework/icl/feature_fit.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/run/run_folder.hpp"
 
 namespace iclab::experiments::iclaa_detail {
@@ -23,6 +25,11 @@ struct Diagnostics {
 void accumulate_diagnostics(Diagnostics& diagnostics, const model::Transformer<double>& net, std::size_t B, std::size_t M,
                             std::size_t N);
 
+// The claims of this config, with their rules, before anything is measured: per random map (prf, orf) at
+// iclaa.claim_features, the gap claims of framework/icl/iclaa_claims.hpp ("G > 0" qualitative, "G >= 0.446" own
+// check), one G per prompt pair (its error averaged over the feature seeds).
+std::vector<io::Claim> declare_claims(const config::Config& cfg);
+
 struct FitSummary {
     std::size_t features = 0;
     icl::FeatureFitReport report;
@@ -30,6 +37,7 @@ struct FitSummary {
 
 void write_results(const config::Config& cfg, const model::ModelSpec& spec, const std::vector<Row>& rows,
                    const std::vector<RowScores>& scores, const std::vector<tasks::PromptPair>& pairs, const Diagnostics& diagnostics,
-                   const std::vector<FitSummary>& fits, Rng& bootstrap, double seconds, run::RunFolder& run, bool quiet);
+                   const std::vector<FitSummary>& fits, const std::vector<io::Claim>& claims, Rng& bootstrap, double seconds,
+                   run::RunFolder& run, bool quiet);
 
 }  // namespace iclab::experiments::iclaa_detail

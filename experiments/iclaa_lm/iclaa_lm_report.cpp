@@ -25,8 +25,6 @@ std::size_t claim_features(const config::Config& cfg) {
     return static_cast<std::size_t>(*std::max_element(random.begin(), random.end()));
 }
 
-std::string claim_label(const std::string& map, std::size_t F) { return map + " F=" + std::to_string(F); }
-
 // One line of /tables/iclaa_lm: a method at one size over its feature seeds; per window the mean over the seeds.
 struct Summary {
     const Row* row = nullptr;
@@ -42,29 +40,10 @@ std::vector<io::Claim> declare_claims(const config::Config& cfg) {
     std::vector<io::Claim> claims;
     const std::size_t F = claim_features(cfg);
     const auto maps = cfg.get_string_list("iclaa_lm.feature_maps");
-    char bar[64];
-    std::snprintf(bar, sizeof bar, "%.4f", paper_gap());
     for (const std::string map : {"prf", "orf"}) {
         if (std::find(maps.begin(), maps.end(), map) == maps.end()) continue;
-        io::Claim c;
-        c.paper = "000";
-        c.source = "§6.4 (16.56 % -> 9.17 %)";
-        c.unit = "instance";
-        c.metric = "per held-out window: G = 1 - err(" + claim_label(map, F) + ") / err(no prompt), err = relative logit error on X "
-                   "against M_old on [X'; X], mean over the feature seeds";
-        c.readme = "experiments/iclaa_lm/README.md";
-        c.id = "000-6.4 iclaa_lm G>0 " + claim_label(map, F);
-        c.kind = io::ClaimKind::qualitative;
-        c.statement = "ICLAA with Performer features (" + map + ") brings the model without the prompt closer to the model with it "
-                      "(the paper: 'the model still gains valuable context from the included bias terms')";
-        c.rule = io::ClaimRule::interval_above(0.0);
-        claims.push_back(c);
-        c.id = "000-6.4 iclaa_lm G>=paper " + claim_label(map, F);
-        c.kind = io::ClaimKind::own_check;
-        c.statement = "ICLAA (" + map + ") closes at least the paper's share of the gap, 1 - 9.17/16.56 = " + std::string(bar) +
-                      " (derived from the two printed errors on GPT-2; our model and prompts differ)";
-        c.rule = io::ClaimRule::interval_above(paper_gap());
-        claims.push_back(c);
+        for (io::Claim& c : icl::gap_closed_claims("iclaa_lm", map, F, "held-out window", "experiments/iclaa_lm/README.md"))
+            claims.push_back(std::move(c));
     }
     if (cfg.get_string("iclaa_lm.input_positions") == "after_prompt") {
         io::Claim c;
@@ -112,18 +91,18 @@ void write_results(const config::Config& cfg, const model::ModelSpec& spec, cons
             s.kl += mean_of(scores.kl[r]) / static_cast<double>(members.size());
             s.top1 += mean_of(scores.top1[r]) / static_cast<double>(members.size());
         }
-        for (std::size_t w = 0; w < P; ++w) s.window_gap.push_back(1.0 - s.window_error[w] / before[w]);
+        s.window_gap = icl::gap_closed_per_instance(before, s.window_error);
         s.rel = mean_of(s.window_error);
         if (members.size() > 1) s.rel_seed_sd = spread_of(seed_means).std;
         s.rel_ci = io::t_interval95(s.window_error);
         s.gap_ci = io::t_interval95(s.window_gap);
-        s.gap_ratio = 1.0 - s.rel / mean_of(before);  // the paper's form: 1 − after / before of the mean errors
+        s.gap_ratio = icl::gap_closed(mean_of(before), s.rel);  // the paper's form: 1 − after / before of the mean errors
         summaries.push_back(std::move(s));
     }
     // /tables/iclaa_lm
     std::vector<std::string> label, kind;
     std::vector<std::int64_t> size, seeds, shifted;
-    std::vector<double> bytes, total, ratio, rel, rel_lo, rel_hi, rel_sd, gap, gap_lo, gap_hi, gap_ratio, kl, top1, paper;
+    std::vector<double> bytes, total, ratio, rel, rel_lo, rel_hi, rel_sd, gap, gap_lo, gap_hi, gap_ratio, kl, top1;
     for (const auto& s : summaries) {
         label.push_back(s.row->label);
         kind.push_back(method_name(s.row->method));
@@ -143,7 +122,6 @@ void write_results(const config::Config& cfg, const model::ModelSpec& spec, cons
         gap_ratio.push_back(s.gap_ratio);
         kl.push_back(s.kl);
         top1.push_back(s.top1);
-        paper.push_back(s.row->method == Method::prf || s.row->method == Method::orf ? paper_gap() : kNaN);
     }
     io::ResultsWriter& w = run.results();
     w.write_columns("/tables/iclaa_lm", {{"method", label},           {"kind", kind},
@@ -154,8 +132,7 @@ void write_results(const config::Config& cfg, const model::ModelSpec& spec, cons
                                          {"rel_error_ci95_high", rel_hi}, {"rel_error_seed_sd", rel_sd},
                                          {"gap_closed_mean", gap},    {"gap_closed_ci95_low", gap_lo},
                                          {"gap_closed_ci95_high", gap_hi}, {"gap_closed_of_means", gap_ratio},
-                                         {"kl", kl},                  {"top1_agreement", top1},
-                                         {"paper_gap_closed", paper}});
+                                         {"kl", kl},                  {"top1_agreement", top1}});
     // text: decoded with the run's tokenizer when there is one, else the ids
     std::unique_ptr<text::Bpe> bpe;
     if (!tokenizer.empty()) bpe = std::make_unique<text::Bpe>(text::Bpe::load(tokenizer));
@@ -202,21 +179,20 @@ void write_results(const config::Config& cfg, const model::ModelSpec& spec, cons
     std::vector<io::ClaimResult> results;
     std::vector<std::int64_t> units(P);
     for (std::size_t i = 0; i < P; ++i) units[i] = static_cast<std::int64_t>(i);
-    const std::size_t F = claim_features(cfg);
     for (const io::Claim& c : claims) {
         if (c.id == "iclaa_lm exact cache") {
             results.push_back(io::evaluate_claim(c, units, scores.relative_error[exact_row]));
             continue;
         }
-        const std::string map = c.id.find(claim_label("orf", F)) != std::string::npos ? "orf" : "prf";
-        const auto it = std::find_if(summaries.begin(), summaries.end(), [&](const Summary& s) { return s.row->label == claim_label(map, F); });
+        const std::string row = icl::gap_claim_row(c);
+        const auto it = std::find_if(summaries.begin(), summaries.end(), [&](const Summary& s) { return s.row->label == row; });
         ICLAB_CHECK(it != summaries.end(), "claim " << c.id << " names no row");
         results.push_back(io::evaluate_claim(c, units, it->window_gap));
     }
     io::write_claims(w, results);
-    w.set_attr("paper_rel_before", kPaperBefore);
-    w.set_attr("paper_rel_after", kPaperAfter);
-    w.set_attr("paper_gap_closed", paper_gap());
+    w.set_attr("paper_rel_before", icl::kPaperRelErrorBefore);
+    w.set_attr("paper_rel_after", icl::kPaperRelErrorAfter);
+    w.set_attr("paper_gap_closed", icl::paper_gap_closed());  // derived from the two printed errors
     w.set_attr("rel_error_no_prompt", mean_of(before));
     w.set_attr("rel_error_exact_cache_max", max_of(scores.relative_error[exact_row]));
     w.set_attr("exact_cache_bytes_total", exact_bytes * static_cast<double>(LH));
@@ -238,7 +214,7 @@ void write_results(const config::Config& cfg, const model::ModelSpec& spec, cons
     std::printf("\nICLAA on a language model (paper 000 §6.4): %zu held-out windows, prompts of %zu tokens, continuations of %zu, float64\n",
                 P, M, N);
     std::printf("relative logit error against M_old on [X'; X]; G = 1 - err/err(no prompt) per window (paper: %.4f -> %.4f, G = %.3f)\n",
-                kPaperBefore, kPaperAfter, paper_gap());
+                icl::kPaperRelErrorBefore, icl::kPaperRelErrorAfter, icl::paper_gap_closed());
     std::printf("  %-36s %12s %10s %22s %8s %20s %8s\n", "method", "bytes", "rel", "rel 95%", "G ratio", "G 95% (per window)", "top1");
     for (const auto& s : summaries)
         std::printf("  %-36s %12.0f %10.3e [%9.3e, %9.3e] %8.3f [%8.3f, %8.3f] %8.3f\n", s.row->label.c_str(), s.row->bytes * LH, s.rel,
