@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer (clang) targets for the readers of untrusted input: the config loader, the HDF5 results reader, the
 # adapter readers (ICLCA and ICLAA adapter files), the sweep-file / override parser and the safetensors reader.
-#   scripts/fuzz.sh [config|results_reader|adapter_reader|sweep_file|safetensors] [RUNS]      default: all five, 1000000 runs each
+#   scripts/fuzz.sh [config|results_reader|adapter_reader|adapter_fields|sweep_file|safetensors] [RUNS]   default: all six, 10^6 runs each
 #   FUZZ_SECONDS=N stops each target after N seconds if RUNS are not done by then (libFuzzer -max_total_time)
 # Builds tests/fuzz/fuzz_<target>.cpp with -fsanitize=fuzzer,address,undefined into build-fuzz/, seeds the corpus
 # (configs/**/*.yaml for the config loader; a small results file, or small adapters, the target writes itself), runs
@@ -10,13 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/apt_ensure.sh
 apt_ensure "fuzz setup" clang libyaml-cpp-dev libhdf5-dev
-targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader adapter_reader sweep_file safetensors)
+targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader adapter_reader adapter_fields sweep_file safetensors)
 runs="${2:-1000000}"
 out=build-fuzz; mkdir -p "$out"
 hdf5_flags=$(pkg-config --cflags --libs hdf5-serial 2>/dev/null || echo "-I/usr/include/hdf5/serial -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5")
 common=(-std=c++17 -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
 # Every HDF5 file is read through io::ResultsReader, which checks it in a child process first (framework/io/hdf5_guard.hpp).
-hdf5_reader=(framework/io/results_reader.cpp framework/io/results_writer.cpp framework/io/results_walk.cpp framework/io/hdf5_guard.cpp
+hdf5_reader=(framework/io/results_reader.cpp framework/io/results_table.cpp framework/io/results_writer.cpp framework/io/results_walk.cpp framework/io/hdf5_guard.cpp
              framework/core/measure.cpp)
 export ICLAB_FUZZ_TMP=$(mktemp -d); trap 'rm -rf "$ICLAB_FUZZ_TMP"' EXIT
 for target in "${targets[@]}"; do
@@ -44,8 +44,8 @@ for target in "${targets[@]}"; do
       printf '\1train.lr=1e-3,3e-3\nseed=0:4\ntask.triggers=[a, b],[c]\nname="a,b"\nmodel.layers=1:3' > "$out/sweep_file/corpus/overrides"
       ;;
     adapter_reader)
-      clang++ "${common[@]}" -I/usr/include/xtensor-blas tests/fuzz/fuzz_adapter_reader.cpp framework/icl/adapter_io.cpp \
-        framework/icl/iclaa_adapter_io.cpp framework/icl/rope_convention.cpp "${hdf5_reader[@]}" $hdf5_flags -lhdf5_cpp -o "$out/fuzz_adapter_reader"
+      clang++ "${common[@]}" -I/usr/include/xtensor-blas tests/fuzz/fuzz_adapter_reader.cpp tests/fuzz/tree_text.cpp \
+        framework/icl/adapter_io.cpp framework/icl/iclaa_adapter_io.cpp framework/icl/rope_convention.cpp "${hdf5_reader[@]}" $hdf5_flags -lhdf5_cpp -o "$out/fuzz_adapter_reader"
       mkdir -p "$out/adapter_reader/corpus"
       ICLAB_FUZZ_SEED_DIR="$out/adapter_reader/corpus" "$out/fuzz_adapter_reader" -runs=0 >/dev/null 2>&1 || true
       max_len=$(( $(stat -c %s "$out"/adapter_reader/corpus/* | sort -n | tail -1) + 1024 ))  # adapters are a few kB: no truncated seed
@@ -59,13 +59,26 @@ for target in "${targets[@]}"; do
       export ICLAB_FUZZ_HDF5_IN_PROCESS=1
       extra=(-detect_leaks=0 -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -timeout=5); leaks=0
       ;;
+    adapter_fields)
+      # Structure-aware: the same adapter readers on arbitrary content (tree_text.hpp), through an in-memory reader
+      # (tests/fuzz/tree_reader.cpp) instead of HDF5. Seeds: fuzz_adapter_reader's seed adapters as text.
+      clang++ "${common[@]}" -I/usr/include/xtensor-blas tests/fuzz/fuzz_adapter_reader.cpp tests/fuzz/tree_text.cpp \
+        framework/icl/adapter_io.cpp framework/icl/iclaa_adapter_io.cpp framework/icl/rope_convention.cpp "${hdf5_reader[@]}" \
+        $hdf5_flags -lhdf5_cpp -o "$out/fuzz_adapter_reader"
+      clang++ "${common[@]}" -I/usr/include/xtensor-blas tests/fuzz/fuzz_adapter_fields.cpp tests/fuzz/tree_reader.cpp tests/fuzz/tree_text.cpp \
+        framework/io/results_table.cpp framework/io/results_writer.cpp framework/core/measure.cpp framework/icl/adapter_io.cpp \
+        framework/icl/iclaa_adapter_io.cpp framework/icl/rope_convention.cpp $hdf5_flags -lhdf5_cpp -o "$out/fuzz_adapter_fields"
+      mkdir -p "$out/adapter_fields/corpus"
+      ICLAB_FUZZ_SEED_DIR="$ICLAB_FUZZ_TMP/seeds" ICLAB_FUZZ_TREE_SEED_DIR="$out/adapter_fields/corpus" "$out/fuzz_adapter_reader" -runs=0 >/dev/null 2>&1 || true
+      max_len=65536
+      ;;
     safetensors)
       clang++ "${common[@]}" tests/fuzz/fuzz_safetensors.cpp framework/io/safetensors.cpp framework/io/json.cpp \
         -o "$out/fuzz_safetensors"
       mkdir -p "$out/safetensors/corpus"
       ICLAB_FUZZ_SEED="$out/safetensors/corpus" "$out/fuzz_safetensors" -runs=0 >/dev/null 2>&1 || true
       ;;
-    *) echo "fuzz: unknown target $target (config, results_reader, adapter_reader, sweep_file, safetensors)" >&2; exit 2 ;;
+    *) echo "fuzz: unknown target $target (config, results_reader, adapter_reader, adapter_fields, sweep_file, safetensors)" >&2; exit 2 ;;
   esac
   echo "== fuzz_$target: $runs runs" >&2
   # -malloc_limit_mb above -rss_limit_mb: HDF5's H5Fopen asks malloc for 4 GiB on some damaged superblocks and fails

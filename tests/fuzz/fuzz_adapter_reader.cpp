@@ -10,7 +10,8 @@
 // A fork per input costs ~100 ms of CPU under ASan; scripts/fuzz.sh therefore fuzzs with ICLAB_FUZZ_HDF5_IN_PROCESS=1 (the
 // check's reading runs in this process, HDF5's own crashes and hangs are recorded as crash-/timeout- files) and then
 // replays every recorded input through the forked check, where each must end in an InputError.
-// On an empty corpus it writes its own seeds (ICLAB_FUZZ_SEED_DIR): an ICLCA adapter with a base chain, and ICLAA
+// On an empty corpus it writes its own seeds (ICLAB_FUZZ_SEED_DIR; with ICLAB_FUZZ_TREE_SEED_DIR also as text for
+// fuzz_adapter_fields.cpp): an ICLCA adapter with a base chain, and ICLAA
 // adapters with prf and elu1 maps, written by the library's own writers.
 #include <unistd.h>
 
@@ -26,8 +27,11 @@
 #include "framework/icl/adapter_file.hpp"
 #include "framework/icl/iclaa_adapter.hpp"
 #include "framework/io/hdf5_guard.hpp"
+#include "framework/io/results_file.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/nn/kernel_features.hpp"
+#include "tests/fuzz/adapter_use.hpp"
+#include "tests/fuzz/tree_text.hpp"
 
 // The writers record provenance (git, BLAS, OpenMP); the fuzz build links neither, and seeds need none.
 void iclab::io::write_provenance(ResultsWriter&) {}
@@ -39,33 +43,6 @@ using namespace iclab;
 std::string scratch_file() {
     const char* root = std::getenv("ICLAB_FUZZ_TMP");
     return std::string(root ? root : "/tmp") + "/iclab_fuzz_adapter." + std::to_string(::getpid()) + ".h5";
-}
-
-// What attention does with a read ICLAA adapter, in small: features of a query, dotted with b_D and b_KV.
-double use_iclaa(const icl::IclaaAdapter& adapter) {
-    double sum = 0.0;
-    for (std::size_t l = 0; l < adapter.layers; ++l)
-        for (std::size_t h = 0; h < adapter.heads; ++h) {
-            const nn::SoftmaxPromptHead<double>& term = adapter.terms.at(l).at(h);
-            const nn::KernelFeatures<double>& map = *term.features;
-            std::vector<double> x(map.dim, 0.5), phi(map.features);
-            const double shift = nn::kernel_features(phi.data(), x.data(), map);
-            ICLAB_CHECK(term.b_d.size() == map.features && term.b_kv.size() == map.features * map.dim, "term shapes");
-            for (std::size_t r = 0; r < map.features; ++r) sum += phi[r] * (term.b_d[r] + term.b_kv[r * map.dim]);
-            sum += shift * 0.0;
-        }
-    return sum;
-}
-
-double use_iclca(const icl::Adapter& adapter) {
-    double sum = 0.0;
-    for (std::size_t l = 0; l < adapter.layers; ++l) {
-        ICLAB_CHECK(adapter.biases.b_kv.at(l).size() == adapter.heads * adapter.feature_dim * adapter.head_dim, "b_kv shape");
-        ICLAB_CHECK(adapter.biases.b_d.at(l).size() == adapter.heads * adapter.feature_dim, "b_d shape");
-        for (double x : adapter.biases.b_kv[l]) sum += x;
-        for (double x : adapter.biases.b_d[l]) sum += x;
-    }
-    return sum;
 }
 
 void write_seeds(const std::filesystem::path& dir) {
@@ -129,7 +106,16 @@ void write_seeds(const std::filesystem::path& dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-    if (const char* seed_dir = std::getenv("ICLAB_FUZZ_SEED_DIR")) write_seeds(seed_dir);
+    if (const char* seed_dir = std::getenv("ICLAB_FUZZ_SEED_DIR")) {
+        write_seeds(seed_dir);
+        // ICLAB_FUZZ_TREE_SEED_DIR: the same seeds as text (tree_text.hpp), the corpus of fuzz_adapter_fields.cpp
+        if (const char* tree_dir = std::getenv("ICLAB_FUZZ_TREE_SEED_DIR")) {
+            std::filesystem::create_directories(tree_dir);
+            for (const auto& entry : std::filesystem::directory_iterator(seed_dir))
+                std::ofstream(std::filesystem::path(tree_dir) / (entry.path().stem().string() + ".txt"))
+                    << fuzz::dump_tree(iclab::io::ResultsReader(entry.path()));
+        }
+    }
     iclab::io::Hdf5CheckLimits limits;
     limits.cpu_seconds = 1.0;
     limits.wall_extra_seconds = 60.0;  // the wall-clock limit only catches a starved child: generous
@@ -146,8 +132,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     static const std::string path = scratch_file();
     std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
     try {
-        if (icl::is_iclaa_adapter_file(path)) (void)use_iclaa(icl::read_iclaa_adapter(path));
-        else (void)use_iclca(icl::read_adapter_file(path));
+        if (icl::is_iclaa_adapter_file(path)) (void)fuzz::use_iclaa(icl::read_iclaa_adapter(path));
+        else (void)fuzz::use_iclca(icl::read_adapter_file(path));
     } catch (const iclab::InputError&) {
         // damaged input, reported with the file's name
     }
