@@ -88,7 +88,8 @@ void add_to_value(hid_t file, const char* dataset, std::size_t index, double del
 
 }  // namespace
 
-TEST_CASE("a hybrid adapter file gives iclaa_lm's hybrid logits; keeping every token gives the model with the prompt", "[cli][hybrid_adapter]") {
+TEST_CASE("a hybrid adapter file gives iclaa_lm's hybrid logits, and keeping every token gives the model with the prompt",
+          "[cli][hybrid_adapter]") {
     Scratch scratch;
     const std::string run = train_tiny_lm_run(scratch.path);
     const std::string prompt_text = "And the earth was without form, and void; and darkness", input_text = " was upon the face";
@@ -150,7 +151,7 @@ TEST_CASE("a hybrid adapter file gives iclaa_lm's hybrid logits; keeping every t
     }
 }
 
-TEST_CASE("edited or damaged hybrid adapters are refused naming the field; hybrids are not composed", "[cli][hybrid_adapter]") {
+TEST_CASE("edited or damaged hybrid adapters are refused naming the field, and hybrids are not composed", "[cli][hybrid_adapter]") {
     Scratch scratch;
     const std::string run = train_tiny_lm_run(scratch.path);
     const std::string prompt = "And the earth was without form, and void; and darkness";
