@@ -1,7 +1,7 @@
-// Hybrid adapters (`iclab convert --method hybrid`, framework/icl/iclaa_adapter.hpp with keep_tokens = K > 0) end to end
-// on a tiny GPT-2-shaped lm run trained here (learned positions): `predict` and `generate` with the file give the logits
-// of experiment iclaa_lm's in-memory hybrid row (experiments/iclaa_lm/iclaa_lm_eval.cpp add_row_terms) for the same K,
-// map, F and seed to fp64 rounding; K = M is the exact prompt cache (the model on [X'; X] at X's positions, fp64);
+// Hybrid adapters (`iclab convert --method hybrid`, framework/icl/iclaa_adapter.hpp with keep_tokens = K > 0) and ICLAA
+// adapters (`--method iclaa`) end to end on a tiny GPT-2-shaped lm run trained here (learned positions): `predict` and
+// `generate` with the file give the logits of experiment iclaa_lm's in-memory hybrid / prf / orf row
+// (experiments/iclaa_lm/iclaa_lm_eval.cpp add_row_terms) for the same K, map, F and seed to fp64 rounding; K = M is the exact prompt cache (the model on [X'; X] at X's positions, fp64);
 // edited or damaged hybrid files are refused with exit 2 naming the field.
 #include <catch2/catch.hpp>
 
@@ -31,11 +31,11 @@ std::string id_list(const std::vector<std::int32_t>& ids) {
     return out;
 }
 
-// Logits (N, V) of iclaa_lm's hybrid row (recent k + the kernel with `map` F, Rng(seed)) on `input` behind `prompt`, X at
-// positions M.. (iclaa_lm.input_positions = after_prompt), all in fp64 in this process.
-std::vector<double> iclaa_lm_hybrid_logits(model::Transformer<double>& net, const std::vector<std::int32_t>& prompt,
-                                           const std::vector<std::int32_t>& input, const std::string& map, std::size_t F,
-                                           std::uint64_t seed, std::size_t keep) {
+// Logits (N, V) of iclaa_lm's hybrid row (recent k + the kernel with `map` F, Rng(seed)), or with keep = 0 its prf / orf
+// row, on `input` behind `prompt`, X at positions M.. (iclaa_lm.input_positions = after_prompt), all in fp64 here.
+std::vector<double> iclaa_lm_row_logits(model::Transformer<double>& net, const std::vector<std::int32_t>& prompt,
+                                        const std::vector<std::int32_t>& input, const std::string& map, std::size_t F,
+                                        std::uint64_t seed, std::size_t keep) {
     using namespace experiments::iclaa_lm_detail;
     icl::FeatureMapChoice choice;
     choice.map = map;
@@ -44,7 +44,7 @@ std::vector<double> iclaa_lm_hybrid_logits(model::Transformer<double>& net, cons
     const icl::SequenceSampler unused = [](std::vector<std::int32_t>&, std::size_t, Rng&) { FAIL("random maps draw no sequences"); };
     const icl::LayerHeadMaps maps = icl::build_feature_maps(net, choice, unused, net.spec().max_seq_len, rng, nullptr);
     Row row;
-    row.method = Method::hybrid;
+    row.method = keep > 0 ? Method::hybrid : map == "orf" ? Method::orf : Method::prf;
     row.size = F;
     row.keep = keep;
     row.maps = &maps;
@@ -88,7 +88,7 @@ void add_to_value(hid_t file, const char* dataset, std::size_t index, double del
 
 }  // namespace
 
-TEST_CASE("a hybrid adapter file gives iclaa_lm's hybrid logits, and keeping every token gives the model with the prompt",
+TEST_CASE("hybrid and ICLAA adapter files give iclaa_lm's logits, and a hybrid keeping every token gives the model with the prompt",
           "[cli][hybrid_adapter]") {
     Scratch scratch;
     const std::string run = train_tiny_lm_run(scratch.path);
@@ -110,10 +110,12 @@ TEST_CASE("a hybrid adapter file gives iclaa_lm's hybrid logits, and keeping eve
         std::size_t features, keep;
         std::uint64_t seed;
     };
-    for (const Case& c : {Case{"prf", 64, 8, 3}, Case{"orf", 20, 5, 11}, Case{"prf", 32, M, 1}}) {  // orf: F = 20 is not a multiple of D = 8
+    // keep 0: a pure ICLAA adapter (--method iclaa); orf: F = 20 is not a multiple of D = 8
+    for (const Case& c : {Case{"prf", 64, 8, 3}, Case{"orf", 20, 5, 11}, Case{"prf", 32, M, 1}, Case{"prf", 48, 0, 2}, Case{"orf", 24, 0, 5}}) {
         const std::string name = c.map + "_" + std::to_string(c.keep);
         const fs::path adapter = scratch.path / (name + ".h5");
-        const auto converted = run_iclab("convert " + run + " --method hybrid --keep-tokens " + std::to_string(c.keep) + " --feature-map " + c.map +
+        const std::string method = c.keep > 0 ? "hybrid --keep-tokens " + std::to_string(c.keep) : "iclaa";
+        const auto converted = run_iclab("convert " + run + " --method " + method + " --feature-map " + c.map +
                                              " --random-features " + std::to_string(c.features) + " --seed " + std::to_string(c.seed) +
                                              " --prompt-tokens " + id_list(prompt) + " --out " + adapter.string(),
                                          scratch.path);
@@ -131,7 +133,7 @@ TEST_CASE("a hybrid adapter file gives iclaa_lm's hybrid logits, and keeping eve
         REQUIRE(generated.status == 0);
         const std::vector<double> from_file = read_logits(scratch.path / (name + "_p.h5"));
         REQUIRE(from_file.size() == N * V);
-        const std::vector<double> in_memory = iclaa_lm_hybrid_logits(net, prompt, input, c.map, c.features, c.seed, c.keep);
+        const std::vector<double> in_memory = iclaa_lm_row_logits(net, prompt, input, c.map, c.features, c.seed, c.keep);
         const double vs_iclaa_lm = relative_error(from_file.data(), in_memory);
         // generate's first logits row: the next token after the whole input
         std::vector<double> first_generated = read_logits(scratch.path / (name + "_g.h5"));
@@ -140,10 +142,11 @@ TEST_CASE("a hybrid adapter file gives iclaa_lm's hybrid logits, and keeping eve
         const std::vector<double> last_in_memory(in_memory.end() - static_cast<std::ptrdiff_t>(V), in_memory.end());
         const double generate_vs_iclaa_lm = relative_error(first_generated.data(), last_in_memory);
         const double vs_prompt = relative_error(from_file.data(), with_prompt);
-        WARN(name << ": predict vs iclaa_lm's hybrid " << vs_iclaa_lm << ", generate vs iclaa_lm " << generate_vs_iclaa_lm
+        WARN(name << ": predict vs iclaa_lm's row " << vs_iclaa_lm << ", generate vs iclaa_lm " << generate_vs_iclaa_lm
                   << ", vs the model with the prompt " << vs_prompt);
         CHECK(vs_iclaa_lm <= 1e-12);
         CHECK(generate_vs_iclaa_lm <= 1e-12);
+        CHECK(io::ResultsReader(adapter).read_attr_int64("/", "keep_tokens") == static_cast<std::int64_t>(c.keep));
         if (c.keep == M)
             CHECK(vs_prompt <= 1e-12);  // every token kept: the exact prompt cache
         else
@@ -197,4 +200,12 @@ TEST_CASE("edited or damaged hybrid adapters are refused naming the field, and h
     CHECK(composed.status == 2);
     CHECK_THAT(composed.err, Catch::Contains("not composed"));
     CHECK_FALSE(fs::exists(scratch.path / "k.h5"));
+    // --method auto on a softmax lm run: ICLAA (prf, F 256), as on induction-head runs; an unknown method is named
+    const auto automatic = run_iclab("convert " + run + " --prompt-text '" + prompt + "' --out " + (scratch.path / "auto.h5").string(), scratch.path);
+    INFO(automatic.err);
+    CHECK(automatic.status == 0);
+    CHECK_THAT(automatic.out, Catch::Contains("ICLAA") && Catch::Contains("prf, F 256"));
+    const auto unknown = run_iclab("convert " + run + " --method cache --prompt-text '" + prompt + "' --out " + (scratch.path / "u.h5").string(), scratch.path);
+    CHECK(unknown.status == 2);
+    CHECK_THAT(unknown.err, Catch::Contains("--method must be") && Catch::Contains("'cache'"));
 }

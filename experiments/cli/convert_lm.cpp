@@ -1,8 +1,8 @@
 // `iclab convert` on a language-model (lm) run: ICLCA (paper 000 Algorithm 1) of a prompt given as text (BPE with the
 // run's tokenizer) or token ids into an adapter file that predict and generate apply, for linear-attention runs; and,
 // for softmax runs, the prompt's key/value cache (--method exact | recent | heavy, framework/icl/cache_adapter.hpp) and
-// the hybrid (--method hybrid: the last K tokens' cache + ICLAA kernel biases for the older ones, iclaa_adapter.hpp),
-// experiment iclaa_lm's rows as files.
+// ICLAA (--method iclaa | auto: kernel biases) and the hybrid (--method hybrid: the last K tokens' cache + ICLAA kernel
+// biases for the older ones, iclaa_adapter.hpp): experiment iclaa_lm's rows as files.
 #include <cstdio>
 
 #include "experiments/cli/convert.hpp"
@@ -50,9 +50,10 @@ void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run) {
     std::printf("%s\n", options.out.string().c_str());  // last line of stdout: the adapter file, for scripts
 }
 
-// The hybrid of a softmax lm run (the last --keep-tokens prompt tokens' keys and values exactly, ICLAA kernel biases with
-// --feature-map for the older ones; experiment iclaa_lm's hybrid rows) as an icl::IclaaAdapter file. Random (prf, orf)
-// and elu1 maps: the map is drawn from Rng(--seed) as `convert --method iclaa` draws it on induction-head runs.
+// ICLAA (--method iclaa, or auto on a softmax run: kernel biases with --feature-map for the whole prompt) or the hybrid
+// (--method hybrid: the last --keep-tokens prompt tokens' keys and values exactly, the kernel for the older ones) of a
+// softmax lm run as an icl::IclaaAdapter file: experiment iclaa_lm's prf / orf and hybrid rows. Random (prf, orf) and
+// elu1 maps, drawn from Rng(--seed) as `convert --method iclaa` draws them on induction-head runs.
 void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
     const std::string who = "iclab convert --method " + options.method;
     model::Transformer<double>& model = *run.model;
@@ -112,13 +113,13 @@ void convert_lm(const ConvertOptions& options) {
         convert_lm_cache(options, run);
         return;
     }
-    if (options.method == "hybrid") {
+    ICLAB_INPUT_CHECK(options.method == "auto" || options.method == "iclca" || options.method == "iclaa" || options.method == "hybrid",
+                      who << ": --method must be auto, iclca, iclaa, exact, recent, heavy or hybrid, got '" << options.method << "'");
+    const bool softmax = model.spec().attention == model::ModelSpec::Attention::softmax;
+    if (options.method == "hybrid" || options.method == "iclaa" || (options.method == "auto" && softmax)) {
         convert_lm_iclaa(options, run);
         return;
     }
-    ICLAB_INPUT_CHECK(options.method != "iclaa" && model.spec().attention == model::ModelSpec::Attention::linear,
-                      who << ": " << options.run_dir.string() << " is a softmax language model; ICLAA adapters for lm runs are not "
-                          << "implemented in this version (ICLCA converts linear-attention lm runs exactly)");
     try {
         icl::check_iclca_assumptions(model.spec());
     } catch (const InputError& error) {

@@ -11,7 +11,7 @@
 // check's reading runs in this process, HDF5's own crashes and hangs are recorded as crash-/timeout- files) and then
 // replays every recorded input through the forked check, where each must end in an InputError.
 // On an empty corpus it writes its own seeds (ICLAB_FUZZ_SEED_DIR): an ICLCA adapter with a base chain, and ICLAA
-// adapters with prf and elu1 maps, written by the library's own writers.
+// adapters with prf and elu1 maps and a prf hybrid, written by the library's own writers.
 #include <unistd.h>
 
 #include <cmath>
@@ -51,7 +51,10 @@ double use_iclaa(const icl::IclaaAdapter& adapter) {
             std::vector<double> x(map.dim, 0.5), phi(map.features);
             const double shift = nn::kernel_features(phi.data(), x.data(), map);
             ICLAB_CHECK(term.b_d.size() == map.features && term.b_kv.size() == map.features * map.dim, "term shapes");
+            ICLAB_CHECK(term.cache_length == adapter.keep_tokens && term.cache_keys.size() == term.cache_length * map.dim &&
+                            term.cache_values.size() == term.cache_keys.size(), "hybrid cache shapes");
             for (std::size_t r = 0; r < map.features; ++r) sum += phi[r] * (term.b_d[r] + term.b_kv[r * map.dim]);
+            for (std::size_t i = 0; i < term.cache_keys.size(); ++i) sum += term.cache_keys[i] * term.cache_values[i];
             sum += shift * 0.0;
         }
     return sum;
@@ -123,6 +126,16 @@ void write_seeds(const std::filesystem::path& dir) {
         adapter.point_terms_at_maps();
         const auto file = dir / ("iclaa_" + map_name + ".h5");
         if (!std::filesystem::exists(file)) icl::write_iclaa_adapter(file, adapter, false);
+        if (map_name != "prf") continue;
+        adapter.keep_tokens = 2;  // a hybrid: the last 2 prompt tokens' keys and values (H, K, D) besides the kernel
+        adapter.learned_positions = true;
+        for (auto& layer : adapter.terms)
+            for (auto& term : layer) {
+                term.cache_length = 2;
+                term.cache_keys.assign(2 * D, 0.75);
+                term.cache_values.assign(2 * D, -0.125);
+            }
+        if (!std::filesystem::exists(dir / "iclaa_hybrid.h5")) icl::write_iclaa_adapter(dir / "iclaa_hybrid.h5", adapter, false);
     }
 }
 
