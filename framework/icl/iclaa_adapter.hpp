@@ -2,7 +2,7 @@
 // ICLAA adapters as files: a prompt's kernel biases (b_KV, b_D per layer and head, log-scaled) and the feature maps
 // they were made with, for a softmax model (iclaa.hpp; spec iclaa.md §1.5). `iclab convert --method iclaa` writes
 // one, `iclab predict --adapter` applies it. The root attribute exact = "false": an ICLAA adapter approximates the
-// model with the prompt, it never claims to equal it.
+// model with the prompt, it never claims to equal it (only a hybrid keeping all M tokens, below, is "true").
 //
 // Composition: converting X'_2 "on top of" X'_1's ICLAA adapter cannot be done from the adapter (X'_2's hidden
 // states would need X'_1 in context, and a kernel term cannot be shifted by R_{−M₂} in feature space: spec §1.5).
