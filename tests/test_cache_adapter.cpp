@@ -4,33 +4,15 @@
 // not reproduce the logits; damaged files, a wrong model and composition are refused (exit 2, naming the field).
 #include <catch2/catch.hpp>
 
-#include <fstream>
-
 #include <hdf5.h>
 
 #include "framework/core/measure.hpp"
-#include "framework/io/json.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/text/byte_map.hpp"
-#include "framework/text/utf8.hpp"
-#include "tests/cli_helpers.hpp"
+#include "tests/lm_run_helpers.hpp"
 
 using namespace iclab_test;
 
 namespace {
-
-// A byte-level tokenizer without merges: ids 0..255 are the bytes, 256 is <|endoftext|>.
-void write_byte_tokenizer(const fs::path& dir) {
-    fs::create_directories(dir);
-    std::string json = "{";
-    for (int b = 0; b < 256; ++b) {
-        std::string token;
-        iclab::text::utf8_append(token, iclab::text::byte_to_unicode()[b]);
-        json += (b ? ", " : "") + iclab::io::json_quote(token) + ": " + std::to_string(b);
-    }
-    std::ofstream(dir / "encoder.json") << json << ", \"<|endoftext|>\": 256}";
-    std::ofstream(dir / "vocab.bpe") << "#version: 0.2\n";
-}
 
 std::vector<double> read_logits(const fs::path& file) { return iclab::io::ResultsReader(file).read_tensor_double("/logits").values; }
 
@@ -38,24 +20,7 @@ std::vector<double> read_logits(const fs::path& file) { return iclab::io::Result
 
 TEST_CASE("generate with an exact prompt-cache adapter equals generate with the prompt (learned positions)", "[cli][cache_adapter]") {
     Scratch scratch;
-    const fs::path tokenizer = scratch.path / "tok";
-    write_byte_tokenizer(tokenizer);
-    std::ofstream(scratch.path / "train.txt") << "In the beginning God created the heaven and the earth. And the earth was without form.\n";
-    std::ofstream(scratch.path / "heldout.txt") << "And God said, Let there be light: and there was light.\n";
-    const fs::path tokens = scratch.path / "tokens.h5";
-    const auto tokenized = run_iclab("tokenize --tokenizer " + tokenizer.string() + " --out " + tokens.string() + " --train " +
-                                         (scratch.path / "train.txt").string() + " --heldout " + (scratch.path / "heldout.txt").string(),
-                                     scratch.path);
-    INFO(tokenized.err);
-    REQUIRE(tokenized.status == 0);
-    const auto trained = run_iclab("run configs/quick/lm_kjv.yaml --quiet data.tokens=" + tokens.string() + " data.tokenizer=" + tokenizer.string() +
-                                       " task.vocab_size=257 task.context_length=96 task.seq_len=16 model.width=16 model.heads=2 "
-                                       "model.init_std=0.3 train.steps=3 train.warmup_steps=1 eval.every=3 eval.sequences=2 output.dir=" +
-                                       (scratch.path / "runs").string(),
-                                   scratch.path);
-    INFO(trained.err);
-    REQUIRE(trained.status == 0);
-    const std::string run = trained.out.substr(0, trained.out.find('\n'));
+    const std::string run = train_tiny_lm_run(scratch.path);
     const std::string prompt = "And the earth was without form, and void; and darkness", input = " was upon";
     const fs::path exact = scratch.path / "exact.h5", recent = scratch.path / "recent.h5";
     const auto converted = run_iclab("convert " + run + " --method exact --prompt-text '" + prompt + "' --out " + exact.string(), scratch.path);

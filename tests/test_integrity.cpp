@@ -187,6 +187,31 @@ TEST_CASE("an ICLAA adapter round trips, and every edit of what changes its math
     SECTION("version 1 files (before the content checksum) are refused with what to do") {
         refused_after([](H5::H5File& f) { set_int(f, "format_version", 1); }, {"version 1", "re-convert"});
     }
+    SECTION("version 2 files (before hybrids: no keep_tokens, learned_positions) are read, with version 2's checksum") {
+        fs::copy_file(file, edited, fs::copy_options::overwrite_existing);
+        with_file(edited, [](H5::H5File& f) {
+            set_int(f, "format_version", 2);
+            f.removeAttr("keep_tokens");
+            f.removeAttr("learned_positions");
+        });
+        std::string message;  // version 2's checksum leaves out keep_tokens and learned_positions: the recorded one differs
+        try {
+            (void)icl::read_iclaa_adapter(edited);
+        } catch (const InputError& error) {
+            message = error.what();
+        }
+        const auto at = message.find("(they give ");
+        REQUIRE(at != std::string::npos);
+        const std::string v2_checksum = message.substr(at + 11, message.find(')', at) - at - 11);
+        with_file(edited, [&](H5::H5File& f) { set_string(f, "content_checksum", v2_checksum); });
+        const icl::IclaaAdapter v2 = icl::read_iclaa_adapter(edited);
+        CHECK(v2.keep_tokens == 0);
+        CHECK_FALSE(v2.learned_positions);
+        CHECK(v2.terms[1][0].b_kv == made.adapter.terms[1][0].b_kv);
+        CHECK(v2.terms[1][0].cache_length == 0);
+        with_file(edited, [](H5::H5File& f) { set_int(f, "format_version", 3); });  // the same file as version 3 lacks keep_tokens
+        require_refused([&] { (void)icl::read_iclaa_adapter(edited); }, {"keep_tokens", "missing"});
+    }
 }
 
 TEST_CASE("an ICLAA adapter's prompt is checked against the model's vocabulary", "[integrity][iclaa]") {

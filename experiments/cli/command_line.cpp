@@ -28,7 +28,7 @@ const char* const kUsage =
     "  iclab import gpt2 DIR --out RUN_DIR [--overwrite]\n"
     "  iclab export RUN_DIR --format safetensors --out DIR [--overwrite]\n"
     "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
-    "                [--method auto|iclca|iclaa|exact|recent|heavy] [--keep-tokens K] [--feature-map prf|orf|elu1|learned] [--random-features F] [--seed S]\n"
+    "                [--method auto|iclca|iclaa|exact|recent|heavy|hybrid] [--keep-tokens K] [--feature-map prf|orf|elu1|learned] [--random-features F] [--seed S]\n"
     "  iclab bench CONFIG [key.path=value ...] [--threads N] [--warmup K] [--iters K] [--out FILE.h5] [--export FILE.h5] [--overwrite]\n"
     "  iclab tokenize --tokenizer DIR (--text TEXT | --text-file FILE | --ids \"ID ...\" | --ids-file FILE)\n"
     "  iclab tokenize --tokenizer DIR --out tokens.h5 --train FILE... --heldout FILE... [--document-separator LINE] [--overwrite]\n"

@@ -16,15 +16,13 @@
 
 namespace iclab::cli {
 
-namespace {
-
 // The size of an ICLAA adapter and of its conversion, before any map is drawn (issue 20: --random-features 1048576
 // wrote a multi-GB adapter after minutes of work). The file stores per layer, in doubles, b_KV (H, F, D) and b_D (H, F),
 // and for random and learned maps w (H, D, F) and c (H, F); the conversion holds the maps and the terms (one file's worth)
 // and the writer's in-memory image (another). FLOPs: the prompt's M features and b_KV sums, 4 M F D per layer and head
 // (a learned map's fit is not counted). Refused when the memory or the disk cannot hold it, or beyond kMaxRunFlops.
-void check_iclaa_estimate(const model::ModelSpec& spec, const std::string& feature_map, std::size_t features, std::size_t tokens,
-                          const std::filesystem::path& out) {
+void check_iclaa_conversion_size(const model::ModelSpec& spec, const std::string& feature_map, std::size_t features, std::size_t tokens,
+                                 const std::filesystem::path& out) {
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
     const double L = static_cast<double>(spec.layers), H = static_cast<double>(spec.heads), D = static_cast<double>(spec.head_dim());
     const double F = static_cast<double>(features), M = static_cast<double>(tokens);
@@ -47,6 +45,8 @@ void check_iclaa_estimate(const model::ModelSpec& spec, const std::string& featu
     if (file_gib >= 0.25 || flops >= run::kPrintEstimateFlops) std::printf("estimated             %s\n", estimate);
 }
 
+namespace {
+
 // ICLAA: the base adapters' prompts, then this prompt, converted at once (composition by reconversion, spec §1.5).
 void convert_iclaa(const ConvertOptions& options, const std::vector<std::int32_t>& prompt, run::InductionRun& loaded) {
     model::Transformer<double>& model = *loaded.model;
@@ -67,6 +67,8 @@ void convert_iclaa(const ConvertOptions& options, const std::vector<std::int32_t
         const auto& file = options.adapters[i];
         const icl::IclaaAdapter base = icl::read_iclaa_adapter(file);
         icl::check_iclaa_adapter(model, base, file.string());
+        ICLAB_INPUT_CHECK(base.keep_tokens == 0, "iclab convert: the base adapter " << file.string() << " is a hybrid (keep_tokens "
+                                                     << base.keep_tokens << "); a hybrid is not composed, convert the whole prompt at once");
         const std::string base_convention = icl::rope_convention_name(base.convention);
         const auto agree = [&](bool given_or_later, bool same, const char* flag, const std::string& ours, const std::string& theirs) {
             ICLAB_INPUT_CHECK(!given_or_later || same, "iclab convert: the base adapter " << file.string() << " was converted with " << flag << " "
@@ -96,7 +98,7 @@ void convert_iclaa(const ConvertOptions& options, const std::vector<std::int32_t
     choice.map = feature_map;
     choice.features = feature_map == "elu1" ? model.spec().head_dim() : features;
     choice.fit.steps = fit_steps;
-    check_iclaa_estimate(model.spec(), feature_map, choice.features, context.size(), options.out);
+    check_iclaa_conversion_size(model.spec(), feature_map, choice.features, context.size(), options.out);
     std::fflush(stdout);
     Rng rng(seed);
     icl::FeatureFitReport report;
@@ -132,8 +134,8 @@ void convert(const ConvertOptions& options) {
         return;
     }
     ICLAB_INPUT_CHECK(!options.prompt_is_tokens, "iclab convert: --prompt-tokens is for language-model (lm) runs");
-    ICLAB_INPUT_CHECK(options.method != "exact" && options.method != "recent" && options.method != "heavy",
-                      "iclab convert: --method " << options.method << " (a prompt-cache adapter) is for language-model (lm) runs");
+    ICLAB_INPUT_CHECK(options.method != "exact" && options.method != "recent" && options.method != "heavy" && options.method != "hybrid",
+                      "iclab convert: --method " << options.method << " (a prompt-cache or hybrid adapter) is for language-model (lm) runs");
     const std::vector<int> letters = tasks::encode_letters(options.prompt);
     ICLAB_INPUT_CHECK(!letters.empty(), "iclab convert: the prompt is empty");
     const std::vector<std::int32_t> prompt(letters.begin(), letters.end());

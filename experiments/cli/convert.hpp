@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+namespace iclab::model {
+struct ModelSpec;
+}
+
 namespace iclab::cli {
 
 struct ConvertOptions {
@@ -40,5 +44,9 @@ struct ConvertOptions {
 void convert(const ConvertOptions& options);
 // convert on an lm run (experiments/cli/convert_lm.cpp); convert() calls it for lm runs.
 void convert_lm(const ConvertOptions& options);
+// InputError when an ICLAA adapter of F features for `tokens` prompt tokens would not fit the memory, the disk of
+// `out` or iclab's FLOP limit (convert.cpp); prints the estimate when it is large.
+void check_iclaa_conversion_size(const model::ModelSpec& spec, const std::string& feature_map, std::size_t features, std::size_t tokens,
+                                 const std::filesystem::path& out);
 
 }  // namespace iclab::cli

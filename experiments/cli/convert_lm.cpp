@@ -1,14 +1,17 @@
 // `iclab convert` on a language-model (lm) run: ICLCA (paper 000 Algorithm 1) of a prompt given as text (BPE with the
 // run's tokenizer) or token ids into an adapter file that predict and generate apply, for linear-attention runs; and,
-// for softmax runs, the prompt's key/value cache (--method exact | recent | heavy, framework/icl/cache_adapter.hpp).
-// ICLAA adapters of lm runs are not written here (experiment iclaa_lm builds them in memory; say so, exit 2).
+// for softmax runs, the prompt's key/value cache (--method exact | recent | heavy, framework/icl/cache_adapter.hpp) and
+// ICLAA (--method iclaa | auto: kernel biases) and the hybrid (--method hybrid: the last K tokens' cache + ICLAA kernel
+// biases for the older ones, iclaa_adapter.hpp): experiment iclaa_lm's rows as files.
 #include <cstdio>
 
 #include "experiments/cli/convert.hpp"
 #include "experiments/cli/lm_input.hpp"
 #include "experiments/registry.hpp"
 #include "framework/icl/adapter_file.hpp"
+#include "framework/core/rng.hpp"
 #include "framework/icl/cache_adapter.hpp"
+#include "framework/icl/feature_fit.hpp"
 #include "framework/icl/iclaa.hpp"
 #include "framework/icl/iclca.hpp"
 #include "framework/run/lm_run.hpp"
@@ -47,6 +50,59 @@ void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run) {
     std::printf("%s\n", options.out.string().c_str());  // last line of stdout: the adapter file, for scripts
 }
 
+// ICLAA (--method iclaa, or auto on a softmax run: kernel biases with --feature-map for the whole prompt) or the hybrid
+// (--method hybrid: the last --keep-tokens prompt tokens' keys and values exactly, the kernel for the older ones) of a
+// softmax lm run as an icl::IclaaAdapter file: experiment iclaa_lm's prf / orf and hybrid rows. Random (prf, orf) and
+// elu1 maps, drawn from Rng(--seed) as `convert --method iclaa` draws them on induction-head runs.
+void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
+    const std::string who = "iclab convert --method " + options.method;
+    model::Transformer<double>& model = *run.model;
+    const model::ModelSpec& spec = model.spec();
+    try {
+        icl::check_iclaa_assumptions(spec);
+    } catch (const InputError& error) {
+        throw InputError(who + ": ICLAA stands in for softmax attention, and " + options.run_dir.string() + " has none: " + error.what());
+    }
+    ICLAB_INPUT_CHECK(options.adapters.empty(), who << ": an lm run's ICLAA or hybrid adapter is not composed; convert the whole prompt at once");
+    ICLAB_INPUT_CHECK(options.feature_map != "learned",
+                      who << ": --feature-map learned is not available for lm runs (its fit needs the run's training text; experiment "
+                          << "iclaa_lm fits it): use prf, orf or elu1");
+    const std::vector<std::int32_t> prompt =
+        lm_input_tokens(options.run_dir, options.prompt_is_tokens ? nullptr : &options.prompt, options.prompt_tokens, spec.vocab,
+                        spec.max_seq_len - 1, who, options.prompt_is_tokens ? "--prompt-tokens" : "--prompt-text");
+    const bool hybrid = options.method == "hybrid";
+    const std::size_t keep = hybrid ? options.keep_tokens : 0;
+    ICLAB_INPUT_CHECK(keep <= prompt.size(), who << ": --keep-tokens " << keep << " must lie in [1, " << prompt.size()
+                                                 << "] (the prompt's tokens; " << prompt.size() << " is the exact cache)");
+    icl::FeatureMapChoice choice;
+    choice.map = options.feature_map;
+    choice.features = options.feature_map == "elu1" ? spec.head_dim() : options.features;
+    check_iclaa_conversion_size(spec, choice.map, choice.features, prompt.size(), options.out);
+    std::fflush(stdout);
+    const icl::SequenceSampler no_data = [](std::vector<std::int32_t>&, std::size_t, Rng&) {
+        ICLAB_CHECK(false, "random and elu1 feature maps draw no sequences");
+    };
+    Rng rng(options.seed);
+    icl::LayerHeadMaps maps = icl::build_feature_maps(model, choice, no_data, spec.max_seq_len, rng, nullptr);
+    const icl::IclaaAdapter adapter =
+        icl::iclaa_convert(model, prompt, options.prompt_is_tokens ? std::string() : options.prompt, std::move(maps), choice.map,
+                           options.seed, icl::parse_rope_convention(options.rope_convention), keep);
+    icl::write_iclaa_adapter(options.out, adapter, options.overwrite);
+    if (hybrid)
+        std::printf("method                hybrid: the last %zu prompt tokens' keys and values exactly, ICLAA for the %zu older ones (%s)\n",
+                    keep, prompt.size() - keep, keep == prompt.size() ? "all kept: the exact prompt cache" : "approximate");
+    else
+        std::printf("method                ICLAA (approximate: kernel biases for softmax attention, paper 000 §5)\n");
+    std::printf("prompt length M       %zu BPE tokens\n", prompt.size());
+    std::printf("feature map           %s, F %zu, seed %llu, %s\n", choice.map.c_str(), adapter.features,
+                static_cast<unsigned long long>(options.seed), icl::rope_convention_name(adapter.convention));
+    std::printf("adapter bytes (fp32)  %.0f kept cache + %.0f kernel biases + %.0f feature maps (exact cache: %.0f)\n",
+                adapter.kept_cache_bytes(), adapter.bias_bytes(), adapter.map_bytes(), adapter.exact_cache_bytes());
+    if (adapter.learned_positions)
+        std::printf("input positions       from %zu (learned positions: the input sits behind the prompt)\n", adapter.input_position_start());
+    std::printf("%s\n", options.out.string().c_str());  // last line of stdout: the adapter file, for scripts
+}
+
 }  // namespace
 
 void convert_lm(const ConvertOptions& options) {
@@ -57,9 +113,13 @@ void convert_lm(const ConvertOptions& options) {
         convert_lm_cache(options, run);
         return;
     }
-    ICLAB_INPUT_CHECK(options.method != "iclaa" && model.spec().attention == model::ModelSpec::Attention::linear,
-                      who << ": " << options.run_dir.string() << " is a softmax language model; ICLAA adapters for lm runs are not "
-                          << "implemented in this version (ICLCA converts linear-attention lm runs exactly)");
+    ICLAB_INPUT_CHECK(options.method == "auto" || options.method == "iclca" || options.method == "iclaa" || options.method == "hybrid",
+                      who << ": --method must be auto, iclca, iclaa, exact, recent, heavy or hybrid, got '" << options.method << "'");
+    const bool softmax = model.spec().attention == model::ModelSpec::Attention::softmax;
+    if (options.method == "hybrid" || options.method == "iclaa" || (options.method == "auto" && softmax)) {
+        convert_lm_iclaa(options, run);
+        return;
+    }
     try {
         icl::check_iclca_assumptions(model.spec());
     } catch (const InputError& error) {

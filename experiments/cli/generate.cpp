@@ -69,10 +69,9 @@ void generate(const GenerateOptions& options) {
     apply_lm_adapters(adapters, model, options.adapters, who);
     if (!options.quiet)
         for (std::size_t i = 0; i < adapters.applied.chain.size(); ++i)
-            std::fprintf(stderr, "adapter %zu: %s (fingerprint %s, prompt length %zu%s)\n", i + 1, adapters.applied.chain[i].file.c_str(),
+            std::fprintf(stderr, "adapter %zu: %s (fingerprint %s, prompt length %zu%s%s)\n", i + 1, adapters.applied.chain[i].file.c_str(),
                          adapters.applied.chain[i].fingerprint.c_str(), adapters.applied.chain[i].prompt_length,
-                         adapters.has_iclaa ? ", ICLAA: approximate"
-                         : adapters.has_cache ? (adapters.cache.selection == "exact" ? ", exact prompt cache" : ", truncated prompt cache") : "");
+                         *adapters.kind() ? ", " : "", adapters.kind());
 
     model::TransformerDecoder<double> decoder(model, adapters.softmax_terms(), adapters.input_position_start());
     ICLAB_INPUT_CHECK(prompt.size() <= decoder.context_limit(),

@@ -35,6 +35,15 @@ std::vector<std::int32_t> lm_input_tokens(const std::filesystem::path& run_dir, 
     return tokens;
 }
 
+const char* LmAdapters::kind() const {
+    if (has_iclaa)
+        return iclaa.keep_tokens == 0 ? "ICLAA: approximate"
+               : iclaa.keep_tokens == iclaa.prompt.size() ? "hybrid keeping every prompt token: the exact prompt cache"
+                                                          : "hybrid: recent-K cache + ICLAA, approximate";
+    if (has_cache) return cache.selection == "exact" ? "exact prompt cache" : "truncated prompt cache";
+    return "";
+}
+
 void apply_lm_adapters(LmAdapters& out, model::Transformer<double>& model, const std::vector<std::filesystem::path>& files,
                        const std::string& who) {
     std::size_t iclaa_files = 0, cache_files = 0;

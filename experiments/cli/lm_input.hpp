@@ -1,7 +1,7 @@
 #pragma once
 // What predict, convert and generate share on language-model (lm) runs: the input as BPE text through the run's own
 // tokenizer (RUN_DIR/tokenizer, text::Bpe) or as token ids, and adapters applied to the fp64 model as `predict`
-// applies them (ICLCA files set b_KV, b_D; one ICLAA file gives softmax prompt terms).
+// applies them (ICLCA files set b_KV, b_D; one ICLAA, hybrid or prompt-cache file gives softmax prompt terms).
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -30,10 +30,13 @@ struct LmAdapters {
     icl::IclaaAdapter iclaa;       // one ICLAA file: its terms stand for the prompt in softmax attention
     bool has_cache = false;
     icl::CacheAdapter cache;       // one prompt-cache file (exact, recent, heavy): its keys and values stand for the prompt
-    // The softmax prompt terms to add (null: none) and where the input starts among learned positions (cache adapters
-    // of learned-position models: after the prompt; 0 otherwise).
+    // The softmax prompt terms to add (null: none) and where the input starts among learned positions (cache, ICLAA and
+    // hybrid adapters of learned-position models: after the prompt; 0 otherwise).
     const icl::PromptTerms* softmax_terms() const { return has_iclaa ? &iclaa.terms : has_cache ? &cache.terms : nullptr; }
-    std::size_t input_position_start() const { return has_cache ? cache.input_position_start() : 0; }
+    std::size_t input_position_start() const {
+        return has_cache ? cache.input_position_start() : has_iclaa ? iclaa.input_position_start() : 0;
+    }
+    const char* kind() const;  // "ICLAA: approximate", "hybrid: recent-K cache + ICLAA", "exact prompt cache", ... ("" for ICLCA)
 };
 // Applies `files` to `model` into `out` (not returned by value: the ICLAA terms point into out.iclaa's maps).
 void apply_lm_adapters(LmAdapters& out, model::Transformer<double>& model, const std::vector<std::filesystem::path>& files,

@@ -70,8 +70,10 @@ int command_convert(const std::vector<std::string>& args) {
         "overwrite", "replace an existing --out file")(
         "method", po::value<std::string>(&method)->default_value("auto"),
         "auto (ICLCA for linear attention, ICLAA for softmax), iclca (exact) or iclaa (approximate, softmax models); softmax "
-        "lm runs also: exact | recent | heavy (the prompt's key/value cache: all of it, or --keep-tokens of it)")(
-        "keep-tokens", po::value<std::int64_t>(&keep_tokens)->default_value(16), "recent | heavy: K prompt tokens kept per layer and head")(
+        "lm runs also: exact | recent | heavy (the prompt's key/value cache: all of it, or --keep-tokens of it) and hybrid "
+        "(the last --keep-tokens tokens exactly, ICLAA with --feature-map for the older ones)")(
+        "keep-tokens", po::value<std::int64_t>(&keep_tokens)->default_value(16),
+        "recent | heavy | hybrid: K prompt tokens kept per layer and head")(
         "feature-map", po::value<std::string>(&feature_map)->default_value("prf"),
         "ICLAA: prf | orf (Performer random features, the paper's method), elu1, or learned (a two-sided exponential "
         "map fitted to the model once per conversion; much closer to the model with the prompt, experiments/iclaa)")(

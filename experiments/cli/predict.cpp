@@ -45,6 +45,10 @@ void predict(const PredictOptions& options) {
         iclaa = icl::read_iclaa_adapter(options.adapters[0]);
         icl::check_iclaa_adapter(model, iclaa, options.adapters[0].string());
         model.set_softmax_prompt(&iclaa.terms);
+        model.set_learned_position_start(iclaa.input_position_start());  // learned positions: the input sits behind the prompt
+        ICLAB_INPUT_CHECK(iclaa.input_position_start() + tokens.size() <= model.spec().max_seq_len,
+                          "iclab predict: " << tokens.size() << " input tokens behind the adapter's " << iclaa.input_position_start()
+                                            << "-token prompt do not fit the model's context of " << model.spec().max_seq_len << " learned positions");
         applied.context = iclaa.prompt;
         applied.chain.push_back({iclaa.model_fingerprint, iclaa.prompt.size(), iclaa.prompt_text, options.adapters[0].string()});
         std::printf("ICLAA adapter (approximate, %s features, F %zu): the model reads every input as if it followed the prompt, "

@@ -18,7 +18,9 @@ namespace {
 
 constexpr const char* kFormat = "iclab iclaa adapter";
 // 2: the root attribute content_checksum (issue 20). Version 1 files had none and are refused: re-convert them.
-constexpr std::int64_t kFormatVersion = 2;
+// 3: hybrids (keep_tokens, the recent-K cache datasets) and learned_positions (issue 22). Version 2 files are read as
+// keep_tokens = 0, learned_positions = 0 (what every version 2 file was), their checksum as version 2 computed it.
+constexpr std::int64_t kFormatVersion = 3;
 
 std::string layer_path(std::size_t l, const char* what) { return "/iclaa/blocks." + std::to_string(l) + "." + what; }
 
@@ -35,6 +37,7 @@ double expected_lambda(const std::string& map) { return map == "learned" ? 0.0 :
 // One layer's datasets as stored: heads concatenated (w, c only for exp-linear maps).
 struct LayerArrays {
     std::vector<double> w, c, b_d, b_kv, log_b_d, log_b_kv;
+    std::vector<double> cache_keys, cache_values;  // hybrid: (H, K, D)
 };
 
 LayerArrays layer_arrays(const IclaaAdapter& adapter, std::size_t l) {
@@ -50,21 +53,23 @@ LayerArrays layer_arrays(const IclaaAdapter& adapter, std::size_t l) {
         arrays.b_kv.insert(arrays.b_kv.end(), term.b_kv.begin(), term.b_kv.end());
         arrays.log_b_d.push_back(term.log_b_d);
         arrays.log_b_kv.push_back(term.log_b_kv);
+        arrays.cache_keys.insert(arrays.cache_keys.end(), term.cache_keys.begin(), term.cache_keys.end());
+        arrays.cache_values.insert(arrays.cache_values.end(), term.cache_values.begin(), term.cache_values.end());
     }
     return arrays;
 }
 
 // "fnv1a64:<hex>" over everything that changes what the adapter computes: the format, the feature map (kind, F, seed,
 // s, λ), the RoPE convention, the model fingerprint and shapes, the prompt (tokens and text) and every value of every
-// dataset, as stored (float64 / int32 bytes).
-std::string content_checksum(const IclaaAdapter& adapter, double input_scale, double lambda) {
+// dataset, as stored (float64 / int32 bytes); from version 3 also keep_tokens, learned_positions and the hybrid's cache.
+std::string content_checksum(const IclaaAdapter& adapter, double input_scale, double lambda, std::int64_t version = kFormatVersion) {
     Fnv1a64 hash;
     const auto mix_values = [&](const auto& values) {
         hash.mix_count(values.size());
         if (!values.empty()) hash.mix(values.data(), values.size() * sizeof(values[0]));
     };
     hash.mix_string(kFormat);
-    hash.mix(&kFormatVersion, sizeof kFormatVersion);
+    hash.mix(&version, sizeof version);
     hash.mix_string(adapter.feature_map);
     hash.mix_count(adapter.features);
     hash.mix(&adapter.seed, sizeof adapter.seed);
@@ -76,11 +81,17 @@ std::string content_checksum(const IclaaAdapter& adapter, double input_scale, do
     hash.mix_count(adapter.layers);
     hash.mix_count(adapter.heads);
     hash.mix_count(adapter.head_dim);
+    if (version >= 3) {
+        hash.mix_count(adapter.keep_tokens);
+        hash.mix_count(adapter.learned_positions ? 1 : 0);
+    }
     mix_values(adapter.prompt);
     hash.mix_string(adapter.prompt_text);
     for (std::size_t l = 0; l < adapter.layers; ++l) {
         const LayerArrays arrays = layer_arrays(adapter, l);
         for (const auto* values : {&arrays.w, &arrays.c, &arrays.b_d, &arrays.b_kv, &arrays.log_b_d, &arrays.log_b_kv}) mix_values(*values);
+        if (version >= 3)
+            for (const auto* values : {&arrays.cache_keys, &arrays.cache_values}) mix_values(*values);
     }
     return "fnv1a64:" + hash.hex();
 }
@@ -118,10 +129,10 @@ bool is_iclaa_adapter_file(const std::filesystem::path& path) {
 
 void write_iclaa_adapter(const std::filesystem::path& path, const IclaaAdapter& adapter, bool overwrite) {
     ICLAB_CHECK(known_map(adapter.feature_map) && adapter.layers > 0 && adapter.maps.size() == adapter.layers &&
-                    adapter.terms.size() == adapter.layers && !adapter.prompt.empty(),
+                    adapter.terms.size() == adapter.layers && !adapter.prompt.empty() && adapter.keep_tokens <= adapter.prompt.size(),
                 "an incomplete ICLAA adapter");
     io::ResultsWriter writer(path, overwrite);  // refuses an existing file unless overwrite
-    const std::size_t H = adapter.heads, D = adapter.head_dim, F = adapter.features;
+    const std::size_t H = adapter.heads, D = adapter.head_dim, F = adapter.features, K = adapter.keep_tokens;
     const double input_scale = adapter.maps[0][0].input_scale, lambda = adapter.maps[0][0].lambda;
     for (std::size_t l = 0; l < adapter.layers; ++l) {
         for (const auto& map : adapter.maps[l])
@@ -136,12 +147,20 @@ void write_iclaa_adapter(const std::filesystem::path& path, const IclaaAdapter& 
         writer.write_tensor(layer_path(l, "b_kv"), a.b_kv.data(), {H, F, D}, {{"layout", "(H, F, D): b_KV = exp(log_b_kv) * b_kv, max |.| 1"}});
         writer.write_tensor(layer_path(l, "log_b_d"), a.log_b_d.data(), {H}, {{"layout", "(H)"}});
         writer.write_tensor(layer_path(l, "log_b_kv"), a.log_b_kv.data(), {H}, {{"layout", "(H)"}});
+        if (K > 0) {
+            for (const auto& term : adapter.terms[l]) ICLAB_CHECK(term.cache_length == K, "a hybrid cache term of another size");
+            writer.write_tensor(layer_path(l, "cache_keys"), a.cache_keys.data(), {H, K, D},
+                                {{"layout", "(H, K, D): the last K prompt keys, pre-RoPE keys rotated to their offset p - M (RoPE models)"}});
+            writer.write_tensor(layer_path(l, "cache_values"), a.cache_values.data(), {H, K, D}, {{"layout", "(H, K, D): their values"}});
+        }
     }
     writer.write_tensor("/prompt_tokens", adapter.prompt.data(), {adapter.prompt.size()}, {{"layout", "(M): the prompt's token ids"}});
     writer.set_attr("format", kFormat);
     writer.set_attr("format_version", kFormatVersion);
     writer.set_attr("content_checksum", content_checksum(adapter, input_scale, lambda));
-    writer.set_attr("exact", "false");
+    writer.set_attr("exact", K == adapter.prompt.size() ? "true" : "false");  // a hybrid keeping all M tokens is the exact cache
+    writer.set_attr("keep_tokens", K);
+    writer.set_attr("learned_positions", static_cast<std::int64_t>(adapter.learned_positions ? 1 : 0));
     writer.set_attr("feature_map", adapter.feature_map);
     writer.set_attr("features", adapter.features);
     writer.set_attr("seed", static_cast<std::int64_t>(adapter.seed));
@@ -158,6 +177,7 @@ void write_iclaa_adapter(const std::filesystem::path& path, const IclaaAdapter& 
     writer.set_attr("bias_bytes_fp32", adapter.bias_bytes());
     writer.set_attr("map_bytes_fp32", adapter.map_bytes());
     writer.set_attr("exact_cache_bytes_fp32", adapter.exact_cache_bytes());
+    writer.set_attr("cache_bytes_fp32", adapter.kept_cache_bytes());
     io::write_provenance(writer);
     writer.commit();
 }
@@ -173,7 +193,8 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
     const std::int64_t version = reader.read_attr_int64("/", present("format_version"));
     ICLAB_INPUT_CHECK(version != 1, file << " is an ICLAA adapter of format version 1, written before adapters carried a content checksum: "
                                             "re-convert its prompt with iclab convert (this iclab reads version " << kFormatVersion << ")");
-    ICLAB_INPUT_CHECK(version == kFormatVersion, file << ": ICLAA adapter format version " << version << ", this iclab reads " << kFormatVersion);
+    ICLAB_INPUT_CHECK(version == 2 || version == kFormatVersion,
+                      file << ": ICLAA adapter format version " << version << ", this iclab reads 2 and " << kFormatVersion);
     IclaaAdapter a;
     const auto count = [&](const char* name) {
         const std::int64_t v = reader.read_attr_int64("/", present(name));
@@ -201,6 +222,15 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
     a.head_dim = count("head_dim");
     const std::size_t L = a.layers, H = a.heads, D = a.head_dim, F = a.features;
     const bool exp_linear = kind_of(a.feature_map) == nn::KernelMapKind::exp_linear;
+    if (version >= 3) {
+        const std::int64_t keep = reader.read_attr_int64("/", present("keep_tokens"));
+        ICLAB_INPUT_CHECK(keep >= 0 && keep < (1 << 24), file << ": attribute keep_tokens = " << keep << " is out of range");
+        a.keep_tokens = static_cast<std::size_t>(keep);
+        const std::int64_t learned = reader.read_attr_int64("/", present("learned_positions"));
+        ICLAB_INPUT_CHECK(learned == 0 || learned == 1, file << ": attribute learned_positions = " << learned << " is not 0 or 1");
+        a.learned_positions = learned == 1;
+    }
+    const std::size_t K = a.keep_tokens;
     // The map's shape by its kind: elu1 has F = D features and no stored W, c (an edited feature_map never reaches attention
     // with buffers of another size); a learned map pairs its columns, so F is even.
     ICLAB_INPUT_CHECK(exp_linear || F == D, file << ": attribute features = " << F << " but an elu1 map has F = head_dim = " << D);
@@ -221,9 +251,11 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
     ICLAB_INPUT_CHECK(a.prompt.size() == count("prompt_length"),
                       file << ": attribute prompt_length = " << count("prompt_length") << " differs from the " << a.prompt.size()
                            << " tokens of /prompt_tokens");
-    ICLAB_INPUT_CHECK(reader.has("/iclaa") && reader.list("/iclaa").size() == L * (exp_linear ? 6 : 4),
-                      file << ": attribute model_layers = " << L << " (feature_map " << a.feature_map << ") but /iclaa holds "
-                           << (reader.has("/iclaa") ? reader.list("/iclaa").size() : 0) << " datasets, not " << (exp_linear ? 6 : 4) << " per layer");
+    ICLAB_INPUT_CHECK(K <= a.prompt.size(), file << ": attribute keep_tokens = " << K << " exceeds the prompt's " << a.prompt.size() << " tokens");
+    const std::size_t per_layer = (exp_linear ? 6 : 4) + (K > 0 ? 2 : 0);
+    ICLAB_INPUT_CHECK(reader.has("/iclaa") && reader.list("/iclaa").size() == L * per_layer,
+                      file << ": attribute model_layers = " << L << " (feature_map " << a.feature_map << ", keep_tokens " << K << ") but /iclaa holds "
+                           << (reader.has("/iclaa") ? reader.list("/iclaa").size() : 0) << " datasets, not " << per_layer << " per layer");
 
     // H is bounded by what the file stores before L·H maps are allocated (layer 0's log_b_d has H values).
     const std::string first_scales = layer_path(0, "log_b_d");
@@ -247,6 +279,8 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
         const std::vector<double> c = exp_linear ? shaped(l, "c", {H, F}) : std::vector<double>{};
         const auto b_d = shaped(l, "b_d", {H, F}), b_kv = shaped(l, "b_kv", {H, F, D});
         const auto log_b_d = shaped(l, "log_b_d", {H}), log_b_kv = shaped(l, "log_b_kv", {H});
+        const std::vector<double> cache_keys = K > 0 ? shaped(l, "cache_keys", {H, K, D}) : std::vector<double>{};
+        const std::vector<double> cache_values = K > 0 ? shaped(l, "cache_values", {H, K, D}) : std::vector<double>{};
         for (std::size_t h = 0; h < H; ++h) {
             nn::KernelFeatures<double>& map = a.maps[l][h];
             map.kind = kind_of(a.feature_map);
@@ -273,6 +307,11 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
             term.log_b_d = log_b_d[h];
             term.log_b_kv = log_b_kv[h];
             term.rotate_query = a.convention != RopeConvention::unrotated;
+            term.cache_length = K;
+            if (K > 0) {
+                term.cache_keys.assign(cache_keys.begin() + h * K * D, cache_keys.begin() + (h + 1) * K * D);
+                term.cache_values.assign(cache_values.begin() + h * K * D, cache_values.begin() + (h + 1) * K * D);
+            }
             // Normalized as add_kernel_terms leaves them: b_d >= 0 with max 1 and |b_kv| max 1, the scale in a finite log;
             // or all zero with log = -inf (a prompt that contributes nothing).
             const auto check_scaled = [&](const std::vector<double>& values, double log, const char* what, bool nonnegative) {
@@ -292,7 +331,7 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
     }
     a.point_terms_at_maps();
     const std::string recorded = text("content_checksum");
-    const std::string computed = content_checksum(a, input_scale, lambda);
+    const std::string computed = content_checksum(a, input_scale, lambda, version);
     ICLAB_INPUT_CHECK(recorded == computed, file << ": its contents do not match its recorded content_checksum " << recorded << " (they give "
                                                  << computed << "): the file was changed after iclab convert wrote it");
     return a;

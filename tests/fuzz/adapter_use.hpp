@@ -21,7 +21,10 @@ inline double use_iclaa(const icl::IclaaAdapter& adapter) {
             std::vector<double> x(map.dim, 0.5), phi(map.features);
             const double shift = nn::kernel_features(phi.data(), x.data(), map);
             ICLAB_CHECK(term.b_d.size() == map.features && term.b_kv.size() == map.features * map.dim, "term shapes");
+            ICLAB_CHECK(term.cache_length == adapter.keep_tokens && term.cache_keys.size() == term.cache_length * map.dim &&
+                            term.cache_values.size() == term.cache_keys.size(), "hybrid cache shapes");
             for (std::size_t r = 0; r < map.features; ++r) sum += phi[r] * (term.b_d[r] + term.b_kv[r * map.dim]);
+            for (std::size_t i = 0; i < term.cache_keys.size(); ++i) sum += term.cache_keys[i] * term.cache_values[i];
             sum += shift * 0.0;
         }
     return sum;

@@ -11,8 +11,8 @@
 // check's reading runs in this process, HDF5's own crashes and hangs are recorded as crash-/timeout- files) and then
 // replays every recorded input through the forked check, where each must end in an InputError.
 // On an empty corpus it writes its own seeds (ICLAB_FUZZ_SEED_DIR; with ICLAB_FUZZ_TREE_SEED_DIR also as text for
-// fuzz_adapter_fields.cpp): an ICLCA adapter with a base chain, and ICLAA
-// adapters with prf and elu1 maps, written by the library's own writers.
+// fuzz_adapter_fields.cpp): an ICLCA adapter with a base chain, and ICLAA adapters with prf and elu1 maps and a prf
+// hybrid, written by the library's own writers.
 #include <unistd.h>
 
 #include <cmath>
@@ -100,6 +100,16 @@ void write_seeds(const std::filesystem::path& dir) {
         adapter.point_terms_at_maps();
         const auto file = dir / ("iclaa_" + map_name + ".h5");
         if (!std::filesystem::exists(file)) icl::write_iclaa_adapter(file, adapter, false);
+        if (map_name != "prf") continue;
+        adapter.keep_tokens = 2;  // a hybrid: the last 2 prompt tokens' keys and values (H, K, D) besides the kernel
+        adapter.learned_positions = true;
+        for (auto& layer : adapter.terms)
+            for (auto& term : layer) {
+                term.cache_length = 2;
+                term.cache_keys.assign(2 * D, 0.75);
+                term.cache_values.assign(2 * D, -0.125);
+            }
+        if (!std::filesystem::exists(dir / "iclaa_hybrid.h5")) icl::write_iclaa_adapter(dir / "iclaa_hybrid.h5", adapter, false);
     }
 }
 
