@@ -118,10 +118,10 @@ bool Trainer<T>::train(Rng data_rng) {
         }
         std::string status = format_metric("loss", loss);
         if (!task_.progress_metric.empty()) {
-            double shown = 0.0;
+            std::string shown = task_.progress_metric + " -";  // before the first evaluation: no value, not 0
             for (const auto& [name, value] : last_metrics_)
-                if (name == task_.progress_metric) shown = value;
-            status += "  " + format_metric(task_.progress_metric, shown, 3);
+                if (name == task_.progress_metric) shown = format_metric(name, value, 3);
+            status += "  " + shown;
         }
         // The rate of the steps since the last evaluation, or at an evaluation the rate it recorded.
         const double tokens_per_s = interval_steps_ > 0 && interval_train_seconds_ > 0
