@@ -1,10 +1,15 @@
 // The `gd004_example` experiment (paper 004 §5.2, Fig. 3 left; specs/gd_duals.md §4-5): the single fixed task of
 // A.3 (task.w_mode fixed), and a short run through the iclab binary whose GD-CL reference must reproduce the
-// trained layer's prediction exactly, with a trajectory of N·N_CL + 1 points that is linear at epoch boundaries.
+// trained layer's prediction exactly, with a trajectory of N·N_CL + 1 points that is linear at epoch boundaries. The
+// claims (experiments/gd004_example/claims.cpp): their ids, kinds and rules; the values stored are the measured
+// ones; a sequence beyond the bar, a non-finite value and a single seed are not passes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
+#include "experiments/gd004_example/claims.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/tasks/regression.hpp"
 #include "tests/cli_helpers.hpp"
@@ -57,6 +62,67 @@ TEST_CASE("gd004_example: GD-CL reproduces the trained layer's prediction", "[gd
     for (std::size_t e = 0; e <= 10; ++e)
         CHECK(trajectory[e * 15] == Approx(trajectory[0] + (y_tf - trajectory[0]) * e / 10.0).margin(1e-12));
     CHECK(reader.read_attr_double("/", "control_min_error") >= 1e-4);
+    // the claims: 5 identities + 4 variant duals per sequence (own checks), then 2 per training seed
+    const auto claims = iclab::io::read_claims(reader);
+    REQUIRE(claims.size() == 11);
+    for (std::size_t i = 0; i < 9; ++i) {
+        INFO(claims[i].claim.id);
+        CHECK(claims[i].claim.kind == iclab::io::ClaimKind::own_check);
+        CHECK(claims[i].claim.unit == "instance");
+        CHECK(claims[i].values.size() == 5);
+        CHECK(claims[i].verdict == iclab::io::Verdict::reproduced);
+    }
+    CHECK(claims[0].claim.id == "004-5.2 N=15 fp64: y_CL = y_TF");
+    CHECK(*std::max_element(claims[0].values.begin(), claims[0].values.end()) == max_err[0]);  // the measured errors
+    CHECK(*std::max_element(claims[2].values.begin(), claims[2].values.end()) == max_err[1]);
+    CHECK(claims[9].claim.id == "004-5.2 N=15 layer predicts the label");
+    CHECK(claims[9].claim.kind == iclab::io::ClaimKind::qualitative);
+    CHECK(claims[9].values.at(0) == Approx(reader.read_column_double("/tables/004_example/median_abs_err")[0] /
+                                           reader.read_column_double("/tables/004_example/median_abs_y")[0]));
+    CHECK(claims[10].claim.id == "004-5.2 N=15 error scale of the paper's example");
+    CHECK(claims[10].claim.rule.low == Approx(0.0563 / 3));  // |-0.6490 - (-0.5927)|, the band of paper_bands
+    for (std::size_t i = 9; i < 11; ++i) {
+        CHECK(claims[i].claim.unit == "seed");
+        CHECK(claims[i].units == std::vector<std::int64_t>{0});
+        CHECK(claims[i].verdict == iclab::io::Verdict::inconclusive);  // one seed; the rule needs 2 of 3
+    }
+}
+
+TEST_CASE("gd004_example claims: declared from N, judged on the measured values", "[gd004_example][claims]") {
+    namespace ge = iclab::experiments::gd004_example_claims;
+    using iclab::io::Verdict;
+    CHECK(ge::declare_claims(31).back().claim.source == "App. A.4 (y = 0.2767, y_TF = 0.2915)");
+    CHECK(ge::declare_claims(20).size() == 10);  // no paper example for N = 20: no error-scale claim
+    const auto claims = ge::declare_claims(15);
+    REQUIRE(claims.size() == 11);
+    ge::Measured m;
+    m.err64 = {1e-15, 2e-11};                  // one sequence beyond 1e-11
+    m.model_vs_cl64 = {1e-15, std::nan("")};   // a non-finite value
+    m.err32 = {1e-5, 1e-7};                    // at the bar: within
+    m.epochs64 = m.epochs32 = {0.0, 0.0};
+    m.variant_err = {{1e-15, 1e-15}, {2e-12, 1e-15}, {1e-15, 1e-15}, {1e-15, 1e-15}};  // reg alpha=0.1 beyond 1e-12
+    m.median_abs_err = 1.5, m.median_abs_y = 1.0;  // worse than the zero predictor
+    const auto one = ge::evaluate_claims(claims, m, 0);
+    CHECK(one[0].verdict == Verdict::not_reproduced);
+    CHECK(one[1].verdict == Verdict::inconclusive);
+    CHECK(one[2].verdict == Verdict::reproduced);
+    CHECK(one[5].verdict == Verdict::reproduced);
+    CHECK(one[6].verdict == Verdict::not_reproduced);
+    CHECK(one[9].values == std::vector<double>{1.5});
+    // pooled over three seeds (`iclab claims`): two seeds worse than the zero predictor fail the 2-of-3 rule
+    std::vector<std::pair<std::string, std::vector<iclab::io::ClaimResult>>> runs{{"seed0", one}};
+    m.median_abs_err = 0.3;
+    runs.push_back({"seed1", ge::evaluate_claims(claims, m, 1)});
+    m.median_abs_err = 1.2;
+    runs.push_back({"seed2", ge::evaluate_claims(claims, m, 2)});
+    const auto pooled = iclab::io::pool_claims(runs);
+    CHECK(pooled[9].verdict == Verdict::not_reproduced);
+    CHECK(pooled[10].verdict == Verdict::not_reproduced);  // 1.5, 0.3, 1.2: none within [0.019, 0.17]
+    runs[0].second = ge::evaluate_claims(claims, [&] { m.median_abs_err = 0.1; return m; }(), 0);
+    runs[2].second = ge::evaluate_claims(claims, m, 2);
+    const auto better = iclab::io::pool_claims(runs);
+    CHECK(better[9].verdict == Verdict::reproduced);  // 0.1, 0.3, 0.1 of median |y|
+    CHECK(better[10].verdict == Verdict::reproduced);  // 0.1 twice within the band
 }
 
 TEST_CASE("gd004_example refuses a layer that is not paper 004's", "[gd004_example][cli]") {

@@ -1,11 +1,16 @@
 // The `iclca_exactness` experiment (paper 000 Table 1, Theorem 4.1) end to end through the iclab binary on tiny
 // sizes: the three tables and the per-pair rows are written; ICLCA is exact to rounding (fp64 <= 1e-12, fp32
 // <= 1e-5, measured ~3e-7) while the prompt does change the outputs; the parameter counts follow the layout; the
-// paper's number appears beside the size it names; inconsistent size lists are refused before any work.
+// paper's number appears beside the size it names; inconsistent size lists are refused before any work. The claims
+// (experiments/iclca_exactness/claims.cpp): declared per case, size and dtype from the settings alone, judged on
+// the per-pair errors; a pair beyond the bar, a non-finite error or a measurement that did not run are not passes.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
+#include "experiments/iclca_exactness/exactness.hpp"
+#include "framework/icl/exactness_bars.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
@@ -82,6 +87,65 @@ TEST_CASE("iclca_exactness: converted models match the prompted ones to rounding
     CHECK(reader.read_column_string("/pairs/case").size() == expected_pair_rows);
     CHECK(reader.read_attr_int64("/", "prompt_length") == 12);
     CHECK(reader.read_attr_double("/", "peak_rss_gib") > 0.0);
+    // the claims: 2 sizes x 3 cases x 2 dtypes own checks, one printed number (205K, the size the paper has)
+    const auto claims = iclab::io::read_claims(reader);
+    REQUIRE(claims.size() == 13);
+    std::size_t printed = 0;
+    for (const auto& r : claims) {
+        INFO(r.claim.id);
+        CHECK(r.claim.unit == "instance");
+        CHECK(r.values.size() == (r.claim.id.find("model 205K") != std::string::npos ? 2u : 3u));
+        if (r.claim.kind == iclab::io::ClaimKind::printed_number) {
+            ++printed;
+            CHECK(r.claim.id == "000-T1 205K fp32: mean error as printed");
+            CHECK(r.claim.paper_value == 2.9e-7);
+            CHECK(r.claim.rule.low == Approx(2.9e-7 / 3));
+            CHECK(r.claim.rule.high == Approx(2.9e-7 * 3));
+            continue;
+        }
+        CHECK(r.claim.kind == iclab::io::ClaimKind::own_check);
+        CHECK(std::isnan(r.claim.paper_value));
+        CHECK(r.claim.rule.threshold == (r.claim.id.find("fp64") != std::string::npos ? 1e-12 : 1e-5));
+        CHECK(r.verdict == iclab::io::Verdict::reproduced);
+    }
+    CHECK(printed == 1);
+}
+
+TEST_CASE("iclca_exactness claims: declared from the settings, judged on every pair", "[iclca_exactness][claims]") {
+    namespace ex = iclab::experiments::exactness;
+    using iclab::io::Verdict;
+    ex::Settings s;
+    s.dtypes = {"float32", "float64"};
+    s.direct_pairs = 2;
+    s.sizes = {{"205K", 3, 72, 2, 3, 0}};  // no Theorem 4.1 model pairs: no claim on it
+    const auto claims = ex::declare_claims(s, {2.9e-7});
+    std::vector<std::string> ids;
+    for (const auto& d : claims) ids.push_back(d.claim.id);
+    CHECK(ids == std::vector<std::string>{"000-T1 205K fp32: ICLCA exact", "000-T1 205K fp32: mean error as printed",
+                                          "000-T1 205K fp64: ICLCA exact", "000-Thm4.1 layer 205K fp32: Eq. 10 holds",
+                                          "000-Thm4.1 layer 205K fp64: Eq. 10 holds"});
+    CHECK(ex::declare_claims(s, {std::nan("")}).size() == 4);  // no printed number for a size the paper lacks
+    // measured errors: Table 1 fp32 every pair beyond the bar, fp64 a NaN; Theorem 4.1 fp32 one pair of three beyond
+    // (one at the bar counts as within), fp64 not run
+    std::vector<std::vector<ex::Row>> tables(3, std::vector<ex::Row>(1));
+    const double bar32 = iclab::icl::kIclcaExactBarFp32, bar64 = iclab::icl::kIclcaExactBarFp64;
+    tables[0][0].fp32.ran = true, tables[0][0].fp32.errors = {2.0 * bar32, 2.1 * bar32, 1.9 * bar32};
+    tables[0][0].fp64.ran = true, tables[0][0].fp64.errors = {bar64, std::nan(""), 1e-16};
+    tables[1][0].fp32.ran = true, tables[1][0].fp32.errors = {bar32, 1e-7, 1.5 * bar32};
+    tables[1][0].fp64.note = "not run: needs 15 GiB, 3 GiB available";
+    const auto r = ex::evaluate_claims(claims, tables);
+    REQUIRE(r.size() == 5);
+    CHECK(r[0].verdict == Verdict::not_reproduced);  // ~2e-5 > 1e-5
+    CHECK(r[0].on_side == 0);
+    CHECK(r[1].verdict == Verdict::not_reproduced);  // interval of the mean around 2e-5, above the band [9.7e-8, 8.7e-7]
+    CHECK(r[2].verdict == Verdict::inconclusive);    // a non-finite error is no pass
+    CHECK(r[3].verdict == Verdict::not_reproduced);  // 1.5e-5 on one pair of three
+    CHECK(r[3].on_side == 2);
+    CHECK(r[4].verdict == Verdict::inconclusive);    // not run: no value
+    CHECK_THAT(r[4].note, Catch::Contains("not run"));
+    CHECK(r[3].units == std::vector<std::int64_t>{0, 1, 2});
+    tables[1][0].fp32.errors.pop_back();
+    CHECK(ex::evaluate_claims(claims, tables)[3].verdict == Verdict::reproduced);  // the same pairs without the third
 }
 
 TEST_CASE("iclca_exactness refuses inconsistent size lists before any work", "[iclca_exactness][cli]") {

@@ -2,7 +2,8 @@
 // single Performer attention layer of §5.1 on one fixed linear task (A.3), then, on a test sequence of that task,
 // run Theorem 1's GD-CL reference (framework/icl/gd_dual.hpp `dual_004`: Linear over the layer's own φ, contrastive
 // loss, batch-1 SGD for N_CL epochs) and record its prediction after every step. Claims: y_CL(S) = y_TF exactly,
-// the trajectory is linear at epoch boundaries, and the layer's accuracy |y_TF − y| beside the paper's example.
+// the trajectory is linear at epoch boundaries, and the layer's accuracy |y_TF − y| beside the paper's example
+// (declared in claims.cpp before training, judged per test sequence or per training seed).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/gd004_example/claims.hpp"
 #include "framework/core/measure.hpp"
 #include "framework/icl/gd_dual.hpp"
 #include "framework/run/experiment.hpp"
@@ -20,17 +22,12 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+using gd004_example_claims::kPaper;
+using gd004_example_claims::kVariants;
 
 namespace {
 
 constexpr std::uint64_t kTestStream = 102;  // the test sequences (the trainer's own streams differ)
-
-// Paper 004 §5.2 (N = 15) and App. A.4 (N = 31): the example's label and the layer's prediction.
-struct PaperExample {
-    std::size_t demos;
-    double y_true, y_tf;
-};
-constexpr PaperExample kPaper[] = {{15, -0.5927, -0.6490}, {31, 0.2767, 0.2915}};
 
 void declare_keys(config::Schema& schema) {
     schema.add_int("example.epochs", 10, 1, 1000, "N_CL epochs of the GD-CL reference (paper: 10)")
@@ -53,6 +50,7 @@ double quantile(std::vector<double> values, double q) {
 
 RunOutcome run_gd004_example(const RunContext& context) {
     const config::Config& cfg = context.config;
+    const std::vector<gd004_example_claims::DeclaredClaim> claims = gd004_example_claims::declare_claims(static_cast<std::size_t>(cfg.get_int("task.examples")));
     RunFolder run(cfg, context.options);
     const RegressionTraining training = train_regression_model(cfg, context.options, run);
     if (!training.completed) return {run.path(), false, training.steps_done, training.steps_total};
@@ -84,6 +82,7 @@ RunOutcome run_gd004_example(const RunContext& context) {
     std::vector<double> trajectory;
     double max64 = 0.0, max_epochs64 = 0.0, max_model64 = 0.0, max32 = 0.0, max_epochs32 = 0.0, min_ctrl = 1e300;
     icl::Thm1004Result example;
+    gd004_example_claims::Measured measured;
     for (std::size_t b = 0; b < duals; ++b) {
         const double* tokens = data.inputs.data() + b * TT * C;
         const std::vector<double> h64(tokens, tokens + TT * C);
@@ -91,6 +90,9 @@ RunOutcome run_gd004_example(const RunContext& context) {
         const auto r64 = icl::dual_004(h64, w64, s, b == 0 ? &trajectory : nullptr);
         const auto r32 = icl::dual_004(h32, w32, s, nullptr);
         if (b == 0) example = r64;
+        measured.err64.push_back(r64.err), measured.epochs64.push_back(r64.err_epochs);
+        measured.model_vs_cl64.push_back(std::abs(r64.y_cl - y_model[b]) / std::max(1.0, std::abs(y_model[b])));
+        measured.err32.push_back(r32.err), measured.epochs32.push_back(r32.err_epochs);
         max64 = std::max(max64, r64.err);
         max_epochs64 = std::max(max_epochs64, r64.err_epochs);
         max_model64 = std::max(max_model64, std::abs(r64.y_cl - y_model[b]) / std::max(1.0, std::abs(y_model[b])));
@@ -107,34 +109,38 @@ RunOutcome run_gd004_example(const RunContext& context) {
         double max_err = 0.0, min_ctrl = std::numeric_limits<double>::quiet_NaN();
     };
     std::vector<VariantRow> variants;
-    for (double alpha : {0.01, 0.1}) {
-        VariantRow row{"reg alpha=" + std::string(alpha == 0.01 ? "0.01" : "0.1"), s};
-        row.setting.variant = "reg";
-        row.setting.alpha = alpha;
-        row.setting.epochs = 1;
+    for (const gd004_example_claims::VariantSpec& spec : kVariants) {
+        VariantRow row{spec.name, s};
+        row.setting.variant = spec.variant;
+        if (row.setting.variant == "reg") {
+            row.setting.alpha = spec.alpha;
+            row.setting.epochs = 1;
+        } else {
+            row.setting.negatives = 3;
+            row.setting.beta = 0.1;
+            row.setting.renorm = spec.renorm;
+        }
         variants.push_back(row);
     }
-    for (bool renorm : {false, true}) {
-        VariantRow row{std::string("neg k=3 beta=0.1 ") + (renorm ? "uniform" : "none"), s};
-        row.setting.variant = "neg";
-        row.setting.negatives = 3;
-        row.setting.beta = 0.1;
-        row.setting.renorm = renorm;
-        variants.push_back(row);
-    }
-    for (auto& row : variants)
+    measured.variant_err.resize(variants.size());
+    for (std::size_t v = 0; v < variants.size(); ++v) {
+        VariantRow& row = variants[v];
         for (std::size_t b = 0; b < duals; ++b) {
             const double* tokens = data.inputs.data() + b * TT * C;
             const auto r = icl::dual_004(std::vector<double>(tokens, tokens + TT * C), w64, row.setting, nullptr);
+            measured.variant_err[v].push_back(r.err);
             row.max_err = std::max(row.max_err, r.err);
             if (r.err_ctrl_base >= 0.0)  // −1: the control cannot fail on this sequence
                 row.min_ctrl = std::isnan(row.min_ctrl) ? r.err_ctrl_base : std::min(row.min_ctrl, r.err_ctrl_base);
         }
+    }
     const double y_true = data.targets.data()[N];
     double paper_true = std::numeric_limits<double>::quiet_NaN(), paper_tf = std::numeric_limits<double>::quiet_NaN();
     for (const auto& p : kPaper)
         if (p.demos == N) paper_true = p.y_true, paper_tf = p.y_tf;
     const double median_err = quantile(abs_err, 0.5), p90_err = quantile(abs_err, 0.9), median_y = quantile(abs_y, 0.5);
+    measured.median_abs_err = median_err, measured.median_abs_y = median_y;
+    const std::vector<io::ClaimResult> verdicts = gd004_example_claims::evaluate_claims(claims, measured, cfg.get_int("seed"));
     bool pass = max64 <= 1e-11 && max_model64 <= 1e-11 && max32 <= 1e-5 && max_epochs64 <= 1e-11 && min_ctrl >= 1e-4;
     for (const auto& row : variants)
         pass = pass && row.max_err <= (row.setting.variant == "reg" ? 1e-12 : 1e-11) && (std::isnan(row.min_ctrl) || row.min_ctrl >= 1e-4);
@@ -183,6 +189,7 @@ RunOutcome run_gd004_example(const RunContext& context) {
         epochs.push_back(static_cast<std::int64_t>(i / N));
     }
     w.write_columns("/tables/004_example_traj", {{"step", steps}, {"epoch", epochs}, {"y_cl", trajectory}});
+    io::write_claims(w, verdicts);
     w.set_attr("model_vs_dual_max_error", max_model64);
     w.set_attr("control_min_error", min_ctrl);
     w.set_attr("all_pass", pass ? "true" : "false");
@@ -199,6 +206,9 @@ RunOutcome run_gd004_example(const RunContext& context) {
             std::printf("  variant dual on the trained weights, %-28s fp64 max err %.2e, base-dual control %.2e\n", row.name.c_str(),
                         row.max_err, row.min_ctrl);
         std::printf("%s\n", pass ? "pass" : "FAIL");
+        for (const io::ClaimResult& r : verdicts)
+            std::printf("claim %-52s %s (%zu of %zu on the claimed side)%s\n", r.claim.id.c_str(), io::verdict_name(r.verdict),
+                        r.on_side, r.values.size(), r.note.empty() ? "" : ("; " + r.note).c_str());
     }
     return {run.path(), true, training.steps_total, training.steps_total};
 }

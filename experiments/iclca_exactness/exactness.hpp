@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/model/transformer.hpp"
 
@@ -88,5 +89,20 @@ void print_costs(const std::vector<std::vector<Row>>& tables);
 void write_table(io::ResultsWriter& w, Case which, const std::vector<Row>& rows);
 // /pairs: every pair of every measurement: case, size, dtype, pair, rel_error, prompt_effect, seconds.
 void write_pairs(io::ResultsWriter& w, const std::vector<std::vector<Row>>& tables);
+
+// The reproduction claims of a run (claims.cpp), declared from the settings before anything is measured: per case,
+// size and dtype measured, "ICLCA is exact" (own check, per pair x <= the bar of framework/icl/exactness_bars.hpp),
+// and for each Table 1 size the paper prints, the fp32 mean against the printed number (factor-3 band).
+struct DeclaredClaim {
+    io::Claim claim;
+    Case which = Case::table1;
+    std::size_t size = 0;  // index into Settings::sizes
+    bool fp64 = false;
+};
+// paper[i]: the paper's Table 1 value for size i (NaN where it prints none).
+std::vector<DeclaredClaim> declare_claims(const Settings& s, const std::vector<double>& paper);
+// Each claim on its measurement's per-pair errors (units: pair index); a measurement that did not run gives no
+// values (inconclusive). tables[c] are the rows of kCases[c].
+std::vector<io::ClaimResult> evaluate_claims(const std::vector<DeclaredClaim>& claims, const std::vector<std::vector<Row>>& tables);
 
 }  // namespace iclab::experiments::exactness

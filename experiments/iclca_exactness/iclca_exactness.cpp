@@ -350,6 +350,9 @@ RunOutcome run_iclca_exactness(const RunContext& context) {
     const auto start = std::chrono::steady_clock::now();
     const bool want32 = std::count(s.dtypes.begin(), s.dtypes.end(), "float32") > 0;
     const bool want64 = std::count(s.dtypes.begin(), s.dtypes.end(), "float64") > 0;
+    std::vector<double> paper;  // Table 1's printed value per size (NaN where the paper has none)
+    for (const SizeSpec& size : s.sizes) paper.push_back(paper_relative_error(case_parameters(s, size, Case::table1)));
+    const std::vector<DeclaredClaim> claims = declare_claims(s, paper);  // before anything is measured
 
     std::vector<std::vector<Row>> tables;
     double peak = 0.0;
@@ -399,6 +402,8 @@ RunOutcome run_iclca_exactness(const RunContext& context) {
     io::ResultsWriter& w = run.results();
     for (std::size_t c = 0; c < tables.size(); ++c) write_table(w, kCases[c], tables[c]);
     write_pairs(w, tables);
+    const std::vector<io::ClaimResult> verdicts = evaluate_claims(claims, tables);
+    io::write_claims(w, verdicts);
     w.set_attr("prompt_length", s.prompt_length);
     w.set_attr("input_length", s.input_length);
     w.set_attr("wall_time_s", wall);
@@ -412,7 +417,11 @@ RunOutcome run_iclca_exactness(const RunContext& context) {
     if (!s.quiet) {
         for (std::size_t c = 0; c < tables.size(); ++c) print_table(kCases[c], tables[c], s);
         print_costs(tables);
-        std::printf("\ntotal wall time %.1f s, peak resident memory %.2f GiB\n", wall, peak);
+        std::printf("\ntotal wall time %.1f s, peak resident memory %.2f GiB\n\n", wall, peak);
+        for (const io::ClaimResult& r : verdicts)
+            std::printf("claim %-42s %s: mean %s, max %s over %zu pairs%s\n", r.claim.id.c_str(), io::verdict_name(r.verdict),
+                        format_number(r.interval.mean).c_str(), format_number(r.values.empty() ? kNaN : max_of(r.values)).c_str(),
+                        r.values.size(), r.note.empty() ? "" : ("; " + r.note).c_str());
     }
     return {run.path(), true, 0, 0};
 }

@@ -9,6 +9,8 @@
 
 #include "framework/core/check.hpp"
 #include "framework/core/measure.hpp"
+#include "framework/icl/exactness_bars.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/run_folder.hpp"
@@ -22,6 +24,36 @@ namespace {
 
 enum Stream : std::uint64_t { kInitStream = 1, kTokenStream = 2 };
 
+// The claims of a run, declared from the config before anything is measured; one value per (M, N) row (unit
+// `instance`: the row's index in M-major order).
+std::vector<io::Claim> declare_claims(const config::Config& cfg) {
+    const bool fp64 = cfg.get_string("model.dtype") == "float64";
+    const double bar = icl::iclca_exact_bar(fp64);
+    const std::string dtype = fp64 ? "fp64" : "fp32";
+    io::Claim c;
+    c.paper = "000";
+    c.unit = "instance";
+    c.readme = "experiments/iclca_serving/README.md#claims";
+    c.id = "000-7 serving " + dtype + ": adapter answers as the prompt";
+    c.source = "§7 (Eq. 19), Algorithm 1";
+    c.kind = io::ClaimKind::own_check;
+    c.statement = "the model carrying the ICLCA adapter answers X alone with the logits of the model given [X'; X] (relative "
+                  "error <= " + std::string(fp64 ? "1e-12" : "1e-5") + ", " + dtype + ", every (M, N))";
+    c.metric = "per (M, N): max over the repeats (warm-up included) of the relative logit error of M_new on X against M_old on [X'; X]";
+    c.rule = io::ClaimRule::count_at_most(bar);
+    std::vector<io::Claim> claims{c};
+    c.id = "000-7 serving " + dtype + ": adapter is faster";
+    c.source = "§7-8 ('significant computation savings for LLM inference')";
+    c.kind = io::ClaimKind::qualitative;
+    c.statement = "answering X through the adapter takes less time than answering [X'; X] (every (M, N); timed, so it "
+                  "depends on the machine's load)";
+    c.metric = "per (M, N): speedup = median time of M_old on [X'; X] / median time of M_new on X";
+    c.rule = io::ClaimRule::count_above(1.0, 0);
+    claims.push_back(c);
+    for (const auto& claim : claims) io::check_claim(claim);
+    return claims;
+}
+
 template <class T>
 RunOutcome serving(const config::Config& cfg, const RunOptions& options) {
     const std::size_t vocab = cfg.get_int("task.vocab"), repeats = cfg.get_int("task.repeats");
@@ -32,6 +64,7 @@ RunOutcome serving(const config::Config& cfg, const RunOptions& options) {
                                 *std::max_element(input_lengths.begin(), input_lengths.end());
     const model::ModelSpec spec = model_spec_from_config(cfg, vocab, longest);
     icl::check_iclca_assumptions(spec);
+    const std::vector<io::Claim> claims = declare_claims(cfg);
     RunFolder run(cfg, options);
     const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
     Rng init_rng = root.derive(kInitStream), token_rng = root.derive(kTokenStream);
@@ -93,6 +126,11 @@ RunOutcome serving(const config::Config& cfg, const RunOptions& options) {
                                         {"token_ratio", col_ratio},
                                         {"conversion_s", col_convert},
                                         {"relative_logit_error", col_error}});
+    std::vector<std::int64_t> rows;
+    for (std::size_t i = 0; i < col_m.size(); ++i) rows.push_back(static_cast<std::int64_t>(i));
+    const std::vector<io::ClaimResult> verdicts = {io::evaluate_claim(claims[0], rows, col_error),
+                                                   io::evaluate_claim(claims[1], rows, col_speedup)};
+    io::write_claims(w, verdicts);
     w.set_attr("parameter_count", static_cast<std::int64_t>(model.parameter_count()));
     w.set_attr("adapter_parameter_count", static_cast<std::int64_t>(original.parameter_count()));
     run.commit();
@@ -105,6 +143,9 @@ RunOutcome serving(const config::Config& cfg, const RunOptions& options) {
             std::printf("  %6lld %6lld %14.5f %14.5f %9.2f %13.2f %13.5f %11.2e\n", static_cast<long long>(col_m[i]),
                         static_cast<long long>(col_n[i]), col_with_prompt[i], col_adapter[i], col_speedup[i], col_ratio[i],
                         col_convert[i], col_error[i]);
+        for (const io::ClaimResult& r : verdicts)
+            std::printf("claim %-48s %s (%zu of %zu rows on the claimed side)%s\n", r.claim.id.c_str(), io::verdict_name(r.verdict),
+                        r.on_side, r.values.size(), r.note.empty() ? "" : ("; " + r.note).c_str());
     }
     return {run.path(), true, 0, 0};
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ctest: the reproduction report from real runs: the claims tables at the top (declared claims pooled over two seeds
-# by `iclab claims`, printed-number rows from paper_bands), one verdict vocabulary, raw tables folded, figures, the
+# by `iclab claims`, a printed-number claim among them), one verdict vocabulary, raw tables folded, figures, the
 # reproduction page with its verdict keys, and (when Chromium is installed; `--screenshot` argument) a screenshot
 # whose rendered DOM starts with the claims table.
 #   test_report.sh ICLAB_BINARY SOURCE_DIR [--screenshot]
@@ -28,7 +28,8 @@ first_table=$(grep -o '<table[^>]*>' "$page" | head -n 1)
 grep -q '000-T2 M_old, ICL: in-context accuracy' "$page"  # declared Table 2 claim, pooled over seeds 0 and 1
 grep -q '<td class="l">0,1</td>' "$page"
 grep -q 'matches a printed number' "$page"
-grep -q 'within a factor 3 of the printed value' "$page"  # Table 1 rows from paper_bands (one run)
+grep -q '000-T1 205K fp32: mean error as printed' "$page"  # Table 1's declared printed-number claim (one run)
+grep -q '000-T1 205K fp32: ICLCA exact' "$page"          # and its own check
 grep -q 'not reproduced' "$page"                      # a 30-step model is far from the paper's 99.95 %
 grep -q '<details><summary>/tables/table2' "$page"    # raw tables folded
 ! grep -q 'within band\|OUTSIDE band\|no paper value' "$page"  # one verdict vocabulary

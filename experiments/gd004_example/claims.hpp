@@ -1,0 +1,55 @@
+#pragma once
+// Internal to the gd004_example experiment: the paper's printed example, the §7 variant duals run on the trained
+// weights, and the reproduction claims of a run (claims.cpp), declared from the config before training.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/io/claims.hpp"
+
+namespace iclab::experiments::gd004_example_claims {
+
+// Paper 004 §5.2 (N = 15) and App. A.4 (N = 31): the example's label and the layer's prediction, as printed.
+struct PaperExample {
+    std::size_t demos;
+    double y_true, y_tf;
+};
+inline constexpr PaperExample kPaper[] = {{15, -0.5927, -0.6490}, {31, 0.2767, 0.2915}};
+
+// The §7 variant duals on the trained weights (spec gd_duals §7), fp64, with the spec's bar: 1e-12 for the single
+// full-batch step of the regularized Eq. 14, 1e-11 for the N·N_CL sequential steps of the negatives (Eq. 17-18).
+struct VariantSpec {
+    const char* name;
+    const char* variant;  // "reg" or "neg"
+    double alpha;         // reg
+    bool renorm;          // neg
+    double bar;
+};
+inline constexpr VariantSpec kVariants[] = {{"reg alpha=0.01", "reg", 0.01, false, 1e-12},
+                                            {"reg alpha=0.1", "reg", 0.1, false, 1e-12},
+                                            {"neg k=3 beta=0.1 none", "neg", 0.0, false, 1e-11},
+                                            {"neg k=3 beta=0.1 uniform", "neg", 0.0, true, 1e-11}};
+
+// Theorem 1's bars on the trained layer (spec gd_duals §2: N·N_CL sequential steps): fp64 1e-11, fp32 1e-5.
+inline constexpr double kBarFp64 = 1e-11, kBarFp32 = 1e-5;
+
+// What one run measured: per dual sequence (unit `instance`) and per run (unit `seed`).
+struct Measured {
+    std::vector<double> err64, model_vs_cl64, err32, epochs64, epochs32;  // per dual sequence
+    std::vector<std::vector<double>> variant_err;                         // per kVariants entry, per dual sequence
+    double median_abs_err = 0.0, median_abs_y = 0.0;                      // over the test sequences
+};
+
+enum class Value { err64, model_vs_cl64, err32, epochs64, epochs32, variant, relative_error, error_scale };
+struct DeclaredClaim {
+    io::Claim claim;
+    Value value = Value::err64;
+    std::size_t variant = 0;  // Value::variant: index into kVariants
+};
+
+// N = task.examples.
+std::vector<DeclaredClaim> declare_claims(std::size_t N);
+// The claims on the measured values; `seed` is the unit of the per-run claims.
+std::vector<io::ClaimResult> evaluate_claims(const std::vector<DeclaredClaim>& claims, const Measured& measured, std::int64_t seed);
+
+}  // namespace iclab::experiments::gd004_example_claims
