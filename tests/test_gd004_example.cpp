@@ -51,6 +51,7 @@ TEST_CASE("gd004_example: GD-CL reproduces the trained layer's prediction", "[gd
     const double y_cl = reader.read_column_double("/tables/004_example/y_cl")[0];
     CHECK(std::abs(y_tf - y_cl) <= 1e-11 * std::max(1.0, std::abs(y_tf)));
     CHECK(reader.read_column_double("/tables/004_example/paper_y_tf")[0] == -0.6490);  // N = 15: §5.2
+    CHECK_FALSE(reader.has_attr("/tables/004_example", "paper_bands"));  // the declared claims are the one judgement
     const auto max_err = reader.read_column_double("/tables/004_example_duals/max_err");
     CHECK(max_err[0] <= 1e-11);
     CHECK(max_err[1] <= 1e-5);
@@ -80,7 +81,7 @@ TEST_CASE("gd004_example: GD-CL reproduces the trained layer's prediction", "[gd
     CHECK(claims[9].values.at(0) == Approx(reader.read_column_double("/tables/004_example/median_abs_err")[0] /
                                            reader.read_column_double("/tables/004_example/median_abs_y")[0]));
     CHECK(claims[10].claim.id == "004-5.2 N=15 error scale of the paper's example");
-    CHECK(claims[10].claim.rule.low == Approx(0.0563 / 3));  // |-0.6490 - (-0.5927)|, the band of paper_bands
+    CHECK(claims[10].claim.rule.low == Approx(0.0563 / 3));  // |-0.6490 - (-0.5927)| / 3, the declared band
     for (std::size_t i = 9; i < 11; ++i) {
         CHECK(claims[i].claim.unit == "seed");
         CHECK(claims[i].units == std::vector<std::int64_t>{0});

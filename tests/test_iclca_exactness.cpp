@@ -83,6 +83,7 @@ TEST_CASE("iclca_exactness: converted models match the prompted ones to rounding
         CHECK(std::isnan(paper[0]));  // no paper number for a size the paper does not have
         if (table == "table1") CHECK(paper[1] == 2.9e-7);  // paper 000 Table 1, 205K
         else CHECK(std::isnan(paper[1]));
+        CHECK_FALSE(reader.has_attr("/tables/" + table, "paper_bands"));  // judged by the declared claims only
     }
     CHECK(reader.read_column_string("/pairs/case").size() == expected_pair_rows);
     CHECK(reader.read_attr_int64("/", "prompt_length") == 12);

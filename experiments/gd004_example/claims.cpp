@@ -11,7 +11,7 @@ namespace iclab::experiments::gd004_example_claims {
 namespace {
 
 const char* const kReadme = "experiments/gd004_example/README.md#claims";
-constexpr double kPaperFactor = 3.0;  // the factor of /tables/004_example's paper_bands
+constexpr double kPaperFactor = 3.0;  // the paper's one example against our median: the same scale
 
 std::string number(double x, const char* format = "%.4g") {
     char text[32];

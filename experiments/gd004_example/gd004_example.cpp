@@ -155,9 +155,7 @@ RunOutcome run_gd004_example(const RunContext& context) {
                      {"abs_tf_minus_true", one(std::abs(y_model[0] - y_true))},
                      {"median_abs_err", one(median_err)}, {"p90_abs_err", one(p90_err)}, {"median_abs_y", one(median_y)},
                      {"paper_y_true", one(paper_true)}, {"paper_y_tf", one(paper_tf)},
-                     {"paper_abs_tf_minus_true", one(std::abs(paper_tf - paper_true))}},
-                    // The paper's one example against our median over the test sequences: the same scale (factor 3).
-                    {{"paper_bands", "median_abs_err paper_abs_tf_minus_true ratio 3"}});
+                     {"paper_abs_tf_minus_true", one(std::abs(paper_tf - paper_true))}});  // judged by claims.cpp
     w.write_columns("/tables/004_example_duals",
                     {{"dtype", std::vector<std::string>{"float64", "float32"}},
                      {"sequences", std::vector<std::int64_t>{static_cast<std::int64_t>(duals), static_cast<std::int64_t>(duals)}},

@@ -13,7 +13,7 @@ namespace {
 
 const char* const kReadme = "experiments/iclca_exactness/README.md#claims";
 
-// The same factor as /tables/table1's paper_bands: the paper's fp32 rounding level, not its digits.
+// The band around the paper's printed fp32 errors: their rounding level (a factor 3), not their digits.
 constexpr double kPaperFactor = 3.0;
 
 std::string bar_text(double bar) {
