@@ -76,8 +76,12 @@ def anchor(text):
 
 def relative(setting):
     """A setting names its config by absolute path; relative to the checkout, so that the verdict keys of
-    docs/reproduction.md match in another clone or worktree (reproduce.sh --check)."""
-    return setting[len(ROOT) + 1:] if setting.startswith(ROOT + os.sep) else setting
+    docs/reproduction.md match in another clone or worktree (reproduce.sh --check). A run made in another checkout
+    (a finished run reused from a worktree) names that checkout's path: shortened at its last /configs/."""
+    if setting.startswith(ROOT + os.sep):
+        return setting[len(ROOT) + 1:]
+    cut = setting.rfind(os.sep + "configs" + os.sep) if setting.startswith(os.sep) else -1
+    return setting[cut + 1:] if cut >= 0 else setting
 
 
 def setting_of(run):
