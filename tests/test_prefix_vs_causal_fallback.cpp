@@ -87,6 +87,22 @@ TEST_CASE("prefix_vs_causal fallback: a triggered rule stores the fallback run a
     }
 }
 
+TEST_CASE("prefix_vs_causal fallback: a run stopped before the end and resumed gives the same fallback", "[prefix_vs_causal][cli][fallback]") {
+    Scratch scratch;
+    const std::string run = "run " + kTiny + kForced + " train.checkpoint_every=10 output.name=r output.dir=";
+    const auto whole = run_iclab(run + (scratch.path / "whole").string(), scratch.path);
+    const auto stopped = run_iclab(run + (scratch.path / "stopped").string() + " --stop-after 30", scratch.path);
+    INFO(whole.err << stopped.err);
+    REQUIRE(whole.status == 0);
+    REQUIRE(stopped.status == 0);
+    CHECK_FALSE(fs::exists(scratch.path / "stopped" / "r" / "fallback"));  // the detector runs on the whole history only
+    const auto resumed = run_iclab("run --resume " + (scratch.path / "stopped" / "r").string() + " --quiet", scratch.path);
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    for (const char* table : {"/tables/prefix_vs_causal/query_mse", "/tables/prefix_vs_causal_fallback/query_mse", "/fallback/detector/step"})
+        CHECK(column(scratch.path / "whole" / "r", table) == column(scratch.path / "stopped" / "r", table));
+}
+
 TEST_CASE("prefix_vs_causal fallback: a rule that does not fire changes no declared number", "[prefix_vs_causal][cli][fallback]") {
     Scratch scratch;
     const auto none = run_iclab("run " + kTiny + " output.dir=" + (scratch.path / "none").string(), scratch.path);

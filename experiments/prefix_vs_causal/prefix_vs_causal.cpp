@@ -180,6 +180,11 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
         for (std::size_t i = 0; i < rows.set.size(); ++i)
             std::printf("  %-16s %9lld %9lld %12.5g %10.2f\n", rows.set[i].c_str(), static_cast<long long>(rows.examples[i]),
                         static_cast<long long>(rows.sequences[i]), rows.query_mse[i], rows.error_pct[i]);
+        if (detector && fallback.detection.triggered)
+            std::printf("\n  fallback triggered (%s); at lr %g: test query MSE %.5g, error %% %.2f (/tables/prefix_vs_causal_fallback)\n",
+                        fallback.detection.reason.c_str(), fallback.lr, fallback.query_mse[0], fallback.error_pct[0]);
+        else if (detector)
+            std::printf("\n  fallback not triggered (%s)\n", fallback.detection.reason.c_str());
     }
     return {run.path(), true, training.steps_total, training.steps_total};
 }
