@@ -97,7 +97,7 @@ TEST_CASE("loss detector: a spike inside the warmup is ignored, the same spike a
     CHECK(early.step <= 250);
 }
 
-TEST_CASE("loss detector: a long plateau then a descent is a plateau; the same plateau to the end is not", "[loss_detector]") {
+TEST_CASE("loss detector: a long plateau then a descent is a plateau, the same plateau to the end is not", "[loss_detector]") {
     // warmup: 3 -> 0.8; steps 600-1250: 0.80 -> 0.74 (the LR UL-no-L2 prefix run at lr 1e-3); then down to ~0.02
     std::vector<double> loss(kSteps);
     for (std::size_t t = 0; t < kSteps; ++t) {

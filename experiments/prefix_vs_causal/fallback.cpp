@@ -105,8 +105,12 @@ FallbackRun run_fallback(const run::RunContext& context, run::RunFolder& parent,
         }
         const run::RunOutcome outcome = context.catalog.run(run_cfg, options);
         ICLAB_CHECK(outcome.run_dir == dir, "the fallback run went to " << outcome.run_dir << ", not " << dir);
-        ICLAB_INPUT_CHECK(outcome.completed, "the fallback run in " << dir.string() << " stopped after step " << outcome.steps_done
-                                                                    << " (--stop-after): resume the parent run to finish it");
+        if (!outcome.completed) {
+            parent.log() << "the fallback run stopped after step " << outcome.steps_done << "; resume this run to continue it\n"
+                         << std::flush;
+            out.completed = false, out.steps_done = outcome.steps_done;
+            return out;
+        }
     }
     const io::ResultsReader reader(dir / run::kResultsFile);
     const std::string table = "/tables/prefix_vs_causal/";

@@ -24,13 +24,16 @@ train::LossRule loss_rule_from_config(const config::Config& cfg);
 struct FallbackRun {
     train::LossDetection detection;
     double lr = 0.0;                      // the fallback lr (whether or not it was used)
+    bool completed = true;                // false: the fallback run stopped (signal, --stop-after) at its step steps_done
+    std::size_t steps_done = 0;
     std::vector<std::string> set;         // empty when not triggered
     std::vector<std::int64_t> examples, sequences;
     std::vector<double> query_mse, zero_mse, relative, error_pct;
 };
 
 // Runs the detector on the declared run's loss history and, when it fires, the fallback run (read back when a
-// resumed parent finds it finished, continued from its checkpoint when interrupted). `quiet` as --quiet.
+// resumed parent finds it finished, continued from its checkpoint when interrupted). A fallback run stopped by a signal
+// returns completed = false: the parent then stops too, and `iclab run --resume <parent>` continues the fallback.
 FallbackRun run_fallback(const run::RunContext& context, run::RunFolder& parent, const std::vector<double>& step_losses,
                          std::size_t warmup_steps);
 

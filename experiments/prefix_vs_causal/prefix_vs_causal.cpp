@@ -145,6 +145,7 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
     const bool detector = cfg.get_string("prefix_vs_causal.fallback.rule") != "none";
     part_b::FallbackRun fallback;
     if (detector) fallback = part_b::run_fallback(context, run, training.step_losses, training.warmup_steps);
+    if (!fallback.completed) return {run.path(), false, training.steps_total, training.steps_total};  // resume continues it
 
     io::ResultsWriter& w = run.results();
     w.write_columns("/tables/prefix_vs_causal",
