@@ -124,4 +124,21 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
     return out;
 }
 
+std::vector<io::ClaimResult> fallback_claims(const Cell& cell, std::int64_t seed, bool triggered, double fallback_test_error) {
+    Cell used = cell;
+    used.fewer_examples.clear(), used.fewer_errors.clear();  // Tables 4-6 are not Table 1
+    if (triggered) used.test_error = fallback_test_error;
+    std::vector<io::ClaimResult> out;
+    for (const io::ClaimResult& declared : claims(used, seed)) {
+        if (declared.claim.source != "Table 1") continue;  // Table 3's other settings; Table 7
+        io::Claim c = declared.claim;
+        c.id += " (with triggered fallback)";
+        c.statement += "; each run at prefix_vs_causal.fallback.lr where its own loss detector triggered, else as declared";
+        c.metric += " (a run whose detector triggered: its fallback run's error)";
+        c.readme = "experiments/prefix_vs_causal/README.md#fallback";
+        out.push_back(io::evaluate_claim(c, declared.units, declared.values));
+    }
+    return out;
+}
+
 }  // namespace iclab::experiments::part_b

@@ -33,4 +33,10 @@ std::string task_name(const std::string& kind);
 // The claims this run declares, evaluated on its own values (one arm each: inconclusive until paired).
 std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed);
 
+// The Table 1 claims again, "... (with triggered fallback)", with this run's value at the fallback lr when its own
+// detector triggered (fallback_test_error) and at the declared lr otherwise (cell.test_error): per-run semantics,
+// each arm falls back on its own trigger (experiments/prefix_vs_causal/README.md "Fallback"). Empty for cells that are
+// not Table 1 rows (Table 3's other settings, Table 7's permuted runs).
+std::vector<io::ClaimResult> fallback_claims(const Cell& cell, std::int64_t seed, bool triggered, double fallback_test_error);
+
 }  // namespace iclab::experiments::part_b

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "experiments/prefix_vs_causal/claims.hpp"
+#include "experiments/prefix_vs_causal/fallback.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/regression_training.hpp"
 
@@ -55,6 +56,7 @@ void declare_keys(config::Schema& schema) {
                              "fewer-ICE tests need k <= task.examples = " + std::to_string(cfg.get_int("task.examples")) +
                                  ", got " + std::to_string(k));
         });
+    part_b::declare_fallback_keys(schema);
 }
 
 // Training, then forward passes over the test sets (the fewer-ICE tests and the pool's first sequences).
@@ -139,6 +141,12 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
                  classification);
     }
 
+    // The declared fallback (fallback.hpp): the detector on the loss history; when it fires, the run at the fallback lr.
+    const bool detector = cfg.get_string("prefix_vs_causal.fallback.rule") != "none";
+    part_b::FallbackRun fallback;
+    if (detector) fallback = part_b::run_fallback(context, run, training.step_losses, training.warmup_steps);
+    if (!fallback.completed) return {run.path(), false, training.steps_total, training.steps_total};  // resume continues it
+
     io::ResultsWriter& w = run.results();
     w.write_columns("/tables/prefix_vs_causal",
                     {{"set", rows.set}, {"examples", rows.examples}, {"sequences", rows.sequences}, {"query_mse", rows.query_mse},
@@ -152,8 +160,16 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
         cell.test_error = error[0];
         for (std::size_t i = 0; i < rows.set.size(); ++i)
             if (rows.set[i].rfind("test_k", 0) == 0) cell.fewer_examples.push_back(rows.examples[i]), cell.fewer_errors.push_back(error[i]);
-        io::write_claims(w, part_b::claims(cell, cfg.get_int("seed")));
+        std::vector<io::ClaimResult> declared = part_b::claims(cell, cfg.get_int("seed"));
+        if (detector) {  // the Table 1 claims again, with this run's fallback measurement where it triggered
+            const bool triggered = fallback.detection.triggered;
+            const double fallback_error = triggered ? (classification ? fallback.error_pct : fallback.query_mse)[0] : kNaN;
+            for (auto& claim : part_b::fallback_claims(cell, cfg.get_int("seed"), triggered, fallback_error))
+                declared.push_back(std::move(claim));
+        }
+        io::write_claims(w, declared);
     }
+    if (detector) part_b::write_fallback(w, cfg, fallback);
     w.set_attr("test_query_mse", rows.query_mse[0]);
     w.set_attr("test_error_pct", rows.error_pct[0]);
     w.set_attr("profile", cfg.get_string("prefix_vs_causal.profile"));
@@ -165,6 +181,11 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
         for (std::size_t i = 0; i < rows.set.size(); ++i)
             std::printf("  %-16s %9lld %9lld %12.5g %10.2f\n", rows.set[i].c_str(), static_cast<long long>(rows.examples[i]),
                         static_cast<long long>(rows.sequences[i]), rows.query_mse[i], rows.error_pct[i]);
+        if (detector && fallback.detection.triggered)
+            std::printf("\n  fallback triggered (%s); at lr %g: test query MSE %.5g, error %% %.2f (/tables/prefix_vs_causal_fallback)\n",
+                        fallback.detection.reason.c_str(), fallback.lr, fallback.query_mse[0], fallback.error_pct[0]);
+        else if (detector)
+            std::printf("\n  fallback not triggered (%s)\n", fallback.detection.reason.c_str());
     }
     return {run.path(), true, training.steps_total, training.steps_total};
 }

@@ -172,6 +172,8 @@ RegressionTraining train_regression_typed(const config::Config& cfg, const RunOp
     result.parameters.assign(model.params.begin(), model.params.end());
     result.final_eval = *last;
     result.wall_time_s = trainer.elapsed_seconds();
+    result.step_losses = trainer.step_losses();
+    result.warmup_steps = settings.schedule.warmup_steps;
     return result;
 }
 

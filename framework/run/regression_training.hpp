@@ -88,6 +88,8 @@ struct RegressionTraining {
     std::vector<double> parameters;  // in spec's layout; float32 parameters convert exactly
     RegressionEvaluation final_eval;
     double wall_time_s = 0.0;
+    std::vector<double> step_losses;  // training loss of each step (index t: step t + 1), as /steps
+    std::size_t warmup_steps = 0;     // the lr schedule's warmup
 };
 
 // Trains the model the config describes in `run` (checkpoints, --resume, --stop-after through the Trainer) and

@@ -77,6 +77,8 @@ public:
     void write_tables(io::ResultsWriter& writer) const;
 
     std::size_t steps_done() const { return next_step_; }
+    // The training loss of every step done (index t: step t + 1), as /steps's loss column (restored on resume).
+    const std::vector<double>& step_losses() const { return step_loss_; }
     // Metrics of the last evaluation, or empty when there was none (in this process or before).
     const Metrics& last_metrics() const { return last_metrics_; }
     // Wall time of the run: this process plus the sessions before the checkpoint it resumed from.
