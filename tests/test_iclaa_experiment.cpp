@@ -160,7 +160,7 @@ TEST_CASE("iclaa: the exact cache is the model with the prompt and a learned map
     CHECK_THAT(wrong_model.err, Catch::Contains("softmax"));
 }
 
-TEST_CASE("iclaa: validation pairs are disjoint from the test pairs, fixed by the seed; iclab claims pools seeds' mean G",
+TEST_CASE("iclaa: validation pairs are disjoint from the test pairs and fixed by the seed, iclab claims pools seeds by mean G",
           "[iclaa][cli]") {
     Scratch scratch;
     const std::string out = " output.dir=" + scratch.path.string() + " --quiet";
