@@ -1,6 +1,6 @@
 // Declared reproduction claims (framework/io/claims.hpp): t quantiles and intervals against printed tables, every
 // decision rule on values that must pass, must fail and must stay undecided, declarations that must be refused, the
-// /claims round trip and the pooling of seeds across runs.
+// /claims round trip and the pooling of seeds across runs (values, and by per-seed means).
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -242,4 +242,65 @@ TEST_CASE("claims: paired claims survive the /claims round trip", "[claims]") {
     CHECK_FALSE(back[1].claim.pair.paired());
     CHECK(back[1].verdict == Verdict::reproduced);
     fs::remove_all(dir);
+}
+
+TEST_CASE("claims: seed_means pooling judges the model seeds' mean instance values, not the instances", "[claims]") {
+    Claim c = declared(ClaimRule::interval_above(0.0));
+    c.unit = "instance";
+    c.pooling = ClaimPooling::seed_means;
+    CHECK_NOTHROW(check_claim(c));
+    // three model seeds: per-seed means 0.5, 0.3, 0.1 over 4 instances each
+    auto run = [&](std::vector<double> values, const std::string& selection) {
+        ClaimResult r = evaluate_claim(c, {0, 1, 2, 3}, values);
+        r.selection = selection;
+        return std::vector<ClaimResult>{r};
+    };
+    const auto a = run({0.4, 0.6, 0.5, 0.5}, "F=32"), b = run({0.2, 0.4, 0.3, 0.3}, "F=32"), d = run({0.0, 0.2, 0.1, 0.1}, "F=64");
+    CHECK(a[0].verdict == Verdict::reproduced);  // one run alone: the interval over its instances
+    const auto pooled = pool_claims({{"s7", a}, {"s8", b}, {"s9", d}}, {7, 8, 9});
+    REQUIRE(pooled.size() == 1);
+    const ClaimResult& p = pooled[0];
+    CHECK(p.claim.unit == "seed");
+    CHECK(p.units == std::vector<std::int64_t>{7, 8, 9});
+    REQUIRE(p.values.size() == 3);
+    CHECK(p.values[0] == Approx(0.5));
+    CHECK(p.values[1] == Approx(0.3));
+    CHECK(p.values[2] == Approx(0.1));
+    CHECK(p.on_side == 3);  // the per-seed sign count
+    // the interval over the three seed means: 0.3 ± t(0.975, 2) · 0.2/√3 = 0.3 ± 0.4968, straddles 0
+    CHECK(p.interval.mean == Approx(0.3));
+    CHECK(p.interval.high - p.interval.mean == Approx(4.30265273 * 0.2 / std::sqrt(3.0)).epsilon(1e-6));
+    CHECK(p.verdict == Verdict::inconclusive);
+    // control: the same twelve values pooled as instances (values pooling) give a narrow interval and "reproduced"
+    Claim flat = c;
+    flat.pooling = ClaimPooling::values;
+    const auto as_instances = pool_claims({{"s7", {evaluate_claim(flat, {0, 1, 2, 3}, {0.4, 0.6, 0.5, 0.5})}},
+                                           {"s8", {evaluate_claim(flat, {0, 1, 2, 3}, {0.2, 0.4, 0.3, 0.3})}},
+                                           {"s9", {evaluate_claim(flat, {0, 1, 2, 3}, {0.0, 0.2, 0.1, 0.1})}}});
+    CHECK(as_instances[0].values.size() == 12);
+    CHECK(as_instances[0].verdict == Verdict::reproduced);
+    CHECK_THAT(p.claim.metric, Catch::StartsWith("per training seed: the mean over its instances of [prefix MSE - causal MSE]"));
+    CHECK(p.selection == "seed 7: F=32; seed 8: F=32; seed 9: F=64");
+    // without seeds, the runs' indices are the units
+    CHECK(pool_claims({{"x", a}, {"y", b}})[0].units == std::vector<std::int64_t>{0, 1});
+    // a seed twice is refused; a declaration pooled otherwise in one run is refused; seed_means on seed units is refused
+    CHECK_THROWS_WITH(pool_claims({{"s7", a}, {"again", b}}, {7, 7}), Catch::Contains("seed 7 is in both s7 and again"));
+    CHECK_THROWS_WITH(pool_claims({{"s7", a}, {"flat", {evaluate_claim(flat, {0}, {1.0})}}}, {7, 8}), Catch::Contains("declared differently"));
+    Claim on_seeds = c;
+    on_seeds.unit = "seed";
+    CHECK_THROWS_AS(check_claim(on_seeds), iclab::Error);
+    // /claims round trip keeps the pooling and the selection
+    std::random_device random;
+    const fs::path file = fs::temp_directory_path() / ("iclab_test_pooling_" + std::to_string(::getpid()) + "_" + std::to_string(random()) + ".h5");
+    {
+        ResultsWriter w(file);
+        write_claims(w, a);
+        w.commit();
+    }
+    const auto back = read_claims(ResultsReader(file));
+    REQUIRE(back.size() == 1);
+    CHECK(back[0].claim.pooling == ClaimPooling::seed_means);
+    CHECK(back[0].selection == "F=32");
+    CHECK(back[0].values == a[0].values);
+    fs::remove(file);
 }

@@ -86,3 +86,30 @@ TEST_CASE("iclaa claims: the bar is the derived 0.44626, judged by the 95 % inte
     // no prompt on average, with noise: G > 0 is undecided, not a pass
     CHECK(io::evaluate_claim(claims[0], units, around(0.0, 0.02)).verdict == io::Verdict::inconclusive);
 }
+
+TEST_CASE("iclaa claims: the learned map's claims name the validation pick, the same bar and rules", "[iclaa][claims]") {
+    const auto learned = learned_gap_closed_claims("iclaa", {16, 32, 256}, "200 validation pairs", "test prompt pair",
+                                                   "experiments/iclaa/README.md", io::ClaimPooling::seed_means);
+    const auto prf = gap_closed_claims("iclaa", "prf", 4096, "test prompt pair", "experiments/iclaa/README.md", io::ClaimPooling::seed_means);
+    REQUIRE(learned.size() == 2);
+    CHECK(learned[0].id == "000-6.4 iclaa G>0 learned (F picked on validation)");
+    CHECK(learned[1].id == "000-6.4 iclaa G>=paper learned (F picked on validation)");
+    for (std::size_t i = 0; i < 2; ++i) {
+        CHECK(gap_claim_row(learned[i]) == kLearnedValidationRow);
+        CHECK(learned[i].kind == prf[i].kind);
+        CHECK(learned[i].rule.test == prf[i].rule.test);
+        CHECK(learned[i].rule.threshold == prf[i].rule.threshold);  // the one 0.4463 (or 0)
+        CHECK(learned[i].pooling == io::ClaimPooling::seed_means);
+        CHECK(learned[i].unit == "instance");
+        CHECK_THAT(learned[i].metric, Catch::Contains("mean over the fit seeds"));
+        CHECK_NOTHROW(io::check_claim(learned[i]));
+    }
+    CHECK_THAT(learned[0].statement, Catch::Contains("picked on 200 validation pairs") && Catch::Contains("F = 16, 32, 256") &&
+                                         Catch::Contains("disjoint"));
+    CHECK_THAT(learned[1].statement, Catch::Contains("0.4463"));
+    // the Performer claims keep their wording; iclaa_lm's default pooling is the values (its claims unchanged)
+    CHECK(gap_closed_claims("iclaa_lm", "prf", 256, "held-out window", "x")[0].pooling == io::ClaimPooling::values);
+    CHECK(learned_selection_text(32, {16, 32}, {0.3312, 0.19049}) ==
+          "F=32 (mean relative logit error on the validation pairs: F=16 0.3312, F=32 0.1905)");
+    CHECK_THROWS_AS(learned_selection_text(32, {16, 32}, {0.3}), iclab::Error);
+}

@@ -5,10 +5,13 @@
 // Scored per pair: relative logit error, gap closed G = 1 − after/before (the paper's 0.446 is derived from its two
 // printed errors: framework/icl/iclaa_claims.hpp, whose claims on G are declared here per pair), KL, top-1
 // agreement, ICL accuracy on X's first trigger occurrences. All in float64.
+// Held-out selection: the learned map's F is picked on validation pairs (their own stream, disjoint from the test
+// pairs); every table and claim is on the test pairs (iclaa.pairs).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "experiments/iclaa/iclaa_report.hpp"
 #include "framework/core/check.hpp"
@@ -26,8 +29,13 @@ using namespace iclab::experiments::iclaa_detail;
 
 namespace {
 
-// Sub-streams of the run's seed (1-3: induction training's init, data, eval).
-enum Stream : std::uint64_t { kPairs = 4, kFeatures = 5, kFitInit = 6, kFitData = 7, kBootstrap = 8 };
+// Sub-streams of the run's seed (1-3: induction training's init, data, eval). kPairs: the test pairs; kValidationPairs:
+// the validation pairs (a pair equal to a test pair is drawn again). Learned fit seed 0 draws its initialization from
+// kFitInit's sub-stream F and its sequences from kFitData; fit seed s > 0 from their sub-streams s (below).
+enum Stream : std::uint64_t { kPairs = 4, kFeatures = 5, kFitInit = 6, kFitData = 7, kBootstrap = 8, kValidationPairs = 9 };
+
+// Fit seed 0 is the stream itself (the fits of runs before fit seeds existed), fit seed s > 0 its sub-stream s.
+Rng fit_stream(const Rng& stream, std::size_t fit_seed) { return fit_seed == 0 ? stream : stream.derive(fit_seed); }
 
 // Bytes per layer-head of whatever stands for a prompt of M tokens, fp32: spec §3.
 constexpr double kBytes = 4.0;
@@ -100,45 +108,84 @@ Methods build_methods(const config::Config& cfg, model::Transformer<double>& net
         add({Method::elu1, "elu1 F=" + std::to_string(D), D, 0, icl::RopeConvention::rotate_then_map,
              maps_of(icl::build_feature_maps(net, choice(Method::elu1, D), sample, T, unused, nullptr)), icl::kernel_bytes(D, D), 0.0});
     }
+    const std::size_t fit_seeds = cfg.get_int("iclaa.learned.fit_seeds");
     if (uses("learned"))
-        for (const auto F : cfg.get_int_list("iclaa.learned.features")) {
-            // parameters from a stream per F, sequences from the same data stream for every F
-            Rng init = root.derive(kFitInit).derive(static_cast<std::uint64_t>(F)), data = root.derive(kFitData);
-            const icl::SequenceSampler from_data = [&](std::vector<std::int32_t>& tokens, std::size_t batch, Rng&) {
-                sample(tokens, batch, data);
-            };
-            icl::FeatureFitReport report;
-            icl::LayerHeadMaps maps = icl::build_feature_maps(net, choice(Method::learned, F), from_data, T, init, &report);
-            methods.fits.push_back({static_cast<std::size_t>(F), report});
-            run.log() << "learned map F=" << F << ": fitted in " << report.seconds << " s\n" << std::flush;
-            if (!quiet) std::printf("fitted learned feature maps F=%lld in %.1f s\n", static_cast<long long>(F), report.seconds);
-            add({Method::learned, "learned F=" + std::to_string(F), static_cast<std::size_t>(F), 0, icl::RopeConvention::rotate_then_map,
-                 maps_of(std::move(maps)), icl::kernel_bytes(F, D), (D * F / 2.0 + F) * kBytes});
-        }
-    // hybrid rows: the recent-k exact cache + the smallest learned map for the older prompt tokens
+        for (const auto F : cfg.get_int_list("iclaa.learned.features"))
+            for (std::size_t s = 0; s < fit_seeds; ++s) {
+                // parameters from a stream per F and fit seed, sequences from one data stream per fit seed for every F
+                Rng init = fit_stream(root.derive(kFitInit).derive(static_cast<std::uint64_t>(F)), s);
+                Rng data = fit_stream(root.derive(kFitData), s);
+                const icl::SequenceSampler from_data = [&](std::vector<std::int32_t>& tokens, std::size_t batch, Rng&) {
+                    sample(tokens, batch, data);
+                };
+                icl::FeatureFitReport report;
+                icl::LayerHeadMaps maps = icl::build_feature_maps(net, choice(Method::learned, F), from_data, T, init, &report);
+                methods.fits.push_back({static_cast<std::size_t>(F), s, report});
+                run.log() << "learned map F=" << F << " fit seed " << s << ": fitted in " << report.seconds << " s\n" << std::flush;
+                if (!quiet)
+                    std::printf("fitted learned feature maps F=%lld (fit seed %zu) in %.1f s\n", static_cast<long long>(F), s, report.seconds);
+                add({Method::learned, "learned F=" + std::to_string(F), static_cast<std::size_t>(F), s, icl::RopeConvention::rotate_then_map,
+                     maps_of(std::move(maps)), icl::kernel_bytes(F, D), (D * F / 2.0 + F) * kBytes});
+            }
+    // hybrid rows: the recent-k exact cache + the smallest learned map (each fit seed) for the older prompt tokens
     const auto smallest_learned = std::find_if(methods.rows.begin(), methods.rows.end(), [](const Row& r) { return r.method == Method::learned; });
     if (smallest_learned != methods.rows.end() && cfg.get_bool("iclaa.hybrid")) {
-        const Row learned = *smallest_learned;
-        for (const auto k : cfg.get_int_list("iclaa.keep_tokens")) {
-                Row row = learned;
-            row.method = Method::hybrid;
-            row.label = "recent k=" + std::to_string(k) + " + " + learned.label;
-            row.keep = static_cast<std::size_t>(k);
-            row.bytes = icl::cache_bytes(k, D) + learned.bytes;
-            add(row);
-        }
+        const std::vector<Row> learned(smallest_learned, smallest_learned + static_cast<std::ptrdiff_t>(fit_seeds));
+        for (const auto k : cfg.get_int_list("iclaa.keep_tokens"))
+            for (const Row& fit : learned) {
+                Row row = fit;
+                row.method = Method::hybrid;
+                row.label = "recent k=" + std::to_string(k) + " + " + fit.label;
+                row.keep = static_cast<std::size_t>(k);
+                row.bytes = icl::cache_bytes(k, D) + fit.bytes;
+                add(row);
+            }
     }
     return methods;
 }
 
-// Scores every row on P pairs, in chunks; kernel rows with large F in smaller sub-batches (memory of the terms).
-std::vector<RowScores> score_rows(const config::Config& cfg, model::Transformer<double>& net, const tasks::InductionHeadSpec& task,
-                                  const std::vector<Row>& rows, std::vector<tasks::PromptPair>& pairs, Diagnostics& diagnostics) {
-    const model::ModelSpec& spec = net.spec();
-    const std::size_t M = cfg.get_int("iclaa.prompt_length"), N = cfg.get_int("iclaa.input_length"), P = cfg.get_int("iclaa.pairs");
-    const std::size_t chunk = cfg.get_int("iclaa.batch_size"), V = spec.vocab, H = spec.heads, L = spec.layers, D = spec.head_dim();
+// The test pairs (iclaa.pairs, stream kPairs) and the validation pairs (iclaa.validation_pairs, stream
+// kValidationPairs; a draw equal to a test pair, prompt and input, is drawn again, so that the two sets are disjoint).
+struct PromptPairs {
+    std::vector<tasks::PromptPair> test, validation;
+    std::size_t redrawn = 0;  // validation draws refused as equal to a test pair
+};
+
+PromptPairs draw_pairs(const config::Config& cfg, const tasks::InductionHeadSpec& task) {
+    const std::size_t M = cfg.get_int("iclaa.prompt_length"), N = cfg.get_int("iclaa.input_length");
     const tasks::PromptDesign design = tasks::parse_prompt_design(cfg.get_string("iclaa.prompt"));
-    Rng pair_rng = Rng(static_cast<std::uint64_t>(cfg.get_int("seed"))).derive(kPairs);
+    const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
+    PromptPairs pairs;
+    const auto tokens = [](const tasks::PromptPair& pair) {
+        std::vector<std::int32_t> t(pair.prompt);
+        t.insert(t.end(), pair.input.begin(), pair.input.end());
+        return t;
+    };
+    Rng test_rng = root.derive(kPairs), validation_rng = root.derive(kValidationPairs);
+    std::set<std::vector<std::int32_t>> test_tokens;
+    for (std::int64_t p = 0; p < cfg.get_int("iclaa.pairs"); ++p) {
+        pairs.test.push_back(tasks::sample_prompt_pair(task, design, M, N, test_rng));
+        test_tokens.insert(tokens(pairs.test.back()));
+    }
+    while (pairs.validation.size() < static_cast<std::size_t>(cfg.get_int("iclaa.validation_pairs"))) {
+        tasks::PromptPair pair = tasks::sample_prompt_pair(task, design, M, N, validation_rng);
+        if (test_tokens.count(tokens(pair))) {
+            ICLAB_INPUT_CHECK(++pairs.redrawn <= 1000 + 10 * pairs.test.size(),
+                              "iclaa.validation_pairs: cannot draw validation pairs apart from the test pairs (too few distinct pairs)");
+            continue;
+        }
+        pairs.validation.push_back(std::move(pair));
+    }
+    return pairs;
+}
+
+// Scores every row on the pairs, in chunks; kernel rows with large F in smaller sub-batches (memory of the terms).
+// diagnostics (may be null) accumulates the attention statistics of M_old on [X'; X].
+std::vector<RowScores> score_rows(const config::Config& cfg, model::Transformer<double>& net, const std::vector<Row>& rows,
+                                  const std::vector<tasks::PromptPair>& pairs, Diagnostics* diagnostics) {
+    const model::ModelSpec& spec = net.spec();
+    const std::size_t M = cfg.get_int("iclaa.prompt_length"), N = cfg.get_int("iclaa.input_length"), P = pairs.size();
+    const std::size_t chunk = cfg.get_int("iclaa.batch_size"), V = spec.vocab, H = spec.heads, L = spec.layers, D = spec.head_dim();
     std::vector<RowScores> scores(rows.size());
     std::vector<std::int32_t> prompts, inputs, whole;
     for (std::size_t first = 0; first < P; first += chunk) {
@@ -147,21 +194,20 @@ std::vector<RowScores> score_rows(const config::Config& cfg, model::Transformer<
         inputs.clear();
         whole.clear();
         for (std::size_t b = 0; b < B; ++b) {
-            pairs.push_back(tasks::sample_prompt_pair(task, design, M, N, pair_rng));
-            const auto& pair = pairs.back();
+            const auto& pair = pairs[first + b];
             prompts.insert(prompts.end(), pair.prompt.begin(), pair.prompt.end());
             inputs.insert(inputs.end(), pair.input.begin(), pair.input.end());
             whole.insert(whole.end(), pair.prompt.begin(), pair.prompt.end());
             whole.insert(whole.end(), pair.input.begin(), pair.input.end());
         }
         // the reference: M_old on [X'; X] at X's positions (and its attention, for the diagnostics)
-        net.capture_qkv(true);
+        net.capture_qkv(diagnostics != nullptr);
         net.forward(whole.data(), B, M + N);
         net.capture_qkv(false);
         std::vector<double> reference(B * N * V);
         for (std::size_t b = 0; b < B; ++b)
             std::copy(net.logits() + (b * (M + N) + M) * V, net.logits() + (b * (M + N) + M + N) * V, reference.begin() + b * N * V);
-        accumulate_diagnostics(diagnostics, net, B, M, N);
+        if (diagnostics) accumulate_diagnostics(*diagnostics, net, B, M, N);
         const icl::PromptKeysValues kv = icl::capture_prompt_keys_values(net, prompts.data(), B, M);
         for (std::size_t r = 0; r < rows.size(); ++r) {
             const Row& row = rows[r];
@@ -192,7 +238,10 @@ void declare_keys(config::Schema& schema) {
                     "pairs = the bigrams 'trigger successor' once each among uniform non-trigger letters")
         .add_int("iclaa.prompt_length", 32, 2, 1 << 16, "M: tokens of the ICL prompt X'")
         .add_int("iclaa.input_length", 32, 1, 1 << 16, "N: tokens of the input X (M + N <= task.seq_len)")
-        .add_int("iclaa.pairs", 1000, 1, 1 << 24, "(prompt, input) pairs, from the seed's sub-stream 4")
+        .add_int("iclaa.pairs", 1000, 1, 1 << 24, "test (prompt, input) pairs, from the seed's sub-stream 4: every table and claim")
+        .add_int("iclaa.validation_pairs", 200, 0, 1 << 24,
+                 "validation (prompt, input) pairs, from the seed's sub-stream 9 and disjoint from the test pairs: they pick "
+                 "the learned map's F (the lowest mean relative logit error) and are reported nowhere else; >= 1 with learned maps")
         .add_int("iclaa.batch_size", 50, 1, 1 << 16, "pairs per forward pass")
         .add_string_list("iclaa.feature_maps", {"prf", "orf", "elu1", "learned"}, {"prf", "orf", "elu1", "learned"},
                          "kernel feature maps compared: prf / orf = Performer positive (orthogonal) random features with "
@@ -203,6 +252,9 @@ void declare_keys(config::Schema& schema) {
         .add_int("iclaa.claim_features", 0, 0, 1 << 20, "F of the prf / orf rows the G claims judge (0: the largest random F)")
         .add_int_list("iclaa.keep_tokens", {2, 4, 8, 16}, 1, 1 << 16, "k of the truncated-cache rows (recent-k, heavy-k)")
         .add_int_list("iclaa.learned.features", {16, 64, 256}, 2, 1 << 16, "F of the learned maps (even)")
+        .add_int("iclaa.learned.fit_seeds", 2, 1, 1000,
+                 "independent fits per learned F (initialization and sequences; fit seed 0 is the fit of earlier runs); "
+                 "each pair's error is averaged over them")
         .add_int("iclaa.learned.steps", 300, 1, 1 << 24, "Adam steps of each learned map's fit")
         .add_float("iclaa.learned.lr", 1e-2, 0.0, 10.0, "Adam learning rate of the fit")
         .add_int("iclaa.learned.batch", 32, 1, 1 << 16, "task sequences per fit step (never a test prompt)")
@@ -225,6 +277,10 @@ void declare_keys(config::Schema& schema) {
         const auto random = cfg.get_int_list("iclaa.random_features");
         if (claim_F != 0 && std::find(random.begin(), random.end(), claim_F) == random.end())
             cfg.fail({"iclaa.claim_features", "iclaa.random_features"}, "iclaa.claim_features is not one of iclaa.random_features");
+        const auto maps = cfg.get_string_list("iclaa.feature_maps");
+        if (std::find(maps.begin(), maps.end(), "learned") != maps.end() && cfg.get_int("iclaa.validation_pairs") < 1)
+            cfg.fail({"iclaa.validation_pairs", "iclaa.feature_maps"},
+                     "iclaa.validation_pairs must be >= 1 with learned maps: their F is picked on the validation pairs");
         if (cfg.get_int("iclaa.learned.split_min") > cfg.get_int("iclaa.learned.split_max"))
             cfg.fail({"iclaa.learned.split_min", "iclaa.learned.split_max"}, "split_min must not exceed split_max");
         if (!cfg.get_string("source.run_dir").empty()) return;
@@ -264,17 +320,21 @@ RunEstimate estimate(const config::Config& cfg) {
     double features = 0, largest = D;
     for (const auto F : cfg.get_int_list("iclaa.random_features"))
         features += random_kinds * seeds * static_cast<double>(F), largest = std::max(largest, static_cast<double>(F));
+    const double fit_seeds = static_cast<double>(cfg.get_int("iclaa.learned.fit_seeds"));
+    double learned_features = 0;
     if (std::count(maps.begin(), maps.end(), "learned"))
         for (const auto F : cfg.get_int_list("iclaa.learned.features")) {
-            features += static_cast<double>(F), largest = std::max(largest, static_cast<double>(F));
-            e.flops += static_cast<double>(cfg.get_int("iclaa.learned.steps") * cfg.get_int("iclaa.learned.batch")) *
+            learned_features += fit_seeds * static_cast<double>(F), largest = std::max(largest, static_cast<double>(F));
+            e.flops += fit_seeds * static_cast<double>(cfg.get_int("iclaa.learned.steps") * cfg.get_int("iclaa.learned.batch")) *
                        static_cast<double>(cfg.get_int("task.seq_len")) * L * H * 12.0 * D * static_cast<double>(F);
         }
+    features += learned_features;
     const double gib = 1024.0 * 1024.0 * 1024.0;
     e.memory_gib = std::max(e.memory_gib, (features * L * H * D + largest * (D + 1) * L * H) * 8.0 / gib +
                                               static_cast<double>(cfg.get_int("iclaa.batch_size")) * (M + N) * 60.0 * L * D * H * 8.0 / gib);
     e.flops += pairs * (M + N) * L * H * 4.0 * D * features;
-    e.keys = {"iclaa.random_features", "iclaa.feature_seeds", "iclaa.pairs", "model.width", "train.steps"};
+    e.flops += static_cast<double>(cfg.get_int("iclaa.validation_pairs")) * (M + N) * L * H * 4.0 * D * learned_features;
+    e.keys = {"iclaa.random_features", "iclaa.feature_seeds", "iclaa.pairs", "iclaa.learned.fit_seeds", "model.width", "train.steps"};
     return e;
 }
 
@@ -283,12 +343,31 @@ void evaluate(const config::Config& cfg, const config::Config& model_cfg, model:
     const std::vector<io::Claim> claims = declare_claims(cfg);  // ids and rules, before anything is measured
     const tasks::InductionHeadSpec task = induction_spec_from_config(model_cfg);
     Methods methods = build_methods(cfg, net, task, quiet, run);
-    std::vector<tasks::PromptPair> pairs;
+    const PromptPairs pairs = draw_pairs(cfg, task);
+    // validation: the no-prompt row and every learned fit, on the validation pairs only (they pick the learned F)
+    std::vector<Row> validation_rows;
+    for (const Row& row : methods.rows)
+        if (row.method == Method::before || row.method == Method::learned) validation_rows.push_back(row);
+    LearnedSelection selection;
+    if (validation_rows.size() > 1) {
+        selection = select_learned(validation_rows, score_rows(cfg, net, validation_rows, pairs.validation, nullptr));
+        selection.redrawn = pairs.redrawn;
+        run.log() << "learned map: F=" << selection.features[selection.picked] << " picked on " << pairs.validation.size()
+                  << " validation pairs\n" << std::flush;
+    }
+    if (!pairs.validation.empty()) {  // /tables/validation_pairs: the pairs that picked the learned F (and nothing else)
+        std::vector<std::string> prompt, input;
+        for (const auto& pair : pairs.validation) {
+            prompt.push_back(tasks::decode_tokens(std::vector<int>(pair.prompt.begin(), pair.prompt.end())));
+            input.push_back(tasks::decode_tokens(std::vector<int>(pair.input.begin(), pair.input.end())));
+        }
+        run.results().write_columns("/tables/validation_pairs", {{"prompt", prompt}, {"input", input}});
+    }
     Diagnostics diagnostics(net.spec().layers, net.spec().heads);
-    const std::vector<RowScores> scores = score_rows(cfg, net, task, methods.rows, pairs, diagnostics);
+    const std::vector<RowScores> scores = score_rows(cfg, net, methods.rows, pairs.test, &diagnostics);
     Rng bootstrap = Rng(static_cast<std::uint64_t>(cfg.get_int("seed"))).derive(kBootstrap);
-    write_results(cfg, net.spec(), methods.rows, scores, pairs, diagnostics, methods.fits, claims, bootstrap, seconds_since(start), run,
-                  quiet);
+    write_results(cfg, net.spec(), methods.rows, scores, pairs.test, diagnostics, methods.fits, selection, claims, bootstrap,
+                  seconds_since(start), run, quiet);
 }
 
 RunOutcome run_iclaa(const RunContext& context) {

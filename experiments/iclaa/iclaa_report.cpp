@@ -82,12 +82,49 @@ std::vector<io::Claim> declare_claims(const config::Config& cfg) {
     std::vector<io::Claim> claims;
     const std::size_t F = claim_features(cfg);
     const auto maps = cfg.get_string_list("iclaa.feature_maps");
+    const std::string readme = "experiments/iclaa/README.md";
     for (const std::string map : {"prf", "orf"}) {
         if (std::find(maps.begin(), maps.end(), map) == maps.end()) continue;
-        for (io::Claim& c : icl::gap_closed_claims("iclaa", map, F, "prompt pair", "experiments/iclaa/README.md"))
+        for (io::Claim& c : icl::gap_closed_claims("iclaa", map, F, "test prompt pair", readme, io::ClaimPooling::seed_means))
+            claims.push_back(std::move(c));
+    }
+    if (std::find(maps.begin(), maps.end(), "learned") != maps.end()) {
+        const std::string validation = std::to_string(cfg.get_int("iclaa.validation_pairs")) + " validation pairs";
+        for (io::Claim& c : icl::learned_gap_closed_claims("iclaa", cfg.get_int_list("iclaa.learned.features"), validation,
+                                                           "test prompt pair", readme, io::ClaimPooling::seed_means))
             claims.push_back(std::move(c));
     }
     return claims;
+}
+
+LearnedSelection select_learned(const std::vector<Row>& rows, const std::vector<RowScores>& scores) {
+    ICLAB_CHECK(rows.size() == scores.size() && rows.size() > 1 && rows.front().method == Method::before,
+                "learned selection: the no-prompt row and the learned rows");
+    LearnedSelection out;
+    out.pairs = scores.front().pairs.size();
+    const auto mean_error = [](const RowScores& score) {
+        double sum = 0.0;
+        for (const PairScore& p : score.pairs) sum += p.relative_error;
+        return sum / static_cast<double>(score.pairs.size());
+    };
+    out.validation_before = mean_error(scores.front());
+    std::vector<std::size_t> fits;  // per F: its fit seeds
+    for (std::size_t r = 1; r < rows.size(); ++r) {
+        ICLAB_CHECK(rows[r].method == Method::learned && scores[r].pairs.size() == out.pairs, "learned selection: row " << rows[r].label);
+        const auto F = static_cast<std::int64_t>(rows[r].size);
+        if (out.features.empty() || out.features.back() != F) {
+            out.features.push_back(F), out.validation_error.push_back(0.0), fits.push_back(0);
+        }
+        // the mean over pairs of the error averaged over fit seeds = the mean over fit seeds of the mean over pairs
+        out.validation_error.back() += mean_error(scores[r]);
+        ++fits.back();
+    }
+    for (std::size_t i = 0; i < out.features.size(); ++i) {
+        out.validation_error[i] /= static_cast<double>(fits[i]);
+        out.validation_gap.push_back(icl::gap_closed(out.validation_before, out.validation_error[i]));
+        if (out.validation_error[i] < out.validation_error[out.picked]) out.picked = i;
+    }
+    return out;
 }
 
 void accumulate_diagnostics(Diagnostics& diagnostics, const model::Transformer<double>& net, std::size_t B, std::size_t M,
@@ -132,7 +169,8 @@ void accumulate_diagnostics(Diagnostics& diagnostics, const model::Transformer<d
 
 void write_results(const config::Config& cfg, const model::ModelSpec& spec, const std::vector<Row>& rows,
                    const std::vector<RowScores>& scores, const std::vector<tasks::PromptPair>& pairs, const Diagnostics& diagnostics,
-                   const std::vector<FitSummary>& fits, const std::vector<io::Claim>& claims, Rng& bootstrap, double seconds,
+                   const std::vector<FitSummary>& fits, const LearnedSelection& selection, const std::vector<io::Claim>& claims,
+                   Rng& bootstrap, double seconds,
                    run::RunFolder& run, bool quiet) {
     const std::size_t N = cfg.get_int("iclaa.input_length"), M = cfg.get_int("iclaa.prompt_length"), D = spec.head_dim();
     const std::size_t resamples = cfg.get_int("iclaa.bootstrap");
@@ -274,15 +312,48 @@ void write_results(const config::Config& cfg, const model::ModelSpec& spec, cons
         if (is_paper_method(s) && s.gap >= icl::paper_gap_closed() && (best_random < 0 || s.row->size < best_random))
             best_random = static_cast<double>(s.row->size);
     w.set_attr("smallest_random_F_reaching_paper_gap", best_random);
+    // /tables/learned_selection: the learned F picked on the validation pairs, with the test numbers beside it
+    if (!selection.empty()) {
+        std::vector<double> test_error, test_gap;
+        std::vector<std::int64_t> picked;
+        for (std::size_t i = 0; i < selection.features.size(); ++i) {
+            const std::string label = "learned F=" + std::to_string(selection.features[i]);
+            const auto it = std::find_if(summaries.begin(), summaries.end(), [&](const Summary& s) { return s.row->label == label; });
+            ICLAB_CHECK(it != summaries.end(), "no test row " << label);
+            test_error.push_back(it->rel), test_gap.push_back(it->gap), picked.push_back(i == selection.picked);
+        }
+        w.write_columns("/tables/learned_selection",
+                        {{"features", selection.features},
+                         {"validation_rel_error_mean", selection.validation_error},
+                         {"validation_gap_closed", selection.validation_gap},
+                         {"picked", picked},
+                         {"test_rel_error_mean", test_error},
+                         {"test_gap_closed", test_gap}},
+                        {{"rule", "picked: the lowest validation_rel_error_mean (the first of equal ones); each pair's error is "
+                                  "averaged over the fit seeds. The test columns are reported, never used to pick"}});
+        w.set_attr("learned_selected_features", selection.features[selection.picked]);
+        w.set_attr("validation_pairs", static_cast<std::int64_t>(selection.pairs));
+        w.set_attr("validation_pairs_redrawn", static_cast<std::int64_t>(selection.redrawn));
+        w.set_attr("validation_rel_error_before", selection.validation_before);
+    }
     // the claims, on the per-pair G of the rows they name (the no-prompt row is summaries.front(), one draw)
     std::vector<io::ClaimResult> results;
     std::vector<std::int64_t> units(pairs.size());
     for (std::size_t p = 0; p < pairs.size(); ++p) units[p] = static_cast<std::int64_t>(p);
+    std::string picked_label, selection_text;
+    if (!selection.empty()) {
+        picked_label = "learned F=" + std::to_string(selection.features[selection.picked]);
+        selection_text = icl::learned_selection_text(static_cast<std::size_t>(selection.features[selection.picked]), selection.features,
+                                                     selection.validation_error);
+    }
     for (const io::Claim& c : claims) {
-        const std::string row = icl::gap_claim_row(c);
+        const bool learned = icl::gap_claim_row(c) == icl::kLearnedValidationRow;
+        ICLAB_CHECK(!learned || !selection.empty(), "claim " << c.id << ": no learned F was picked");
+        const std::string row = learned ? picked_label : icl::gap_claim_row(c);
         const auto it = std::find_if(summaries.begin(), summaries.end(), [&](const Summary& s) { return s.row->label == row; });
         ICLAB_CHECK(it != summaries.end(), "claim " << c.id << " names no row");
         results.push_back(io::evaluate_claim(c, units, icl::gap_closed_per_instance(summaries.front().pair_error, it->pair_error)));
+        if (learned) results.back().selection = selection_text;
     }
     io::write_claims(w, results);
     run.log() << "ICLAA: before " << before << ", exact-cache max error " << max_of(e_exact) << ", " << seconds << " s\n" << std::flush;
@@ -294,9 +365,17 @@ void write_results(const config::Config& cfg, const model::ModelSpec& spec, cons
     for (const auto& s : summaries)
         std::printf("  %-42s %10.0f %7.3f %10.3e %8.1e %8.3f %8.4f %8.3f\n", s.row->label.c_str(), s.row->bytes, s.row->bytes / exact_bytes,
                     s.rel, s.rel_sd, s.gap, s.kl, s.accuracy);
+    if (!selection.empty()) {
+        std::printf("learned map's F, picked on %zu validation pairs (disjoint from the %zu test pairs above): mean rel. error (G)\n",
+                    selection.pairs, pairs.size());
+        for (std::size_t i = 0; i < selection.features.size(); ++i)
+            std::printf("  F=%-6lld %10.4f (%.4f)%s\n", static_cast<long long>(selection.features[i]), selection.validation_error[i],
+                        selection.validation_gap[i], i == selection.picked ? "  <- picked" : "");
+    }
     for (const auto& r : results)
-        std::printf("claim %-40s %s: mean %.4f [%.4f, %.4f] over %zu pairs\n", r.claim.id.c_str(), io::verdict_name(r.verdict),
-                    r.interval.mean, r.interval.low, r.interval.high, r.values.size());
+        std::printf("claim %-50s %s: mean %.4f [%.4f, %.4f] over %zu test pairs%s\n", r.claim.id.c_str(), io::verdict_name(r.verdict),
+                    r.interval.mean, r.interval.low, r.interval.high, r.values.size(),
+                    r.selection.empty() ? "" : (" at " + r.selection.substr(0, r.selection.find(' '))).c_str());
     std::printf("%.1f s\n", seconds);
 }
 

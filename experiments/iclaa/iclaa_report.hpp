@@ -26,18 +26,35 @@ void accumulate_diagnostics(Diagnostics& diagnostics, const model::Transformer<d
                             std::size_t N);
 
 // The claims of this config, with their rules, before anything is measured: per random map (prf, orf) at
-// iclaa.claim_features, the gap claims of framework/icl/iclaa_claims.hpp ("G > 0" qualitative, "G >= 0.446" own
-// check), one G per prompt pair (its error averaged over the feature seeds).
+// iclaa.claim_features, and for the learned map at the F picked on the validation pairs, the gap claims of
+// framework/icl/iclaa_claims.hpp ("G > 0" qualitative, "G >= 0.446" own check), one G per test pair (its error
+// averaged over the feature or fit seeds); `iclab claims` pools the model seeds by their mean G (seed_means).
 std::vector<io::Claim> declare_claims(const config::Config& cfg);
 
 struct FitSummary {
-    std::size_t features = 0;
+    std::size_t features = 0, fit_seed = 0;
     icl::FeatureFitReport report;
 };
 
+// The learned map's F, picked on the validation pairs: per F (iclaa.learned.features, in order) the mean over the
+// validation pairs of the pair's relative logit error averaged over the fit seeds; the pick is the lowest (the first
+// of equal ones).
+struct LearnedSelection {
+    std::vector<std::int64_t> features;
+    std::vector<double> validation_error, validation_gap;  // per F; G = 1 − error / the no-prompt error on the validation pairs
+    double validation_before = 0.0;                        // the no-prompt row's mean error on the validation pairs
+    std::size_t picked = 0;                                // index into features
+    std::size_t pairs = 0;                                 // validation pairs
+    std::size_t redrawn = 0;                               // validation draws refused as equal to a test pair
+    bool empty() const { return features.empty(); }
+};
+// rows: the no-prompt row first, then the learned rows (their fit seeds grouped by F); scores on the validation pairs.
+LearnedSelection select_learned(const std::vector<Row>& rows, const std::vector<RowScores>& scores);
+
 void write_results(const config::Config& cfg, const model::ModelSpec& spec, const std::vector<Row>& rows,
                    const std::vector<RowScores>& scores, const std::vector<tasks::PromptPair>& pairs, const Diagnostics& diagnostics,
-                   const std::vector<FitSummary>& fits, const std::vector<io::Claim>& claims, Rng& bootstrap, double seconds,
+                   const std::vector<FitSummary>& fits, const LearnedSelection& selection, const std::vector<io::Claim>& claims,
+                   Rng& bootstrap, double seconds,
                    run::RunFolder& run, bool quiet);
 
 }  // namespace iclab::experiments::iclaa_detail

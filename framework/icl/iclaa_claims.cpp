@@ -23,10 +23,13 @@ std::vector<double> gap_closed_per_instance(const std::vector<double>& before, c
 
 std::string gap_claim_row_label(const std::string& map, std::size_t features) { return map + " F=" + std::to_string(features); }
 
-std::vector<io::Claim> gap_closed_claims(const std::string& experiment, const std::string& map, std::size_t features,
-                                         const std::string& instance, const std::string& readme) {
-    ICLAB_CHECK(map == "prf" || map == "orf", "gap claims are on the paper's Performer maps (prf, orf), not '" << map << "'");
-    const std::string label = gap_claim_row_label(map, features);
+namespace {
+
+// The two claims on the row `label`: `method` names the map in the statements ("Performer features (prf)"),
+// `averaged` what each instance's error is averaged over ("the feature seeds").
+std::vector<io::Claim> make_gap_claims(const std::string& experiment, const std::string& label, const std::string& method,
+                                       const std::string& map, const std::string& averaged, const std::string& instance,
+                                       const std::string& readme, io::ClaimPooling pooling) {
     char bar[64];
     std::snprintf(bar, sizeof bar, "%.4f", paper_gap_closed());
     io::Claim c;
@@ -34,12 +37,13 @@ std::vector<io::Claim> gap_closed_claims(const std::string& experiment, const st
     c.source = "§6.4 (16.56 % -> 9.17 %)";
     c.unit = "instance";
     c.metric = "per " + instance + ": G = 1 - err(" + label + ") / err(no prompt), err = relative logit error on X against M_old on "
-               "[X'; X], mean over the feature seeds";
+               "[X'; X], mean over " + averaged;
     c.readme = readme;
+    c.pooling = pooling;
     std::vector<io::Claim> claims;
     c.id = kIdPrefix + experiment + kAboveZero + label;
     c.kind = io::ClaimKind::qualitative;
-    c.statement = "ICLAA with Performer features (" + map + ") brings the model without the prompt closer to the model with it "
+    c.statement = "ICLAA with " + method + " brings the model without the prompt closer to the model with it "
                   "(the paper: 'the model still gains valuable context from the included bias terms')";
     c.rule = io::ClaimRule::interval_above(0.0);
     claims.push_back(c);
@@ -51,6 +55,44 @@ std::vector<io::Claim> gap_closed_claims(const std::string& experiment, const st
     claims.push_back(c);
     for (const auto& claim : claims) io::check_claim(claim);
     return claims;
+}
+
+std::string list_text(const std::vector<std::int64_t>& values) {
+    std::string out;
+    for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
+    return out;
+}
+
+}  // namespace
+
+std::vector<io::Claim> gap_closed_claims(const std::string& experiment, const std::string& map, std::size_t features,
+                                         const std::string& instance, const std::string& readme, io::ClaimPooling pooling) {
+    ICLAB_CHECK(map == "prf" || map == "orf", "gap claims are on the paper's Performer maps (prf, orf), not '" << map << "'");
+    return make_gap_claims(experiment, gap_claim_row_label(map, features), "Performer features (" + map + ")", map, "the feature seeds",
+                           instance, readme, pooling);
+}
+
+std::vector<io::Claim> learned_gap_closed_claims(const std::string& experiment, const std::vector<std::int64_t>& candidates,
+                                                 const std::string& validation, const std::string& instance, const std::string& readme,
+                                                 io::ClaimPooling pooling) {
+    ICLAB_CHECK(!candidates.empty() && !validation.empty(), "learned gap claims need candidate F values and validation instances");
+    const std::string method = "the learned feature map (spec §4.1) at the F picked on " + validation + " (the lowest mean relative "
+                               "logit error among F = " + list_text(candidates) + "; the " + instance + "s judged here are disjoint "
+                               "from them)";
+    return make_gap_claims(experiment, kLearnedValidationRow, method, "learned, F picked on " + validation, "the fit seeds", instance,
+                           readme, pooling);
+}
+
+std::string learned_selection_text(std::size_t picked, const std::vector<std::int64_t>& candidates, const std::vector<double>& validation_error) {
+    ICLAB_CHECK(candidates.size() == validation_error.size(), "learned selection: " << candidates.size() << " F values, "
+                                                                                      << validation_error.size() << " errors");
+    std::string out = "F=" + std::to_string(picked) + " (mean relative logit error on the validation pairs:";
+    char value[64];
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        std::snprintf(value, sizeof value, "%s F=%lld %.4f", i ? "," : "", static_cast<long long>(candidates[i]), validation_error[i]);
+        out += value;
+    }
+    return out + ")";
 }
 
 std::string gap_claim_row(const io::Claim& claim) {

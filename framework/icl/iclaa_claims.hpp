@@ -5,7 +5,8 @@
 // G = 1 − 9.17/16.56 = 0.4463 is derived from them, never printed; so no claim on G is "matches a printed number":
 // "G > 0" reproduces the paper's qualitative claim, "G ≥ 0.446" is an own check (our models and prompts differ).
 // Both are judged on one G per instance (a prompt pair, a held-out window), each instance's error first averaged over
-// the feature seeds, by the 95 % t-interval of the mean (framework/io/claims.hpp).
+// the feature (or fit) seeds, by the 95 % t-interval of the mean (framework/io/claims.hpp). With seed_means pooling
+// (iclaa), `iclab claims` judges them over the training seeds instead: one value per model seed, its mean G.
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -34,9 +35,25 @@ std::string gap_claim_row_label(const std::string& map, std::size_t features);
 //   "000-6.4 <experiment> G>=paper <map> F=<F>"  own check:   95 % t-interval of the mean G > 0.4463
 // Both pass io::check_claim.
 std::vector<io::Claim> gap_closed_claims(const std::string& experiment, const std::string& map, std::size_t features,
-                                         const std::string& instance, const std::string& readme);
+                                         const std::string& instance, const std::string& readme,
+                                         io::ClaimPooling pooling = io::ClaimPooling::values);
 
-// The row label a claim of gap_closed_claims judges ("prf F=256"); empty for any other claim.
+// The row a learned-map claim judges: the learned map at the F its run picked on validation instances.
+inline const std::string kLearnedValidationRow = "learned (F picked on validation)";
+
+// The same two claims on the learned feature map (ICLAA's own map, spec §4.1) at the F among `candidates` with the
+// lowest mean relative logit error on `validation` held-out instances ("200 validation pairs", disjoint from the
+// instances the claim is judged on); each instance's error is averaged over the fit seeds. Ids
+// "000-6.4 <experiment> G>0 learned (F picked on validation)" and "... G>=paper ...": the id does not name F (each
+// model seed picks its own); the run's pick goes into io::ClaimResult::selection (learned_selection_text).
+std::vector<io::Claim> learned_gap_closed_claims(const std::string& experiment, const std::vector<std::int64_t>& candidates,
+                                                 const std::string& validation, const std::string& instance, const std::string& readme,
+                                                 io::ClaimPooling pooling);
+
+// "F=32 (mean relative logit error on the validation pairs: F=16 0.3312, F=32 0.1905, ...)".
+std::string learned_selection_text(std::size_t picked, const std::vector<std::int64_t>& candidates, const std::vector<double>& validation_error);
+
+// The row label a claim of gap_closed_claims judges ("prf F=256", kLearnedValidationRow); empty for any other claim.
 std::string gap_claim_row(const io::Claim& claim);
 
 }  // namespace iclab::icl

@@ -92,6 +92,10 @@ ClaimKind claim_kind_from_name(const std::string& name) {
     ICLAB_INPUT_CHECK(false, "claim kind '" << name << "' is none of: matches a printed number, reproduces a qualitative claim, own check");
 }
 
+const char* claim_pooling_name(ClaimPooling pooling) {
+    return pooling == ClaimPooling::seed_means ? "seed_means" : "values";
+}
+
 const char* combine_name(ClaimPair::Combine combine) {
     return combine == ClaimPair::Combine::log_ratio ? "log_ratio" : "difference";
 }
@@ -181,6 +185,8 @@ void check_claim(const Claim& c) {
                              << c.pair.first << "', '" << c.pair.second << "', arm '" << c.pair.arm << "'");
     else
         ICLAB_CHECK(c.pair.arm.empty() && c.pair.first.empty() && c.pair.second.empty(), "claim " << c.id << ": arms without a pair key");
+    if (c.pooling == ClaimPooling::seed_means)
+        ICLAB_CHECK(c.unit == "instance" && !c.pair.paired(), "claim " << c.id << ": seed_means pooling is for unpaired claims on instances");
     if (c.rule.test == ClaimRule::Test::interval_within || c.rule.test == ClaimRule::Test::count_within)
         ICLAB_CHECK(!std::isnan(c.rule.low) && !std::isnan(c.rule.high) && c.rule.low <= c.rule.high, "claim " << c.id << ": band [" << c.rule.low << ", " << c.rule.high << "] is empty");
     else
@@ -269,7 +275,7 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
 
 void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
     std::vector<std::string> id, paper, source, kind, statement, metric, unit, rule, test, seeds_text, verdict, note, readme;
-    std::vector<std::string> pair_key, pair_first, pair_second, pair_combine, pair_arm;
+    std::vector<std::string> pair_key, pair_first, pair_second, pair_combine, pair_arm, pooling, selection;
     std::vector<double> paper_value, threshold, low, high, mean, ci_low, ci_high;
     std::vector<std::int64_t> needed, n, on_side;
     std::vector<std::string> v_id;
@@ -286,6 +292,7 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
         readme.push_back(c.readme);
         pair_key.push_back(c.pair.key), pair_first.push_back(c.pair.first), pair_second.push_back(c.pair.second);
         pair_combine.push_back(c.pair.paired() ? combine_name(c.pair.combine) : ""), pair_arm.push_back(c.pair.arm);
+        pooling.push_back(claim_pooling_name(c.pooling)), selection.push_back(r.selection);
         n.push_back(static_cast<std::int64_t>(r.values.size())), on_side.push_back(static_cast<std::int64_t>(r.on_side));
         mean.push_back(r.interval.mean), ci_low.push_back(r.interval.low), ci_high.push_back(r.interval.high);
         verdict.push_back(verdict_name(r.verdict)), note.push_back(r.note);
@@ -303,12 +310,15 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
                      {"ci95_high", ci_high}, {"on_claimed_side", on_side}, {"paper_value", paper_value}, {"verdict", verdict},
                      {"note", note}, {"readme", readme}, {"test", test}, {"threshold", threshold}, {"low", low}, {"high", high},
                      {"needed", needed}, {"pair_key", pair_key}, {"pair_first", pair_first}, {"pair_second", pair_second},
-                     {"pair_combine", pair_combine}, {"pair_arm", pair_arm}},
+                     {"pair_combine", pair_combine}, {"pair_arm", pair_arm}, {"pooling", pooling}, {"selection", selection}},
                     {{"interval", "two-sided 95 % Student-t interval of the mean over the units (n >= 2)"},
                      {"verdicts", "reproduced: the declared rule holds; not reproduced: it fails; inconclusive: the rule cannot "
                                   "decide (interval straddles its edge, too few values, a non-finite value)"},
                      {"pairs", "pair_key set: a paired claim; this run's value is the raw value of arm pair_arm, the rule applies "
-                               "to second - first (difference) or ln(second / first) (log_ratio) of one seed's two runs"}});
+                               "to second - first (difference) or ln(second / first) (log_ratio) of one seed's two runs"},
+                     {"pooling", "how `iclab claims` pools the runs of one setting: values (all values together) or seed_means "
+                                 "(one value per run: the mean of its instances, the rule over the training seeds)"},
+                     {"selection", "what a score on validation data picked for the claim in this run (empty: nothing)"}});
     w.write_columns("/claim_values", {{"id", v_id}, {"unit", v_unit}, {"value", v_value}});
 }
 
@@ -332,6 +342,10 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
     const auto pair_arm = has_pairs ? strings("pair_arm") : none;
     for (const auto* column : {&pair_key, &pair_first, &pair_second, &pair_combine, &pair_arm})
         ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims pair columns differ in length");
+    // pooling and selection: absent in files written before them (every claim pooled its values, nothing selected)
+    const auto pooling = reader.has("/claims/pooling") ? strings("pooling") : std::vector<std::string>(rows, "values");
+    const auto selection = reader.has("/claims/selection") ? strings("selection") : none;
+    ICLAB_INPUT_CHECK(pooling.size() == rows && selection.size() == rows, file << ": /claims pooling / selection columns differ in length");
     for (const auto* column : {&paper, &source, &kind, &statement, &metric, &unit, &test, &readme})
         ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims columns differ in length");
     for (const auto* column : {&paper_value, &threshold, &low, &high})
@@ -353,6 +367,9 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
         ICLAB_INPUT_CHECK(pair_combine[i].empty() || pair_combine[i] == "difference" || pair_combine[i] == "log_ratio",
                           file << ": /claims/pair_combine of " << c.id << " is '" << pair_combine[i] << "'");
         c.pair.combine = pair_combine[i] == "log_ratio" ? ClaimPair::Combine::log_ratio : ClaimPair::Combine::difference;
+        ICLAB_INPUT_CHECK(pooling[i] == "values" || pooling[i] == "seed_means",
+                          file << ": /claims/pooling of " << c.id << " is '" << pooling[i] << "' (values or seed_means)");
+        c.pooling = pooling[i] == "seed_means" ? ClaimPooling::seed_means : ClaimPooling::values;
         try {
             check_claim(c);
         } catch (const Error& e) {
@@ -360,20 +377,25 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
         }
         auto& [u, v] = values[c.id];
         out.push_back(evaluate_claim(c, u, v));
+        out.back().selection = selection[i];
     }
     ICLAB_INPUT_CHECK(values.size() == rows, file << ": /claim_values names a claim /claims does not declare");
     return out;
 }
 
-std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs) {
+std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs,
+                                     const std::vector<std::int64_t>& run_seeds) {
+    ICLAB_CHECK(run_seeds.empty() || run_seeds.size() == runs.size(), "pool_claims: " << run_seeds.size() << " seeds for " << runs.size() << " runs");
     std::vector<std::string> order;
     std::map<std::string, Claim> declared;
     std::map<std::string, std::string> first_run;
     std::map<std::string, std::map<std::pair<std::int64_t, std::string>, std::string>> unit_run;  // (unit, arm) -> run
     std::map<std::string, std::pair<std::vector<std::int64_t>, std::vector<double>>> values;
     std::map<std::string, std::map<std::int64_t, std::map<std::string, double>>> arms;  // paired: unit -> arm -> value
-    for (const auto& [run, claims] : runs)
-        for (const ClaimResult& r : claims) {
+    std::map<std::string, std::string> selections;  // seed_means: "seed 0: ...; seed 1: ..."
+    for (std::size_t k = 0; k < runs.size(); ++k)
+        for (const ClaimResult& r : runs[k].second) {
+            const std::string& run = runs[k].first;
             const Claim& c = r.claim;
             auto found = declared.find(c.id);
             if (found == declared.end()) {
@@ -384,10 +406,20 @@ std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, st
                                   d.metric == c.metric && d.unit == c.unit && d.rule.text() == c.rule.text() &&
                                   (d.paper_value == c.paper_value || (std::isnan(d.paper_value) && std::isnan(c.paper_value))) &&
                                   d.pair.key == c.pair.key && d.pair.first == c.pair.first && d.pair.second == c.pair.second &&
-                                  d.pair.combine == c.pair.combine;
+                                  d.pair.combine == c.pair.combine && d.pooling == c.pooling;
                 ICLAB_INPUT_CHECK(same, "claim '" << c.id << "' is declared differently in " << first_run[c.id] << " and " << run);
             }
             ICLAB_INPUT_CHECK(!c.pair.paired() || !c.pair.arm.empty(), "claim '" << c.id << "' in " << run << " is paired already");
+            if (c.pooling == ClaimPooling::seed_means) {  // the run's training seed is the unit, the mean of its instances the value
+                const std::int64_t seed = run_seeds.empty() ? static_cast<std::int64_t>(k) : run_seeds[k];
+                auto [it, fresh] = unit_run[c.id].emplace(std::make_pair(seed, std::string()), run);
+                ICLAB_INPUT_CHECK(fresh, "claim '" << c.id << "': seed " << seed << " is in both " << it->second << " and " << run
+                                                   << " (pool runs of one setting only)");
+                values[c.id].first.push_back(seed), values[c.id].second.push_back(t_interval95(r.values).mean);
+                if (!r.selection.empty())
+                    selections[c.id] += (selections[c.id].empty() ? "" : "; ") + ("seed " + std::to_string(seed) + ": " + r.selection);
+                continue;
+            }
             for (std::size_t i = 0; i < r.values.size(); ++i) {
                 auto [it, fresh] = unit_run[c.id].emplace(std::make_pair(r.units[i], c.pair.arm), run);
                 ICLAB_INPUT_CHECK(fresh || c.unit != "seed", "claim '" << c.id << "': seed " << r.units[i]
@@ -402,6 +434,13 @@ std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, st
     std::vector<ClaimResult> out;
     for (const auto& id : order) {
         Claim claim = declared[id];
+        if (claim.pooling == ClaimPooling::seed_means) {
+            claim.unit = "seed", claim.pooling = ClaimPooling::values;  // the pooled values are the per-seed means
+            claim.metric = "per training seed: the mean over its instances of [" + claim.metric + "]";
+            out.push_back(evaluate_claim(claim, values[id].first, values[id].second));
+            out.back().selection = selections[id];
+            continue;
+        }
         if (!claim.pair.paired()) {
             out.push_back(evaluate_claim(claim, values[id].first, values[id].second));
             continue;

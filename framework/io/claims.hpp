@@ -3,7 +3,8 @@
 // before it measures — statement, source, kind, decision rule — then hands over one value per unit (a training seed,
 // or an instance of an exact identity) and gets a verdict by the declared rule. The results file stores the claim
 // table /claims (one row per claim: declaration and evaluation) and /claim_values (one row per claim and unit), so
-// that `iclab claims` can pool the units of several runs (seeds of one config) and evaluate the same rule again.
+// that `iclab claims` can pool the units of several runs (seeds of one config) and evaluate the same rule again;
+// a claim on the instances of a trained model (prompt pairs) can ask to be pooled by per-seed means (ClaimPooling).
 //
 // Verdicts, one vocabulary for every kind:
 //   reproduced      the declared rule holds on the measured values
@@ -77,6 +78,16 @@ struct ClaimPair {
 };
 const char* combine_name(ClaimPair::Combine combine);
 
+// How `iclab claims` pools the values of one claim over several runs (the training seeds of one setting).
+enum class ClaimPooling {
+    values,      // every run's values together (seeds, or the instances of every run), the rule on all of them
+    seed_means,  // unit "instance" only: one value per run, the mean of its instances, with the run's training seed as
+                 // its unit; the rule (interval, on_claimed_side) applies to these per-seed means. For claims on
+                 // instances of a trained model (prompt pairs), whose instances of one model are not independent
+                 // draws of the training
+};
+const char* claim_pooling_name(ClaimPooling pooling);
+
 struct Claim {
     std::string id;         // unique within a run, stable across runs and seeds: "002-T1 float32"
     std::string paper;      // "000", "002", "003", "004", "von Oswald 2023"
@@ -89,6 +100,7 @@ struct Claim {
     ClaimRule rule;
     std::string readme;  // the README section that explains the claim: "experiments/gd_duals/README.md#anchor"
     ClaimPair pair;      // paired claims only
+    ClaimPooling pooling = ClaimPooling::values;
 };
 
 // Throws Error when a declaration breaks the rules above: printed_number without a finite paper_value, another kind
@@ -112,6 +124,9 @@ struct ClaimResult {
     std::size_t on_side = 0;  // values on the claimed side of the threshold (count tests and interval_above/below)
     Verdict verdict = Verdict::inconclusive;
     std::string note;  // why inconclusive, when it is
+    // What a score on held-out (validation) data picked for this claim in this run, e.g. "F=32 picked on 200
+    // validation pairs ..."; pooled: per seed. Empty when nothing was picked. A result, not part of the declaration.
+    std::string selection;
 };
 
 // Evaluates the declared rule on the values (one per unit); check_claim first. One arm of a paired claim (pair.arm
@@ -125,8 +140,12 @@ void write_claims(ResultsWriter& writer, const std::vector<ClaimResult>& claims)
 std::vector<ClaimResult> read_claims(const ResultsReader& reader);
 // Pools the values of claims with the same id (e.g. one run per seed) and evaluates each rule again. The
 // declarations of one id must agree and a unit must not repeat (two runs of seed 0): InputError naming both.
+// run_seeds (one per run, or empty): the training seed of each run, the unit of a seed_means claim's value (empty:
+// the run's index); a seed_means claim refuses a seed twice. Its pooled result has unit "seed", the per-seed means as
+// values and the runs' selections joined as "seed 0: ...; seed 1: ...".
 // Paired claims: the arms' values are paired by unit (a unit repeats once per arm); a unit with one arm only is left
 // out and named in the note; the result has pair.arm empty and the paired values.
-std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs);
+std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs,
+                                     const std::vector<std::int64_t>& run_seeds = {});
 
 }  // namespace iclab::io

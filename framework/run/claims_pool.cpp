@@ -49,12 +49,23 @@ std::string without_seed(const std::string& overrides, const std::set<std::strin
     return out;
 }
 
+// The run's training seed, from its resolved config (checked: a results file read here was not written here).
+std::int64_t run_seed(const std::string& config_text, const fs::path& dir) {
+    const YAML::Node config = YAML::Load(config_text);
+    ICLAB_INPUT_CHECK(config.IsMap() && config["seed"] && config["seed"].IsScalar(), (dir / kResultsFile).string() << ": its config has no seed");
+    std::int64_t seed = 0;
+    const bool integer = YAML::convert<std::int64_t>::decode(config["seed"], seed);
+    ICLAB_INPUT_CHECK(integer, (dir / kResultsFile).string() << ": its config's seed '" << config["seed"].Scalar() << "' is not an integer");
+    return seed;
+}
+
 }  // namespace
 
 std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs) {
     std::vector<PooledClaims> out;
     std::map<std::string, std::size_t> index;
     std::vector<std::vector<std::pair<std::string, std::vector<io::ClaimResult>>>> per_setting;
+    std::vector<std::vector<std::int64_t>> seeds;  // per setting: each run's training seed (the unit of seed_means claims)
     for (const fs::path& dir : run_dirs) {
         const io::ResultsReader reader(dir / kResultsFile);
         std::vector<io::ClaimResult> claims = io::read_claims(reader);
@@ -63,7 +74,8 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs)
         std::set<std::string> arm_keys;
         for (const io::ClaimResult& r : claims)
             if (r.claim.pair.paired()) arm_keys.insert(r.claim.pair.key);
-        const std::string key = setting_key(reader.read_attr_string("/", "config"), experiment, arm_keys);
+        const std::string config_text = reader.read_attr_string("/", "config");
+        const std::string key = setting_key(config_text, experiment, arm_keys);
         auto [it, fresh] = index.emplace(key, out.size());
         if (fresh) {
             PooledClaims p;
@@ -72,11 +84,13 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs)
             p.experiment = experiment;
             out.push_back(p);
             per_setting.emplace_back();
+            seeds.emplace_back();
         }
         out[it->second].runs.push_back(dir);
         per_setting[it->second].push_back({dir.string(), std::move(claims)});
+        seeds[it->second].push_back(run_seed(config_text, dir));
     }
-    for (std::size_t s = 0; s < out.size(); ++s) out[s].claims = io::pool_claims(per_setting[s]);
+    for (std::size_t s = 0; s < out.size(); ++s) out[s].claims = io::pool_claims(per_setting[s], seeds[s]);
     return out;
 }
 
@@ -93,7 +107,7 @@ WideTable claims_table(const std::vector<PooledClaims>& pooled) {
             }
             table.add_row({{"setting", p.setting}, {"experiment", p.experiment}, {"runs", static_cast<double>(p.runs.size())},
                            {"paper", c.paper}, {"id", c.id}, {"source", c.source}, {"kind", io::claim_kind_name(c.kind)},
-                           {"statement", c.statement}, {"metric", c.metric}, {"rule", c.rule.text()}, {"unit", c.unit},
+                           {"statement", r.selection.empty() ? c.statement : c.statement + " [picked on validation data: " + r.selection + "]"}, {"metric", c.metric}, {"rule", c.rule.text()}, {"unit", c.unit},
                            {"units", units}, {"n", static_cast<double>(r.values.size())}, {"mean", r.interval.mean},
                            {"ci95_low", r.interval.low}, {"ci95_high", r.interval.high},
                            {"on_claimed_side", static_cast<double>(r.on_side)}, {"paper_value", c.paper_value},

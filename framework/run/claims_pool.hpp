@@ -1,7 +1,8 @@
 #pragma once
 // Pooling the declared claims (framework/io/claims.hpp) of finished runs: runs whose resolved configs differ only in
 // `seed` and `output` are one setting, and each claim of a setting is evaluated once over the seeds of all its runs
-// (io::pool_claims: the same rule, the values of every seed). `iclab claims` prints and writes the result; the
+// (io::pool_claims: the same rule, the values of every seed; a seed_means claim: one value per run, the mean of its
+// instances, with the run's `seed` as its unit). `iclab claims` prints and writes the result; the
 // reproduction report (scripts/report/make_report.py) reads that file and recomputes nothing.
 #include <filesystem>
 #include <string>
@@ -22,7 +23,8 @@ struct PooledClaims {
 // The settings of the runs (in order of first appearance) that declare claims; runs without /claims are skipped.
 std::vector<PooledClaims> pool_run_claims(const std::vector<std::filesystem::path>& run_dirs);
 
-// One row per claim of every setting: setting, experiment, runs, and the columns of /claims.
+// One row per claim of every setting: setting, experiment, runs, and the columns of /claims (the statement followed
+// by "[picked on validation data: <selection>]" when the runs picked something on validation data).
 WideTable claims_table(const std::vector<PooledClaims>& pooled);
 
 }  // namespace iclab::run
