@@ -269,3 +269,28 @@ TEST_CASE("prefix_vs_causal claims: probes need a pool, named", "[prefix_vs_caus
     CHECK_THAT(result.err, Catch::Contains("prefix_vs_causal.probes"));
     for (const auto& entry : fs::recursive_directory_iterator(scratch.path)) CHECK(entry.path().filename() != "results.h5");  // nothing written
 }
+
+TEST_CASE("prefix_vs_causal claims: a run whose declared arm is not its config's value is refused", "[prefix_vs_causal][claims]") {
+    Scratch scratch;
+    // Two hand-made run folders: the same LR SL-L2 cell, config mask prefix; one declares its claims as the causal arm.
+    auto write_run = [&](const std::string& name, const std::string& declared_mask) {
+        const fs::path dir = scratch.path / name;
+        fs::create_directories(dir);
+        iclab::io::ResultsWriter w(dir / "results.h5");
+        w.set_attr("experiment", "prefix_vs_causal");
+        w.set_attr("config_source", "hand-made");
+        w.set_attr("config", "experiment: prefix_vs_causal\nseed: 0\nmodel:\n  mask: prefix\ntrain:\n  permute_examples: none\n");
+        iclab::io::write_claims(w, part_b::claims(cell(declared_mask, "none", 0.1, {0.9, 0.5}), 0));
+        w.commit();
+        return dir;
+    };
+    const fs::path right = write_run("right", "prefix"), wrong = write_run("wrong", "causal");
+    CHECK(iclab::run::pool_run_claims({right}).size() == 1);
+    try {
+        iclab::run::pool_run_claims({right, wrong});
+        FAIL("a run declaring the causal arm with model.mask prefix was pooled");
+    } catch (const iclab::InputError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("declares arm 'causal'") && Catch::Contains("model.mask is 'prefix'") &&
+                                 Catch::Contains(wrong.string()));
+    }
+}
