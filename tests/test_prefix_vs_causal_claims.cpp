@@ -240,6 +240,13 @@ TEST_CASE("prefix_vs_causal claims: runs paired on train.permute_examples and th
     REQUIRE(probed.status == 0);
     CHECK(probe_mse(last_line(probed.out)) == probes_causal);
 
+    // The probes come after training and measurement: without them, every declared number is the same bit for bit.
+    const auto plain = run_iclab(std::string("run ") + kTiny + " model.mask=causal output.dir=" + (scratch.path / "plain").string(),
+                                 scratch.path);
+    REQUIRE(plain.status == 0);
+    CHECK(column_by_set(last_line(plain.out), "query_mse") == causal);
+    CHECK_FALSE(iclab::io::ResultsReader((fs::path(last_line(plain.out)) / "results.h5").string()).has("/tables/probes"));
+
     // Ambiguous: a second permuted causal run of seed 0 (another folder) in the same setting is refused, naming both.
     const auto again = run_iclab(std::string("run ") + kTiny + " prefix_vs_causal.probes=true model.mask=causal "
                                  "train.permute_examples=per_step output.dir=" + (scratch.path / "again").string(), scratch.path);
