@@ -1,7 +1,8 @@
 // Paper 003 Part B claims (experiments/prefix_vs_causal/claims.hpp). Paper values: Tables 3, 4-6 and 7 of paper 003
-// App. E.2-E.5 as copied into shared/specs/paper003.md B1, B4, B5.
+// App. E.2-E.5 as copied into shared/specs/paper003.md B1, B4, B5; the rules: the spec's §5, Part B items 1-5.
 #include "experiments/prefix_vs_causal/claims.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -61,6 +62,26 @@ std::string task_name(const std::string& kind) {
     return kind == "linear" ? "LR" : kind == "sigmoid" ? "N-LR" : "MC";
 }
 
+double kendall_tau(const std::vector<double>& k, const std::vector<double>& error) {
+    ICLAB_CHECK(k.size() == error.size(), "kendall_tau: " << k.size() << " k for " << error.size() << " errors");
+    double concordant = 0.0, discordant = 0.0, pairs = 0.0;
+    for (std::size_t i = 0; i < k.size(); ++i)
+        for (std::size_t j = i + 1; j < k.size(); ++j) {
+            if (k[i] == k[j]) continue;
+            pairs += 1.0;
+            const double direction = (k[j] - k[i]) * (error[j] - error[i]);
+            if (direction > 0.0) concordant += 1.0;
+            if (direction < 0.0) discordant += 1.0;
+        }
+    return pairs > 0.0 ? (concordant - discordant) / pairs : std::numeric_limits<double>::quiet_NaN();
+}
+
+double last_third_log_slope(const std::vector<double>& errors) {
+    ICLAB_CHECK(errors.size() >= 2, "a log-slope needs two depths, got " << errors.size());
+    const std::size_t L = errors.size() - 1, first = L - std::max<std::size_t>(1, L / 3);
+    return (std::log10(errors[L]) - std::log10(errors[first])) / static_cast<double>(L - first);
+}
+
 std::string setting_name(const Cell& cell) { return std::string(cell.shared ? "SL" : "UL") + (cell.l2 ? "-L2" : "-no-L2"); }
 
 std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
@@ -71,16 +92,22 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
     const bool table1 = setting == "SL-L2" || setting == "UL-no-L2";
     const std::string what = mc ? "classification error (%)" : "query MSE";
     const std::string readme = "experiments/prefix_vs_causal/README.md#claims-over-seeds";
+    const io::ClaimPair::Combine combine = mc ? io::ClaimPair::Combine::difference : io::ClaimPair::Combine::log_ratio;
 
-    // x_i = ln(causal / prefix) (regression) or causal - prefix in points (MC), one per seed.
-    auto paired = [&](const std::string& id, const std::string& source, const std::string& statement, const std::string& metric,
-                      const io::ClaimRule& rule, double value) {
+    // One arm of a claim paired on `key` (x_i combines the two arms' values of one seed), or an unpaired claim (key "").
+    auto declare = [&](const std::string& id, const std::string& source, const std::string& statement, const std::string& metric,
+                       const io::ClaimRule& rule, double value, const std::string& key, const std::string& first,
+                       const std::string& second, const std::string& arm, io::ClaimPair::Combine how) {
         io::Claim c;
         c.id = id, c.paper = "003", c.source = source, c.kind = io::ClaimKind::qualitative, c.statement = statement;
         c.metric = metric, c.rule = rule, c.readme = readme;
-        c.pair.key = "model.mask", c.pair.first = "prefix", c.pair.second = "causal", c.pair.arm = cell.mask;
-        c.pair.combine = mc ? io::ClaimPair::Combine::difference : io::ClaimPair::Combine::log_ratio;
+        if (!key.empty()) c.pair.key = key, c.pair.first = first, c.pair.second = second, c.pair.arm = arm, c.pair.combine = how;
         return io::evaluate_claim(c, {seed}, {value});
+    };
+    // x_i = ln(causal / prefix) (regression) or causal - prefix in points (MC), one per seed.
+    auto paired = [&](const std::string& id, const std::string& source, const std::string& statement, const std::string& metric,
+                      const io::ClaimRule& rule, double value) {
+        return declare(id, source, statement, metric, rule, value, "model.mask", "prefix", "causal", cell.mask, combine);
     };
     const std::string sign_metric = mc ? "causal - prefix test error (points), one seed's paired runs"
                                        : "ln(causal / prefix test query MSE), one seed's paired runs";
@@ -89,21 +116,48 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
         return number(p[column(cell.task)], mc) + " vs " + number(c[column(cell.task)], mc);
     };
 
+    // Table 7, permuted vs unpermuted runs of one mask (spec §5.4), paired on train.permute_examples: per_step ([C]'s
+    // form, the Table 7 grids) against none; x_i = ln(unpermuted / permuted) (regression) or unpermuted - permuted
+    // (points). per_sequence runs declare none of these (another training scheme than the paper's).
+    auto permuted_vs_unpermuted = [&](std::vector<io::ClaimResult>& out) {
+        if (!table1 || (cell.permute_examples != "none" && cell.permute_examples != "per_step")) return;
+        const double paper_permuted = table7().at({setting, cell.mask})[column(cell.task)];
+        const double paper_plain = table3().at({setting, cell.mask})[column(cell.task)];
+        const std::string paper = number(paper_permuted, mc) + " permuted vs " + number(paper_plain, mc) + " unpermuted";
+        const std::string metric = mc ? "unpermuted - permuted " + cell.mask + "LM test error (points), one seed's paired runs"
+                                      : "ln(unpermuted / permuted " + cell.mask + "LM test query MSE), one seed's paired runs";
+        if (cell.mask == "causal")
+            out.push_back(declare("003-T7 " + task + " " + setting + " causal: permuted <= unpermuted", "Table 7",
+                                  "causalLM " + what + " trained with permuted ICEs <= trained unpermuted (" + task + ", " + setting +
+                                      "; paper: " + paper + ") in >= 2 of 3 seeds",
+                                  metric, io::ClaimRule::count_within(0.0, kInf, 2), cell.test_error, "train.permute_examples",
+                                  "per_step", "none", cell.permute_examples, combine));
+        else
+            out.push_back(declare("003-T7 " + task + " " + setting + " prefix: permuted within " + (mc ? "1.5 points" : "x1.5") +
+                                      " of unpermuted",
+                                  "Table 7",
+                                  "prefixLM " + what + " trained with permuted ICEs within " + (mc ? "+-1.5 points" : "a factor 1.5") +
+                                      " of trained unpermuted (" + task + ", " + setting + "; paper: " + paper + ") in >= 2 of 3 seeds",
+                                  metric, mc ? io::ClaimRule::count_within(-1.5, 1.5, 2) : io::ClaimRule::count_within(-std::log(1.5), std::log(1.5), 2),
+                                  cell.test_error, "train.permute_examples", "per_step", "none", cell.permute_examples, combine));
+    };
+
     std::vector<io::ClaimResult> out;
-    if (cell.permuted) {  // Table 7: "prefixLM still outperforms causalLM in general" (spec §5.4: prefix <= causal)
+    if (cell.permuted()) {  // Table 7: "prefixLM still outperforms causalLM in general" (spec §5.4: prefix <= causal)
         if (!table1) return out;
         const std::string paper = quoted(table7().at({setting, "prefix"}), table7().at({setting, "causal"}));
         out.push_back(paired("003-T7 " + task + " " + setting + " permuted: prefix <= causal", "Table 7",
                              "trained with permuted ICEs, prefixLM " + what + " <= causalLM (" + task + ", " + setting +
                                  "; paper: " + paper + ") in >= 2 of 3 seeds",
                              sign_metric, io::ClaimRule::count_within(0.0, kInf, 2), cell.test_error));
+        permuted_vs_unpermuted(out);
         return out;
     }
     const std::string paper = quoted(table3().at({setting, "prefix"}), table3().at({setting, "causal"}));
     out.push_back(paired("003-T3 " + task + " " + setting + ": prefix < causal", table1 ? "Table 1" : "Table 3",
                          "prefixLM " + what + " < causalLM (" + task + ", " + setting + "; paper: " + paper + ") in >= 2 of 3 seeds",
                          sign_metric, sign, cell.test_error));
-    if (!table1) return out;
+    if (!table1) return out;  // Tables 4-6 and Figure 3: the Table 1 rows (Q16)
     // spec §5.1: regression cells also need causal/prefix >= 1.5 (paper's smallest 5.8), MC a gap >= 1 point (2.9)
     out.push_back(paired("003-T1 " + task + " " + setting + (mc ? ": gap >= 1 point" : ": ratio >= 1.5"), "Table 1",
                          mc ? "causalLM error exceeds prefixLM by >= 1 point (" + setting + "; paper: " + paper + ") in >= 2 of 3 seeds"
@@ -121,6 +175,45 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
                                  ") in >= 2 of 3 seeds",
                              sign_metric, sign, cell.fewer_errors[i]));
     }
+    // Tables 4-6 with Table 1 (spec §5.3: "Errors must grow as k shrinks, for both masks"): one value per run, Kendall's
+    // tau between k and the error over the fewer-ICE sets and the full test set (k = task.examples); -1 = every pair
+    // ordered. Not paired: each mask has its own claim.
+    std::vector<double> ks(cell.fewer_examples.begin(), cell.fewer_examples.end()), errors = cell.fewer_errors;
+    ks.push_back(static_cast<double>(cell.examples)), errors.push_back(cell.test_error);
+    if (!cell.fewer_examples.empty() && std::isfinite(kendall_tau(ks, errors))) {
+        std::string list;
+        for (double k : ks) list += (list.empty() ? "" : ", ") + std::to_string(static_cast<std::int64_t>(k));
+        out.push_back(declare("003-T4-6 " + task + " " + setting + " " + cell.mask + ": errors grow as k shrinks", "Tables 4-6",
+                              cell.mask + "LM " + what + " strictly grows as the ICEs at test shrink over k = " + list + " (" + task +
+                                  ", " + setting + ") in >= 2 of 3 seeds",
+                              "Kendall's tau between k and the " + cell.mask + "LM test error over k = " + list +
+                                  " (-1: strictly decreasing in k), one run",
+                              io::ClaimRule::count_at_most(-1.0, 2), kendall_tau(ks, errors), "", "", "", "", combine));
+    }
+    // Figure 3 (spec §5.5, B2: the SL models; here the Table 1 row SL-L2), runs with probes: the last depth's probe
+    // error, and for LR the log-slope over the last third of the layers (causal flatter: its slope, negative while the
+    // error falls, is above prefix's).
+    if (cell.shared && cell.probe_errors.size() >= 2) {
+        const std::string probe_what = mc ? "probe classification error (%)" : "probe query MSE";
+        out.push_back(paired("003-F3 " + task + " " + setting + ": prefix final-layer probe < causal", "Figure 3",
+                             "the per-layer least-squares probe's " + probe_what + " at the last layer is lower for prefixLM than causalLM (" +
+                                 task + ", " + setting + ") in >= 2 of 3 seeds",
+                             mc ? "causal - prefix last-layer probe error (points), one seed's paired runs"
+                                : "ln(causal / prefix last-layer probe query MSE), one seed's paired runs",
+                             sign, cell.probe_errors.back()));
+        if (cell.task == "linear") {
+            const std::size_t L = cell.probe_errors.size() - 1, first = L - std::max<std::size_t>(1, L / 3);
+            out.push_back(declare("003-F3 LR " + setting + ": causal probe curve flatter over the last third", "Figure 3",
+                                  "over the last third of the layers (depths " + std::to_string(first) + ".." + std::to_string(L) +
+                                      "), the causalLM probe query MSE falls more slowly in log scale than prefixLM's (LR, " + setting +
+                                      ") in >= 2 of 3 seeds",
+                                  "causal - prefix slope of log10(probe query MSE) per layer over depths " + std::to_string(first) + ".." +
+                                      std::to_string(L) + ", one seed's paired runs",
+                                  sign, last_third_log_slope(cell.probe_errors), "model.mask", "prefix", "causal", cell.mask,
+                                  io::ClaimPair::Combine::difference));
+        }
+    }
+    permuted_vs_unpermuted(out);
     return out;
 }
 

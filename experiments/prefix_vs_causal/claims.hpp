@@ -1,7 +1,9 @@
 #pragma once
-// The declared claims of paper 003 Part B (spec shared/specs/paper003.md §5, Part B items 1-4) for one
-// prefix_vs_causal run. Every claim is paired (framework/io/claims.hpp ClaimPair on model.mask): the run of each mask
-// declares it with its own error, and `iclab claims` pairs the prefixLM and causalLM runs of one seed and setting.
+// The declared claims of paper 003 Part B (spec shared/specs/paper003.md §5, Part B items 1-5) for one
+// prefix_vs_causal run. Most claims are paired (framework/io/claims.hpp ClaimPair): on model.mask (prefix vs causal;
+// Tables 1, 3-7, Figure 3) or on train.permute_examples (Table 7: the run trained with permuted ICEs vs the unpermuted
+// run of the same mask); the run of each arm declares the claim with its own value, and `iclab claims` pairs the runs
+// of one seed and setting. Tables 4-6's "errors grow as k shrinks" is one value per run (its rank statistic over k).
 // The paper's printed numbers go into the statement only (both masks' values; no paper printed a ratio), so the
 // claims are qualitative: the direction prefix < causal, per cell, in >= 2 of 3 seeds (spec §5: "With 3 seeds, the
 // sign must hold in >= 2/3 of seeds for each cell").
@@ -18,17 +20,27 @@ struct Cell {
     std::string task;      // "linear", "sigmoid", "classification" (task.kind)
     bool shared = true;    // model.shared_layers (SL / UL)
     bool l2 = true;        // train.context_output_l2 > 0
-    bool permuted = false; // train.permute_examples != none (Table 7)
+    std::string permute_examples = "none";  // train.permute_examples: none, per_step (Table 7, [C]'s form), per_sequence
     std::string mask;      // "prefix" or "causal"
     std::int64_t x_dim = 8;
+    std::int64_t examples = 0;                         // task.examples: the ICEs of the full test set
     double test_error = 0.0;                           // the full test set
     std::vector<std::int64_t> fewer_examples;          // k of the fewer-ICE tests (Tables 4-6)
     std::vector<double> fewer_errors;
+    std::vector<double> probe_errors;                  // Figure 3: the probe error per depth 0..L (empty: no probes)
+    bool permuted() const { return permute_examples != "none"; }
 };
 
 // "SL-L2", "UL-no-L2", ...; "LR", "N-LR", "MC".
 std::string setting_name(const Cell& cell);
 std::string task_name(const std::string& kind);
+
+// Kendall's tau between k and the error over the (k, error) pairs with distinct k: (concordant - discordant) / pairs;
+// a tie in the error counts as neither. -1 exactly when the error strictly grows as k shrinks. NaN below 2 distinct k.
+double kendall_tau(const std::vector<double>& k, const std::vector<double>& error);
+// The slope of log10(error) per depth from depth L - max(1, floor(L / 3)) to L (the last third of the layers), L =
+// errors.size() - 1 >= 1: negative while the error falls (Figure 3's "flatter" compares these).
+double last_third_log_slope(const std::vector<double>& errors);
 
 // The claims this run declares, evaluated on its own values (one arm each: inconclusive until paired).
 std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed);

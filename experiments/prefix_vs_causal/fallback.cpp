@@ -79,12 +79,12 @@ FallbackRun run_fallback(const run::RunContext& context, run::RunFolder& parent,
     if (!parent.resumed()) fs::remove_all(dir);  // an --overwrite run's old fallback goes with it
     if (!out.detection.triggered) return out;
 
-    // The nested run: the parent's config with the fallback lr; no detector and no claims of its own.
+    // The nested run: the parent's config with the fallback lr; no detector, no claims and no probes of its own.
     const std::string name = cfg.get_string("experiment");
     const config::Config sub_cfg = config::derive_config(
         cfg, context.catalog.find(name).schema(),
         {"train.lr=" + cfg.value_text("prefix_vs_causal.fallback.lr"), "prefix_vs_causal.fallback.rule=none",
-         "prefix_vs_causal.claims=false", config::string_override("output.dir", parent.path().string()),
+         "prefix_vs_causal.claims=false", "prefix_vs_causal.probes=false", config::string_override("output.dir", parent.path().string()),
          config::string_override("output.name", kFallbackFolder)});
     if (!context.options.quiet)
         std::fprintf(stderr, "iclab: %s: fallback triggered (%s); training again at lr %s in %s\n", name.c_str(),

@@ -13,6 +13,7 @@
 
 #include "experiments/prefix_vs_causal/claims.hpp"
 #include "experiments/prefix_vs_causal/fallback.hpp"
+#include "experiments/prefix_vs_causal/probes.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/regression_training.hpp"
 
@@ -37,6 +38,9 @@ void declare_keys(config::Schema& schema) {
         .add_bool("prefix_vs_causal.claims", true,
                   "declare the paper's Table 1/3, 4-6 and 7 claims for this run (experiments/prefix_vs_causal/claims.hpp); "
                   "false for runs that are not a table cell (Figure 6's smaller pools)")
+        .add_bool("prefix_vs_causal.probes", false,
+                  "after training, fit Figure 3's per-layer least-squares probes (as prefix_vs_causal_probes: 1,024 pool "
+                  "sequences, ridge 1e-8), write /tables/probes and declare the Figure 3 claims (SL-L2 runs); needs a pool")
         .add_rule([](const config::Config& cfg) {
             const auto first = cfg.get_int("prefix_vs_causal.first_sequences"), eval = cfg.get_int("eval.sequences");
             if (first > eval)
@@ -44,6 +48,9 @@ void declare_keys(config::Schema& schema) {
                          "prefix_vs_causal.first_sequences = " + std::to_string(first) + " exceeds the test set, eval.sequences = " +
                              std::to_string(eval));
             const auto pool = cfg.get_int("task.pool_sequences"), pool_eval = cfg.get_int("prefix_vs_causal.pool_eval_sequences");
+            if (cfg.get_bool("prefix_vs_causal.probes") && pool == 0)
+                cfg.fail({"prefix_vs_causal.probes", "task.pool_sequences"},
+                         "prefix_vs_causal.probes fits on the training pool: set task.pool_sequences > 0");
             if (pool > 0 && pool_eval > pool)
                 cfg.fail({"prefix_vs_causal.pool_eval_sequences", "task.pool_sequences"},
                          "prefix_vs_causal.pool_eval_sequences = " + std::to_string(pool_eval) +
@@ -66,6 +73,8 @@ RunEstimate estimate(const config::Config& cfg) {
     const double sets = 2.0 + static_cast<double>(cfg.get_int_list("prefix_vs_causal.test_examples").size());
     e.flops += sets * static_cast<double>(cfg.get_int("eval.sequences")) * transformer_forward_flops(cfg, T, 64.0) +
                static_cast<double>(cfg.get_int("prefix_vs_causal.pool_eval_sequences")) * transformer_forward_flops(cfg, T, 64.0);
+    if (cfg.get_bool("prefix_vs_causal.probes"))  // Figure 3: forward passes over the probes' fit and test sequences
+        e.flops += static_cast<double>(part_b::kProbeFitSequences + cfg.get_int("eval.sequences")) * transformer_forward_flops(cfg, T, 64.0);
     return e;
 }
 
@@ -141,6 +150,14 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
                  classification);
     }
 
+    // Figure 3 (probes.hpp): per-layer probes of the trained weights (a training-mode copy keeps the residual streams).
+    part_b::ProbeCurve probes;
+    if (cfg.get_bool("prefix_vs_causal.probes")) {
+        model::Transformer<double> probed(training.spec);
+        probed.params.assign(training.parameters.begin(), training.parameters.end());
+        probes = part_b::probe_layers(probed, task, cfg, part_b::kProbeFitSequences, part_b::kProbeRidge);
+    }
+
     // The declared fallback (fallback.hpp): the detector on the loss history; when it fires, the run at the fallback lr.
     const bool detector = cfg.get_string("prefix_vs_causal.fallback.rule") != "none";
     part_b::FallbackRun fallback;
@@ -151,11 +168,18 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
     w.write_columns("/tables/prefix_vs_causal",
                     {{"set", rows.set}, {"examples", rows.examples}, {"sequences", rows.sequences}, {"query_mse", rows.query_mse},
                      {"zero_predictor_mse", rows.zero_mse}, {"relative_query_mse", rows.relative}, {"error_pct", rows.error_pct}});
+    if (!probes.query_mse.empty()) {
+        std::vector<std::int64_t> depth;
+        for (std::size_t l = 0; l < probes.query_mse.size(); ++l) depth.push_back(static_cast<std::int64_t>(l));
+        w.write_columns("/tables/probes", {{"depth", depth}, {"query_mse", probes.query_mse}, {"error_pct", probes.error_pct}});
+    }
     if (cfg.get_bool("prefix_vs_causal.claims") && cfg.get_string("model.mask") != "full") {  // one arm of each paired claim; `iclab claims` pairs the masks
         part_b::Cell cell;
         cell.task = cfg.get_string("task.kind"), cell.mask = cfg.get_string("model.mask");
         cell.shared = cfg.get_bool("model.shared_layers"), cell.l2 = cfg.get_float("train.context_output_l2") > 0.0;
-        cell.permuted = cfg.get_string("train.permute_examples") != "none", cell.x_dim = cfg.get_int("task.x_dim");
+        cell.permute_examples = cfg.get_string("train.permute_examples"), cell.x_dim = cfg.get_int("task.x_dim");
+        cell.examples = cfg.get_int("task.examples");
+        cell.probe_errors = classification ? probes.error_pct : probes.query_mse;
         const std::vector<double>& error = classification ? rows.error_pct : rows.query_mse;
         cell.test_error = error[0];
         for (std::size_t i = 0; i < rows.set.size(); ++i)

@@ -1,12 +1,13 @@
 // Experiment `prefix_vs_causal_probes` (paper 003 Figure 3, E.2; spec B2, choice Q13): per-layer linear probes of a
-// finished `prefix_vs_causal` run. For every depth l = 0..L the residual stream h_l at the query positions is read
-// out by the least-squares map [h_l, 1] W_l ≈ y, fitted in fp64 on the query positions of the run's first training
-// pool sequences (a tiny ridge keeps it defined), then evaluated on the run's test set. The trunk is untouched, so
+// finished `prefix_vs_causal` run (the probes themselves: probes.hpp, part_b::probe_layers). The trunk is untouched, so
 // Table 1 and Figure 3 come from the same model. Output: /tables/probes (depth, query MSE, MC error in %).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <vector>
+
+#include "experiments/prefix_vs_causal/probes.hpp"
 
 #include "framework/core/dense_linalg.hpp"
 #include "framework/io/results_file.hpp"
@@ -14,34 +15,12 @@
 #include "framework/run/experiment.hpp"
 #include "framework/run/regression_training.hpp"
 
-namespace iclab::experiments {
+namespace iclab::experiments::part_b {
 
-using namespace iclab::run;
+using run::regression_stream;
+using run::RegressionStream;
 
 namespace {
-
-void declare_keys(config::Schema& schema) {
-    schema.add_string_free("source.run_dir", "", "the finished prefix_vs_causal run whose layers are probed")
-        .add_int("probes.fit_sequences", 1024, 1, 1 << 24, "training-pool sequences whose query positions fit the probes (Q13: 1,024)")
-        .add_float("probes.ridge", 1e-8, 0.0, 1.0, "ridge added to the normal equations, relative to their mean diagonal")
-        .add_rule([](const config::Config& cfg) {  // checked here, so that no run folder is made for a missing source
-            const std::string dir = cfg.get_string("source.run_dir");
-            if (dir.empty()) cfg.fail({"source.run_dir"}, "source.run_dir: name the finished prefix_vs_causal run to probe");
-            if (!std::filesystem::exists(std::filesystem::path(dir) / kResultsFile))
-                cfg.fail({"source.run_dir"}, "source.run_dir: '" + dir + "' holds no finished run (no " + kResultsFile + ")");
-        });
-}
-
-// The source model's size is not known before its config is read: the bound of the cpu2 profile's model (L 6, C 64,
-// T 30: ~2e7 FLOP per sequence forward) per fitted sequence, and its residual streams (L + 1) x T x C per sequence.
-RunEstimate estimate(const config::Config& cfg) {
-    const double sequences = static_cast<double>(cfg.get_int("probes.fit_sequences"));
-    RunEstimate e;
-    e.flops = 2.0 * sequences * 2e7;
-    e.memory_gib = sequences * 7.0 * 30.0 * 64.0 * 8.0 / (1024.0 * 1024.0 * 1024.0);
-    e.keys = {"probes.fit_sequences"};
-    return e;
-}
 
 // Runs `data` through the model in chunks and hands each chunk's query rows to visit(depth, h (C), y (O)).
 template <class Visit>
@@ -60,27 +39,19 @@ void query_states(model::Transformer<double>& model, const tasks::RegressionBatc
     }
 }
 
-RunOutcome run_probes(const RunContext& context) {
-    const config::Config& cfg = context.config;
-    const std::filesystem::path source_dir = cfg.get_string("source.run_dir");
-    ICLAB_INPUT_CHECK(std::filesystem::exists(source_dir / kResultsFile), "source.run_dir: " << source_dir.string()
-                                                                                             << " holds no finished run");
-    const config::Config source = context.catalog.load_config((source_dir / kConfigFile).string(), {});
-    ICLAB_INPUT_CHECK(source.get_string("experiment") == "prefix_vs_causal",
-                      "source.run_dir: a prefix_vs_causal run is needed, got " << source.get_string("experiment"));
-    // Checked before the run folder exists: a refused run leaves nothing.
+}  // namespace
+
+ProbeCurve probe_layers(model::Transformer<double>& model, const tasks::RegressionSpec& task, const config::Config& source,
+                        std::size_t fit_sequences, double ridge) {
     const std::uint64_t pool_size = static_cast<std::uint64_t>(source.get_int("task.pool_sequences"));
-    ICLAB_INPUT_CHECK(pool_size > 0, "source.run_dir: the run trained without a fixed pool (task.pool_sequences 0)");
-    RunFolder run(cfg, context.options);
-    const tasks::RegressionSpec task = regression_spec_from_config(source);
-    model::Transformer<double> model(regression_model_spec(source));
-    read_checkpoint(io::ResultsReader((source_dir / kResultsFile).string()), model);
+    ICLAB_INPUT_CHECK(pool_size > 0, "the probes fit on the training pool: the run trained without one (task.pool_sequences 0)");
+    ICLAB_CHECK(model.mode() == model::Transformer<double>::Mode::training, "the probes read the residual streams (training mode)");
     const std::size_t C = model.spec().width, K = C + 1, O = tasks::regression_output_dim(task), L = model.spec().layers;
     const std::size_t chunk = static_cast<std::size_t>(source.get_int("train.batch_size"));
     const bool classification = task.kind == tasks::RegressionKind::classification;
 
     // Fit: normal equations per depth, A_l = Σ [h,1][h,1]ᵀ (K, K), B_l = Σ [h,1] yᵀ (K, O).
-    std::vector<std::uint64_t> indices(std::min<std::uint64_t>(cfg.get_int("probes.fit_sequences"), pool_size));
+    std::vector<std::uint64_t> indices(std::min<std::uint64_t>(fit_sequences, pool_size));
     for (std::size_t i = 0; i < indices.size(); ++i) indices[i] = i;
     tasks::RegressionBatch<double> fit;
     tasks::sample_regression_pool_batch(fit, indices, task, regression_stream(source, RegressionStream::pool));
@@ -98,7 +69,7 @@ RunOutcome run_probes(const RunContext& context) {
     for (std::size_t l = 0; l <= L; ++l) {
         double trace = 0.0;
         for (std::size_t r = 0; r < K; ++r) trace += A[l][r * K + r];
-        for (std::size_t r = 0; r < K; ++r) A[l][r * K + r] += cfg.get_float("probes.ridge") * trace / K;
+        for (std::size_t r = 0; r < K; ++r) A[l][r * K + r] += ridge * trace / K;
         W[l] = linalg::solve(A[l], K, Bm[l], O);
     }
 
@@ -120,13 +91,66 @@ RunOutcome run_probes(const RunContext& context) {
         wrong[l] += best != label;
         count[l] += 1.0;
     });
-    std::vector<std::int64_t> depth;
-    std::vector<double> mse, error;
+    ProbeCurve out;
     for (std::size_t l = 0; l <= L; ++l) {
-        depth.push_back(static_cast<std::int64_t>(l));
-        mse.push_back(sq[l] / count[l]);
-        error.push_back(classification ? 100.0 * wrong[l] / count[l] : std::numeric_limits<double>::quiet_NaN());
+        out.query_mse.push_back(sq[l] / count[l]);
+        out.error_pct.push_back(classification ? 100.0 * wrong[l] / count[l] : std::numeric_limits<double>::quiet_NaN());
     }
+    return out;
+}
+
+}  // namespace iclab::experiments::part_b
+
+namespace iclab::experiments {
+
+using namespace iclab::run;
+
+namespace {
+
+void declare_keys(config::Schema& schema) {
+    schema.add_string_free("source.run_dir", "", "the finished prefix_vs_causal run whose layers are probed")
+        .add_int("probes.fit_sequences", static_cast<std::int64_t>(part_b::kProbeFitSequences), 1, 1 << 24, "training-pool sequences whose query positions fit the probes (Q13: 1,024)")
+        .add_float("probes.ridge", part_b::kProbeRidge, 0.0, 1.0, "ridge added to the normal equations, relative to their mean diagonal")
+        .add_rule([](const config::Config& cfg) {  // checked here, so that no run folder is made for a missing source
+            const std::string dir = cfg.get_string("source.run_dir");
+            if (dir.empty()) cfg.fail({"source.run_dir"}, "source.run_dir: name the finished prefix_vs_causal run to probe");
+            if (!std::filesystem::exists(std::filesystem::path(dir) / kResultsFile))
+                cfg.fail({"source.run_dir"}, "source.run_dir: '" + dir + "' holds no finished run (no " + kResultsFile + ")");
+        });
+}
+
+// The source model's size is not known before its config is read: the bound of the cpu2 profile's model (L 6, C 64,
+// T 30: ~2e7 FLOP per sequence forward) per fitted sequence, and its residual streams (L + 1) x T x C per sequence.
+RunEstimate estimate(const config::Config& cfg) {
+    const double sequences = static_cast<double>(cfg.get_int("probes.fit_sequences"));
+    RunEstimate e;
+    e.flops = 2.0 * sequences * 2e7;
+    e.memory_gib = sequences * 7.0 * 30.0 * 64.0 * 8.0 / (1024.0 * 1024.0 * 1024.0);
+    e.keys = {"probes.fit_sequences"};
+    return e;
+}
+
+RunOutcome run_probes(const RunContext& context) {
+    const config::Config& cfg = context.config;
+    const std::filesystem::path source_dir = cfg.get_string("source.run_dir");
+    ICLAB_INPUT_CHECK(std::filesystem::exists(source_dir / kResultsFile), "source.run_dir: " << source_dir.string()
+                                                                                             << " holds no finished run");
+    const config::Config source = context.catalog.load_config((source_dir / kConfigFile).string(), {});
+    ICLAB_INPUT_CHECK(source.get_string("experiment") == "prefix_vs_causal",
+                      "source.run_dir: a prefix_vs_causal run is needed, got " << source.get_string("experiment"));
+    // Checked before the run folder exists: a refused run leaves nothing.
+    const std::uint64_t pool_size = static_cast<std::uint64_t>(source.get_int("task.pool_sequences"));
+    ICLAB_INPUT_CHECK(pool_size > 0, "source.run_dir: the run trained without a fixed pool (task.pool_sequences 0)");
+    RunFolder run(cfg, context.options);
+    const tasks::RegressionSpec task = regression_spec_from_config(source);
+    model::Transformer<double> model(regression_model_spec(source));
+    read_checkpoint(io::ResultsReader((source_dir / kResultsFile).string()), model);
+    const part_b::ProbeCurve curve = part_b::probe_layers(
+        model, task, source, static_cast<std::size_t>(cfg.get_int("probes.fit_sequences")), cfg.get_float("probes.ridge"));
+    const std::vector<double>& mse = curve.query_mse;
+    const std::vector<double>& error = curve.error_pct;
+    std::vector<std::int64_t> depth;
+    for (std::size_t l = 0; l < mse.size(); ++l) depth.push_back(static_cast<std::int64_t>(l));
     io::ResultsWriter& w = run.results();
     w.write_columns("/tables/probes", {{"depth", depth}, {"query_mse", mse}, {"error_pct", error}});
     w.set_attr("source_run_dir", source_dir.string());
@@ -136,7 +160,7 @@ RunOutcome run_probes(const RunContext& context) {
     w.set_attr("context_output_l2", source.get_float("train.context_output_l2"));
     run.commit();
     if (!context.options.quiet)
-        for (std::size_t l = 0; l <= L; ++l) std::printf("depth %2zu  query MSE %.5g  error %% %.2f\n", l, mse[l], error[l]);
+        for (std::size_t l = 0; l < mse.size(); ++l) std::printf("depth %2zu  query MSE %.5g  error %% %.2f\n", l, mse[l], error[l]);
     return {run.path(), true, 0, 0};
 }
 

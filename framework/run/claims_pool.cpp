@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The resolved config without the keys that do not change the setting: seed and output (folder, overwrite, ...),
-// and the keys that name the arms of paired claims ("model.mask": the prefix and causal runs of a seed pool together).
+// and the keys that name the arms of paired claims (io::ClaimPair::key: "model.mask" pools the prefix and causal runs
+// of a seed together, "train.permute_examples" the permuted and unpermuted ones).
 std::string setting_key(const std::string& config_text, const std::string& experiment, const std::set<std::string>& arm_keys) {
     YAML::Node config = YAML::Load(config_text);
     if (config.IsMap()) {
@@ -35,6 +36,16 @@ std::string setting_key(const std::string& config_text, const std::string& exper
     YAML::Emitter emitter;
     emitter << config;
     return experiment + "\n" + emitter.c_str();
+}
+
+// The scalar at a dotted key of the resolved config ("train.permute_examples"); empty when absent.
+std::string config_value(const YAML::Node& config, const std::string& key) {
+    YAML::Node node = config;
+    std::string rest = key;
+    for (std::size_t dot; (dot = rest.find('.')) != std::string::npos && node.IsMap(); rest = rest.substr(dot + 1))
+        node.reset(node[rest.substr(0, dot)]);
+    if (!node.IsMap() || !node[rest] || !node[rest].IsScalar()) return "";
+    return node[rest].Scalar();
 }
 
 std::string without_seed(const std::string& overrides, const std::set<std::string>& arm_keys) {
@@ -71,10 +82,18 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs)
         std::vector<io::ClaimResult> claims = io::read_claims(reader);
         if (claims.empty()) continue;
         const std::string experiment = reader.read_attr_string("/", "experiment");
-        std::set<std::string> arm_keys;
-        for (const io::ClaimResult& r : claims)
-            if (r.claim.pair.paired()) arm_keys.insert(r.claim.pair.key);
         const std::string config_text = reader.read_attr_string("/", "config");
+        const YAML::Node config = YAML::Load(config_text);
+        std::set<std::string> arm_keys;
+        for (const io::ClaimResult& r : claims) {
+            if (!r.claim.pair.paired()) continue;
+            arm_keys.insert(r.claim.pair.key);
+            // the arm a run declares is the value its config holds at the pair's key (else it would pair the wrong runs)
+            const std::string value = config_value(config, r.claim.pair.key);
+            ICLAB_INPUT_CHECK(value.empty() || value == r.claim.pair.arm,
+                              dir.string() << ": claim '" << r.claim.id << "' declares arm '" << r.claim.pair.arm << "' but the run's "
+                                           << r.claim.pair.key << " is '" << value << "'");
+        }
         const std::string key = setting_key(config_text, experiment, arm_keys);
         auto [it, fresh] = index.emplace(key, out.size());
         if (fresh) {

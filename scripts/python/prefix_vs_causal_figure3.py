@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """Paper 003 Figure 3 from `prefix_vs_causal_probes` runs: per-layer test error of the probes, prefix vs causal.
 
+Also reads the in-run probes of `prefix_vs_causal` runs with prefix_vs_causal.probes: true (unpermuted runs of
+--seed only; the claims over seeds are `iclab claims`' 003-F3 rows).
+
     /usr/bin/python3 scripts/python/prefix_vs_causal_figure3.py results/sweeps/cpu2_figure3 --png figure3.png
 
 Prints per (task, setting) the probe error per depth and the spec §5 item 5 checks: the prefix curve ends below the
@@ -21,6 +24,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="+", help="folders holding prefix_vs_causal_probes runs")
     parser.add_argument("--png")
+    parser.add_argument("--seed", type=int, default=0, help="the training seed of in-run probes to plot (default 0)")
     args = parser.parse_args()
     curves = {}
     for top in args.dirs:
@@ -30,12 +34,18 @@ def main():
             run = load_run(root)
             if "probes" not in run.tables:
                 continue
-            a = run.attrs
-            setting = ("SL" if int(a["shared_layers"]) else "UL") + ("-L2" if float(a["context_output_l2"]) > 0 else "-no-L2")
+            a, c = run.attrs, run.config
+            if "task_kind" in a:  # a prefix_vs_causal_probes run
+                kind, shared, l2, mask = a["task_kind"], int(a["shared_layers"]), float(a["context_output_l2"]), a["mask"]
+            else:  # a prefix_vs_causal run with prefix_vs_causal.probes: true
+                if c.get("train.permute_examples", "none") != "none" or int(c.get("seed", 0)) != args.seed:
+                    continue
+                kind, shared, l2, mask = c["task.kind"], bool(c["model.shared_layers"]), float(c["train.context_output_l2"]), c["model.mask"]
+            setting = ("SL" if shared else "UL") + ("-L2" if l2 > 0 else "-no-L2")
             table = run.tables["probes"]
-            column = "error_pct" if a["task_kind"] == "classification" else "query_mse"
+            column = "error_pct" if kind == "classification" else "query_mse"
             values = [v / 100.0 if column == "error_pct" else v for v in table[column]]  # the figure shows fractions
-            curves[(a["task_kind"], setting, a["mask"])] = values
+            curves[(kind, setting, mask)] = values
     for (kind, setting) in sorted({(k, s) for k, s, _ in curves}, key=lambda ks: (list(TASKS).index(ks[0]), ks[1])):
         pre, cau = curves.get((kind, setting, "prefix")), curves.get((kind, setting, "causal"))
         print("%s %s" % (TASKS[kind], setting))
