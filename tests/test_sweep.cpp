@@ -136,6 +136,9 @@ TEST_CASE("a sweep file with grid and zip, bad jobs refused before anything runs
     REQUIRE(plan.status == 0);
     CHECK_THAT(plan.out, Catch::Contains("model.heads-1,model.width-16,seed-0") && Catch::Contains("model.heads-2,model.width-32,seed-1"));
     CHECK(std::count(plan.out.begin(), plan.out.end(), '\n') == 5);  // 4 jobs and the sweep folder
+    // each job with the experiment's estimate, the pending total on stderr (scripts/reproduce.sh --plan)
+    CHECK_THAT(plan.out, Catch::Contains("GiB, ") && Catch::Contains(" FLOP (about "));
+    CHECK_THAT(plan.err, Catch::Contains("4 of 4 jobs to run, estimated about "));
 
     const auto slurm = run_iclab("sweep " + file.string() + " --launcher slurm --dry-run --cpus 2 --time 00:10:00", scratch.path);
     REQUIRE(slurm.status == 0);

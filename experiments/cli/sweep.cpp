@@ -11,6 +11,7 @@
 #include "framework/core/interrupt.hpp"
 #include "framework/core/process.hpp"
 #include "framework/run/launch.hpp"
+#include "framework/run/memory_estimate.hpp"
 
 namespace iclab::cli {
 
@@ -41,10 +42,29 @@ int launch_sweep(const run::SweepSpec& spec, const LaunchOptions& options) {
         std::cout << sweep.dir.string() << std::endl;
         return 0;
     }
-    if (options.dry_run) {
-        for (const auto& job : sweep.jobs)
-            std::printf("%-11s %s\n", run::job_running(sweep, job) ? "running" : run::job_state_name(run::job_state(sweep, job)),
-                        job.name.c_str());
+    if (options.dry_run) {  // each job's state and estimate; the pending work's total on stderr (scripts/reproduce.sh --plan)
+        run::RunEstimate pending;
+        std::size_t unknown = 0, waiting = 0;
+        for (const auto& job : sweep.jobs) {
+            const bool running = run::job_running(sweep, job);
+            const run::JobState state = run::job_state(sweep, job);
+            std::string estimate = "estimate unknown";
+            if (job.estimated_flops > 0.0) {
+                run::RunEstimate e;
+                e.flops = job.estimated_flops;
+                e.memory_gib = job.estimated_memory_gib;
+                estimate = run::describe_estimate(e);
+            }
+            std::printf("%-11s %s  (%s)\n", running ? "running" : run::job_state_name(state), job.name.c_str(), estimate.c_str());
+            if (running || state == run::JobState::finished) continue;
+            ++waiting;
+            if (job.estimated_flops <= 0.0) ++unknown;
+            pending.flops += job.estimated_flops;
+            pending.memory_gib = std::max(pending.memory_gib, job.estimated_memory_gib);
+        }
+        std::fprintf(stderr, "iclab: sweep %s: %zu of %zu jobs to run, estimated %s in all (memory: the largest job)%s\n",
+                     sweep.dir.c_str(), waiting, sweep.jobs.size(), run::describe_estimate(pending).c_str(),
+                     unknown ? (", " + std::to_string(unknown) + " without an estimate").c_str() : "");
         std::cout << sweep.dir.string() << std::endl;
         return 0;
     }

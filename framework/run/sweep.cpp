@@ -139,9 +139,12 @@ Sweep plan_sweep(const SweepSpec& spec, const Catalog& catalog) {
                 job.config_path = absolute;
                 job.experiment = cfg.get_string("experiment");
                 try {  // weights the launcher's ETA; an estimate that needs what is not there yet (a source run) is unknown
-                    job.estimated_flops = catalog.find(job.experiment).estimate(cfg).flops;
+                    const RunEstimate estimate = catalog.find(job.experiment).estimate(cfg);
+                    job.estimated_flops = estimate.flops;
+                    job.estimated_memory_gib = estimate.memory_gib;
                 } catch (const Error&) {
                     job.estimated_flops = 0.0;
+                    job.estimated_memory_gib = 0.0;
                 }
                 std::vector<std::string> fixed, varied;
                 for (const auto& o : spec.overrides)  // output.dir places the sweep folder; the job's own is set at launch

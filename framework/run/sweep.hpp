@@ -73,6 +73,7 @@ struct SweepJob {
     std::string experiment;
     std::string config_text;             // the resolved config as the run writes it (output.dir, output.name set)
     double estimated_flops = 0.0;        // the experiment's estimate of its work (0: unknown, e.g. a plan read back)
+    double estimated_memory_gib = 0.0;   // and of its memory (0: unknown); both printed by `iclab sweep --dry-run`
 };
 
 struct Sweep {
