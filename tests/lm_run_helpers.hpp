@@ -1,7 +1,7 @@
 #pragma once
 // A tiny GPT-2-shaped lm run (learned positions, tied embeddings, softmax) trained by `iclab run` in a test's scratch
 // folder, with a byte-level tokenizer: the run's BPE ids of a text are its bytes. Shared by the adapter tests
-// (test_cache_adapter.cpp, test_hybrid_adapter.cpp).
+// (test_cache_adapter.cpp, test_hybrid_adapter.cpp, test_generate_dtype.cpp).
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -28,8 +28,8 @@ inline void write_byte_tokenizer(const fs::path& dir) {
 }
 
 // Tokenizes two KJV lines and trains configs/quick/lm_kjv.yaml for 3 steps at width 16, 2 heads, a context of 96
-// learned positions; returns the run folder.
-inline std::string train_tiny_lm_run(const fs::path& scratch) {
+// learned positions, then `overrides` (e.g. linear attention with RoPE); returns the run folder.
+inline std::string train_tiny_lm_run(const fs::path& scratch, const std::string& overrides = "") {
     const fs::path tokenizer = scratch / "tok";
     write_byte_tokenizer(tokenizer);
     std::ofstream(scratch / "train.txt") << "In the beginning God created the heaven and the earth. And the earth was without form.\n";
@@ -43,7 +43,7 @@ inline std::string train_tiny_lm_run(const fs::path& scratch) {
     const auto trained = run_iclab("run configs/quick/lm_kjv.yaml --quiet data.tokens=" + tokens.string() + " data.tokenizer=" + tokenizer.string() +
                                        " task.vocab_size=257 task.context_length=96 task.seq_len=16 model.width=16 model.heads=2 "
                                        "model.init_std=0.3 train.steps=3 train.warmup_steps=1 eval.every=3 eval.sequences=2 output.dir=" +
-                                       (scratch / "runs").string(),
+                                       (scratch / "runs").string() + " " + overrides,
                                    scratch);
     INFO(trained.err);
     REQUIRE(trained.status == 0);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 #include <numeric>
+#include <type_traits>
 
 #include "experiments/cli/gpt2_commands.hpp"
 #include "experiments/cli/lm_input.hpp"
@@ -47,24 +48,25 @@ std::int32_t choose_token(const double* logits, std::size_t V, double temperatur
     return static_cast<std::int32_t>(order[k - 1]);  // rounding at the end of the CDF
 }
 
-}  // namespace
-
-void generate(const GenerateOptions& options) {
+// The generation of `generate` in T (float64: the historical path; float32: the run's parameters and every activation
+// in float, as training runs). Logits are widened to double (exactly) before the choice and the --out file.
+template <class T>
+void generate_in(const GenerateOptions& options) {
     const std::string who = "iclab generate";
-    ICLAB_INPUT_CHECK(options.out.empty() || options.overwrite || !std::filesystem::exists(options.out),
-                      options.out.string() << " exists (--overwrite replaces it)");
-    ICLAB_INPUT_CHECK(options.out.empty() || options.out.parent_path().empty() || std::filesystem::is_directory(options.out.parent_path()),
-                      "the folder of --out " << options.out.string() << " does not exist");
-    ICLAB_INPUT_CHECK(std::isfinite(options.temperature) && options.temperature >= 0.0,
-                      who << ": --temperature must be >= 0 (0: greedy), got " << options.temperature);
-    run::LmRun<double> run = run::load_lm_run<double>(options.run_dir, experiments::catalog(), who);
-    model::Transformer<double>& model = *run.model;
+    run::LmRun<T> run = run::load_lm_run<T>(options.run_dir, experiments::catalog(), who);
+    model::Transformer<T>& model = *run.model;
     const std::size_t V = model.spec().vocab, context = model.spec().max_seq_len;
     const std::vector<std::int32_t> prompt = lm_input_tokens(options.run_dir, options.has_text ? &options.prompt_text : nullptr,
                                                              options.prompt_tokens, V, context, who,
                                                              options.has_text ? "--prompt-text" : "--prompt-tokens");
     std::unique_ptr<text::Bpe> bpe;
     if (!run.tokenizer_dir().empty()) bpe = std::make_unique<text::Bpe>(text::Bpe::load(run.tokenizer_dir()));
+    // Adapters carry the fingerprint of the parameters as stored; a float64 checkpoint rounded to float is another model.
+    constexpr bool fp64 = std::is_same_v<T, double>;
+    ICLAB_INPUT_CHECK(fp64 || options.adapters.empty() || !run.config.has("model.dtype") ||
+                          run.config.get_string("model.dtype") != "float64",
+                      who << ": " << options.run_dir.string() << " holds float64 parameters (model.dtype), which --dtype float32 "
+                             "rounds, so adapters converted on them do not apply: use --dtype float64");
     LmAdapters adapters;
     apply_lm_adapters(adapters, model, options.adapters, who);
     if (!options.quiet)
@@ -73,7 +75,9 @@ void generate(const GenerateOptions& options) {
                          adapters.applied.chain[i].fingerprint.c_str(), adapters.applied.chain[i].prompt_length,
                          *adapters.kind() ? ", " : "", adapters.kind());
 
-    model::TransformerDecoder<double> decoder(model, adapters.softmax_terms(), adapters.input_position_start());
+    const typename model::TransformerDecoder<T>::SoftmaxPrompt* softmax_terms = nullptr;  // fp64 terms (float: refused above)
+    if constexpr (fp64) softmax_terms = adapters.softmax_terms();
+    model::TransformerDecoder<T> decoder(model, softmax_terms, adapters.input_position_start());
     ICLAB_INPUT_CHECK(prompt.size() <= decoder.context_limit(),
                       who << ": the prompt of " << prompt.size() << " tokens behind the adapter's " << adapters.input_position_start()
                           << "-token prompt does not fit the model's context of " << context << " learned positions");
@@ -86,9 +90,9 @@ void generate(const GenerateOptions& options) {
     const std::int32_t end_of_text = bpe != nullptr ? bpe->end_of_text() : -1;
     bool hit_context = false;
     for (std::size_t step = 0; step < options.max_new_tokens; ++step) {
-        const double* row = decoder.last_logits();
-        logits.insert(logits.end(), row, row + V);
-        const std::int32_t next = choose_token(row, V, options.temperature, options.top_k, rng, order, weights);
+        const T* row = decoder.last_logits();
+        logits.insert(logits.end(), row, row + V);  // widened exactly when T is float
+        const std::int32_t next = choose_token(logits.data() + step * V, V, options.temperature, options.top_k, rng, order, weights);
         generated.push_back(next);
         if (options.stop_at_end_of_text && next == end_of_text) break;
         if (step + 1 == options.max_new_tokens) break;
@@ -112,12 +116,15 @@ void generate(const GenerateOptions& options) {
         std::printf("\n");
     }
     if (!options.out.empty()) {
+        const std::string dtype = fp64 ? "float64" : "float32";
         io::ResultsWriter writer(options.out, options.overwrite);
         writer.write_tensor("/prompt", prompt.data(), {prompt.size()}, {{"layout", "(M): the prompt's token ids"}});
         writer.write_tensor("/generated", generated.data(), {generated.size()}, {{"layout", "(N): the generated token ids, in order"}});
         writer.write_tensor("/logits", logits.data(), {generated.size(), V},
-                            {{"layout", "(N, V): fp64 logits each generated token was chosen from"}});
+                            {{"layout", "(N, V): logits each generated token was chosen from, computed in " + dtype +
+                                            " (--dtype), stored as float64"}});
         writer.set_attr("run_dir", std::filesystem::absolute(options.run_dir).string());
+        writer.set_attr("dtype", dtype);
         std::string files;
         for (const auto& link : adapters.applied.chain) files += (files.empty() ? "" : "\n") + link.file;
         writer.set_attr("adapters", files);
@@ -133,9 +140,26 @@ void generate(const GenerateOptions& options) {
     }
 }
 
+}  // namespace
+
+void generate(const GenerateOptions& options) {
+    ICLAB_INPUT_CHECK(options.out.empty() || options.overwrite || !std::filesystem::exists(options.out),
+                      options.out.string() << " exists (--overwrite replaces it)");
+    ICLAB_INPUT_CHECK(options.out.empty() || options.out.parent_path().empty() || std::filesystem::is_directory(options.out.parent_path()),
+                      "the folder of --out " << options.out.string() << " does not exist");
+    ICLAB_INPUT_CHECK(std::isfinite(options.temperature) && options.temperature >= 0.0,
+                      "iclab generate: --temperature must be >= 0 (0: greedy), got " << options.temperature);
+    ICLAB_INPUT_CHECK(options.dtype == "float64" || options.dtype == "float32",
+                      "iclab generate: --dtype must be float64 or float32, got '" << options.dtype << "'");
+    if (options.dtype == "float32")
+        generate_in<float>(options);
+    else
+        generate_in<double>(options);
+}
+
 int command_generate(const std::vector<std::string>& args) {
     po::options_description flags(
-        "usage: iclab generate RUN_DIR (--prompt-text TEXT | --prompt-tokens ID,ID,...) [options]\n"
+        "usage: iclab generate RUN_DIR (--prompt-text TEXT | --prompt-tokens ID,ID,...) [--dtype float64|float32] [options]\n"
         "  greedy continuation of the prompt by an lm run (incremental decoding); --temperature > 0 samples\noptions");
     GenerateOptions options;
     std::string text, tokens, out;
@@ -149,7 +173,9 @@ int command_generate(const std::vector<std::string>& args) {
         "top-k", po::value<long long>(&top_k)->default_value(0), "sample among the k most likely tokens only (0: all)")(
         "seed", po::value<long long>(&seed)->default_value(0), "of the sampling generator")(
         "no-stop", "do not stop at <|endoftext|>")(
-        "out", po::value<std::string>(&out), "write /prompt, /generated and the fp64 /logits (N, V) to this HDF5 file")(
+        "dtype", po::value<std::string>(&options.dtype)->default_value("float64"),
+        "float64 or float32: the precision of parameters and decoding (float32 as training; ICLCA adapters only)")(
+        "out", po::value<std::string>(&out), "write /prompt, /generated and the /logits (N, V, stored as float64) to this HDF5 file")(
         "overwrite", "replace an existing --out")("quiet", "print the continuation only")("help,h", "this help");
     po::options_description hidden;
     hidden.add_options()("run_dir", po::value<std::string>(), "");

@@ -1,5 +1,7 @@
 #include "experiments/cli/lm_input.hpp"
 
+#include <type_traits>
+
 #include "framework/core/check.hpp"
 #include "framework/run/lm_run.hpp"
 
@@ -44,7 +46,8 @@ const char* LmAdapters::kind() const {
     return "";
 }
 
-void apply_lm_adapters(LmAdapters& out, model::Transformer<double>& model, const std::vector<std::filesystem::path>& files,
+template <class T>
+void apply_lm_adapters(LmAdapters& out, model::Transformer<T>& model, const std::vector<std::filesystem::path>& files,
                        const std::string& who) {
     std::size_t iclaa_files = 0, cache_files = 0;
     for (const auto& file : files) {
@@ -53,7 +56,12 @@ void apply_lm_adapters(LmAdapters& out, model::Transformer<double>& model, const
     }
     ICLAB_INPUT_CHECK(iclaa_files + cache_files == 0 || files.size() == 1,
                       who << ": an ICLAA or prompt-cache adapter is applied alone (convert the whole prompt instead)");
-    if (cache_files == 1) {
+    if constexpr (!std::is_same_v<T, double>) {
+        ICLAB_INPUT_CHECK(iclaa_files + cache_files == 0,
+                          who << ": " << files[0].string() << " is an ICLAA, hybrid or prompt-cache adapter, whose prompt terms are "
+                                 "float64: --dtype float32 applies ICLCA adapters only (use --dtype float64)");
+        out.applied = icl::apply_adapter_files(model, files);
+    } else if (cache_files == 1) {
         out.cache = icl::read_cache_adapter(files[0]);
         icl::check_cache_adapter(model, out.cache, files[0].string());
         out.has_cache = true;
@@ -70,5 +78,10 @@ void apply_lm_adapters(LmAdapters& out, model::Transformer<double>& model, const
         out.applied = icl::apply_adapter_files(model, files);
     }
 }
+
+template void apply_lm_adapters(LmAdapters&, model::Transformer<float>&, const std::vector<std::filesystem::path>&,
+                                const std::string&);
+template void apply_lm_adapters(LmAdapters&, model::Transformer<double>&, const std::vector<std::filesystem::path>&,
+                                const std::string&);
 
 }  // namespace iclab::cli

@@ -1,7 +1,7 @@
 #pragma once
 // What predict, convert and generate share on language-model (lm) runs: the input as BPE text through the run's own
-// tokenizer (RUN_DIR/tokenizer, text::Bpe) or as token ids, and adapters applied to the fp64 model as `predict`
-// applies them (ICLCA files set b_KV, b_D; one ICLAA, hybrid or prompt-cache file gives softmax prompt terms).
+// tokenizer (RUN_DIR/tokenizer, text::Bpe) or as token ids, and adapters applied to the model as `predict` applies
+// them (ICLCA files set b_KV, b_D; one ICLAA, hybrid or prompt-cache file gives softmax prompt terms, fp64 only).
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -38,8 +38,11 @@ struct LmAdapters {
     }
     const char* kind() const;  // "ICLAA: approximate", "hybrid: recent-K cache + ICLAA", "exact prompt cache", ... ("" for ICLCA)
 };
-// Applies `files` to `model` into `out` (not returned by value: the ICLAA terms point into out.iclaa's maps).
-void apply_lm_adapters(LmAdapters& out, model::Transformer<double>& model, const std::vector<std::filesystem::path>& files,
+// Applies `files` to `model` into `out` (not returned by value: the ICLAA terms point into out.iclaa's maps). A float
+// model takes ICLCA chains only (their fp64 biases rounded to float); an ICLAA, hybrid or prompt-cache file is an
+// InputError naming --dtype there (their prompt terms are fp64).
+template <class T>
+void apply_lm_adapters(LmAdapters& out, model::Transformer<T>& model, const std::vector<std::filesystem::path>& files,
                        const std::string& who);
 
 }  // namespace iclab::cli
