@@ -24,7 +24,7 @@ const char* const kUsage =
     "  iclab show RUN_DIR\n"
     "  iclab predict RUN_DIR (--text LETTERS | --text-file FILE | --tokens ID,ID,...) [--adapter A.h5 ...] [--top K] [--out FILE.h5] [--overwrite]\n"
     "  iclab generate RUN_DIR (--prompt-text TEXT | --prompt-tokens ID,ID,...) [--adapter A.h5 ...] [--max-new-tokens N]\n"
-    "                 [--temperature T] [--top-k K] [--seed S] [--out FILE.h5]\n"
+    "                 [--temperature T] [--top-k K] [--seed S] [--dtype float64|float32] [--out FILE.h5]\n"
     "  iclab import gpt2 DIR --out RUN_DIR [--overwrite]\n"
     "  iclab export RUN_DIR --format safetensors --out DIR [--overwrite]\n"
     "  iclab convert RUN_DIR (--prompt LETTERS | --prompt-file FILE) --out ADAPTER.h5 [--adapter BASE.h5 ...] [--overwrite]\n"
