@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -74,7 +75,17 @@ TEST_CASE("a 2 x 2 x 2-seed multirun runs 8 jobs once, and collect gives 8 rows"
     for (const auto& name : folders) CHECK(name.find('=') == std::string::npos);
     const auto manifest = csv_lines(sweep / "manifest.csv");
     REQUIRE(manifest.size() == 9);
-    for (std::size_t i = 1; i < manifest.size(); ++i) CHECK_THAT(manifest[i], Catch::Contains(",done,0,"));
+    CHECK_THAT(manifest[0], Catch::StartsWith("index,name,status,exit_status,seconds,peak_rss_gib,run_dir"));
+    for (std::size_t i = 1; i < manifest.size(); ++i) {
+        CHECK_THAT(manifest[i], Catch::Contains(",done,0,"));
+        // seconds, then the job process's peak resident memory (wait4): an iclab process holds at least its binary
+        // and libraries (> 4 MiB) and a tiny run far less than 1 GiB.
+        std::smatch m;
+        REQUIRE(std::regex_search(manifest[i], m, std::regex(",done,0,([0-9.e+-]+),([0-9.e+-]+),")));
+        CHECK(std::stod(m[1].str()) > 0.0);
+        CHECK(std::stod(m[2].str()) > 4.0 / 1024.0);
+        CHECK(std::stod(m[2].str()) < 1.0);
+    }
 
     // The same sweep typed differently (order, 0.003 for 3e-3) is the same jobs: nothing runs again.
     const auto again = run_iclab("run -m " + kTiny + " seed=0,1 model.layers=2,1 train.lr=0.003,0.001 --jobs 2" + out, scratch.path);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -96,27 +97,35 @@ struct RunningJob {
     JobLock lock;
 };
 
+struct EndedJob {
+    pid_t pid = -1;
+    int exit_status = 0;
+    double peak_rss_gib = 0.0;  // the job process's peak resident set (wait4's ru_maxrss)
+};
+
 // Waits for one of `running` to end, forwarding SIGTERM once to all of them when an interrupt arrives. Polls (50 ms)
 // rather than blocking, so a signal that lands between the check and the wait is never missed.
-std::pair<pid_t, int> wait_for_a_job(std::map<pid_t, RunningJob>& running, bool& forwarded) {
+EndedJob wait_for_a_job(std::map<pid_t, RunningJob>& running, bool& forwarded) {
     for (;;) {
         if (interrupt_requested() && !forwarded) {
             for (const auto& entry : running) ::kill(entry.first, SIGTERM);
             forwarded = true;
         }
         int raw = 0;
-        const pid_t pid = ::waitpid(-1, &raw, WNOHANG);
-        if (pid > 0) return {pid, exit_status_of(raw)};
-        if (pid < 0 && errno != EINTR) return {-1, 0};
+        struct rusage usage {};
+        const pid_t pid = ::wait4(-1, &raw, WNOHANG, &usage);
+        if (pid > 0) return {pid, exit_status_of(raw), static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0)};  // KiB
+        if (pid < 0 && errno != EINTR) return {};
         ::usleep(50000);
     }
 }
 
-JobOutcome outcome_of(int exit_status, double seconds) {
+JobOutcome outcome_of(const EndedJob& ended, double seconds) {
     JobOutcome outcome;
-    outcome.exit_status = exit_status;
-    outcome.status = exit_status == 0 ? "done" : interrupted_status(exit_status) ? "interrupted" : "failed";
+    outcome.exit_status = ended.exit_status;
+    outcome.status = ended.exit_status == 0 ? "done" : interrupted_status(ended.exit_status) ? "interrupted" : "failed";
     outcome.seconds = seconds;
+    outcome.peak_rss_gib = ended.peak_rss_gib;
     return outcome;
 }
 
@@ -140,9 +149,9 @@ JobOutcome run_job_process(const Sweep& sweep, const SweepJob& job, int threads,
     const pid_t pid = spawn(binary, args, job_log_path(sweep, job), lock->fd());
     running.emplace(pid, RunningJob{&job, start, std::move(*lock)});
     bool forwarded = false;
-    const auto [ended, exit_status] = wait_for_a_job(running, forwarded);
-    ICLAB_CHECK(ended == pid, "lost the job's process " << pid);
-    outcome = outcome_of(exit_status, seconds_since(start));
+    const EndedJob ended = wait_for_a_job(running, forwarded);
+    ICLAB_CHECK(ended.pid == pid, "lost the job's process " << pid);
+    outcome = outcome_of(ended, seconds_since(start));
     write_job_outcome(sweep, job, outcome);
     return outcome;
 }
@@ -220,12 +229,12 @@ std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options) 
             }
             continue;
         }
-        const auto [pid, exit_status] = wait_for_a_job(running, forwarded);
-        if (pid < 0) break;
-        const auto found = running.find(pid);
+        const EndedJob ended = wait_for_a_job(running, forwarded);
+        if (ended.pid < 0) break;
+        const auto found = running.find(ended.pid);
         if (found == running.end()) continue;
         const SweepJob& job = *found->second.job;
-        const JobOutcome outcome = outcome_of(exit_status, seconds_since(found->second.start));
+        const JobOutcome outcome = outcome_of(ended, seconds_since(found->second.start));
         running.erase(found);  // releases the job's lock (the job's process has ended)
         write_job_outcome(sweep, job, outcome);
         write_manifest(sweep);

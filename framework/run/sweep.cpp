@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -290,8 +291,16 @@ Sweep read_sweep_plan(const fs::path& sweep_dir) {
 
 void write_job_outcome(const Sweep& sweep, const SweepJob& job, const JobOutcome& outcome) {
     fs::create_directories(sweep.dir / "status");
+    double peak = outcome.peak_rss_gib;
+    {
+        std::ifstream previous(sweep.dir / "status" / job.name);
+        std::string last;
+        int code = 0;
+        double seconds = 0.0, earlier_peak = 0.0;
+        if (previous >> last >> code >> seconds >> earlier_peak) peak = std::max(peak, earlier_peak);
+    }
     std::ostringstream text;
-    text << outcome.status << " " << outcome.exit_status << " " << outcome.seconds << "\n";
+    text << outcome.status << " " << outcome.exit_status << " " << outcome.seconds << " " << peak << "\n";
     write_atomically(sweep.dir / "status" / job.name, text.str());
 }
 
@@ -303,13 +312,13 @@ void write_manifest(const Sweep& sweep) {
         return quoted + "\"";
     };
     std::ostringstream out;
-    out << "index,name,status,exit_status,seconds,run_dir,log,overrides\n";
+    out << "index,name,status,exit_status,seconds,peak_rss_gib,run_dir,log,overrides\n";
     for (const auto& job : sweep.jobs) {
-        std::string status = job_state_name(job_state(sweep, job)), exit_status, seconds;
+        std::string status = job_state_name(job_state(sweep, job)), exit_status, seconds, peak_rss;
         std::ifstream outcome(sweep.dir / "status" / job.name);
         std::string last;
         int code = 0;
-        double s = 0.0;
+        double s = 0.0, peak = 0.0;
         if (outcome >> last >> code >> s) {
             // A finished folder is done whatever the last attempt said; otherwise the last attempt's outcome.
             if (status != "finished") status = last;
@@ -317,12 +326,17 @@ void write_manifest(const Sweep& sweep) {
             std::ostringstream t;
             t << s;
             seconds = t.str();
+            if (outcome >> peak && peak > 0.0) {
+                std::ostringstream p;
+                p << std::setprecision(4) << peak;
+                peak_rss = p.str();
+            }
         }
         if (status == "finished") status = "done";
         else if (job_running(sweep, job)) status = "running";
         std::string overrides;
         for (const auto& o : job.overrides) overrides += (overrides.empty() ? "" : " ") + o;
-        out << job.index << "," << csv(job.name) << "," << status << "," << exit_status << "," << seconds << ","
+        out << job.index << "," << csv(job.name) << "," << status << "," << exit_status << "," << seconds << "," << peak_rss << ","
             << csv((sweep.dir / job.name).string()) << "," << csv(job_log_path(sweep, job).string()) << "," << csv(overrides)
             << "\n";
     }

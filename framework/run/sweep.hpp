@@ -110,8 +110,11 @@ Sweep read_sweep_plan(const std::filesystem::path& sweep_dir);
 struct JobOutcome {
     std::string status;  // "done", "failed", "skipped"
     int exit_status = 0;
-    double seconds = 0.0;
+    double seconds = 0.0;       // wall time of this attempt
+    double peak_rss_gib = 0.0;  // peak resident memory of the job's process (0: not measured)
 };
+// status/<job>: "<status> <exit> <seconds> <peak GiB>"; the peak kept is the largest over the job's attempts (a
+// resumed job's later attempt may not reach the first one's). Files of older launchers have no peak.
 void write_job_outcome(const Sweep& sweep, const SweepJob& job, const JobOutcome& outcome);
 void write_manifest(const Sweep& sweep);
 

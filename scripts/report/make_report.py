@@ -247,19 +247,31 @@ def figures_of(run, out_dir, stem):
     return made
 
 
-def wall_seconds(run):
-    """The run's own wall_time_s attribute, else the seconds its sweep's manifest.csv recorded for its folder."""
-    own = run.attrs.get("wall_time_s")
-    if own is not None:
-        return float(own)
+def manifest_row(run):
+    """The row of the run's sweep manifest.csv for its folder ({} outside a sweep)."""
     manifest = os.path.join(os.path.dirname(run.run_dir), "manifest.csv")
     if os.path.exists(manifest):
         import csv
         with open(manifest) as f:
             for row in csv.DictReader(f):
-                if os.path.abspath(row.get("run_dir", "")) == os.path.abspath(run.run_dir) and row.get("seconds"):
-                    return float(row["seconds"])
-    return float("nan")
+                if os.path.abspath(row.get("run_dir", "")) == os.path.abspath(run.run_dir):
+                    return row
+    return {}
+
+
+def wall_seconds(run):
+    """The run's own wall_time_s attribute, else the seconds its sweep's manifest.csv recorded for its folder."""
+    own = run.attrs.get("wall_time_s")
+    if own is not None:
+        return float(own)
+    seconds = manifest_row(run).get("seconds")
+    return float(seconds) if seconds else float("nan")
+
+
+def peak_memory_gib(run):
+    """The job process's peak resident memory the sweep launcher measured (largest over its attempts), else NaN."""
+    peak = manifest_row(run).get("peak_rss_gib")
+    return float(peak) if peak else float("nan")
 
 
 def provenance(runs):
@@ -392,9 +404,13 @@ def write_reproduction_page(out_dir, claims, prov, runs, title):
     lines += [f"- {k}: {v}" for k, v in prov] + [""]
     for paper, group in by_paper(claims):
         lines += [f"## {PAPER_TITLES.get(paper, 'Other')} ({counts_text(group)})", "", claims_md(group, "../"), ""]
-    lines += ["## Wall time per run", "", "| section | setting | seed | wall time (s) |", "|---|---|---|---|"]
+    lines += ["## Wall time and peak memory per run", "",
+              "Peak memory: the run process's peak resident set, measured by the sweep launcher (empty for runs of older "
+              "launchers).", "", "| section | setting | seed | wall time (s) | peak memory (GiB) |", "|---|---|---|---|---|"]
     for run in runs:
-        lines.append(f"| {section_key(run)[2]} | {setting_of(run)} | {run.attrs.get('seed', '?')} | {fmt(wall_seconds(run))} |")
+        peak = peak_memory_gib(run)
+        lines.append(f"| {section_key(run)[2]} | {setting_of(run)} | {run.attrs.get('seed', '?')} | {fmt(wall_seconds(run))} | "
+                     f"{fmt(peak) if peak == peak else ''} |")
     lines += ["", verdict_keys_block(claims), ""]
     with open(os.path.join(out_dir, "reproduction.md"), "w") as f:
         f.write("\n".join(lines))
