@@ -4,24 +4,29 @@
 # (the claims on trained models, over >= 3 training seeds; paper 003 Part B's paired grids); finished runs are skipped. Then the report
 # (results/report/index.html: one claims table per paper at the top, pooled over seeds by `iclab claims`) and the
 # page docs/reproduction.md (docs/reproduction_<profile>.md for other profiles): claims, verdicts, wall times,
-# commit, CPU.
-#   scripts/reproduce.sh --profile quick|paper [--jobs N] [--check | --plan]
+# commit, CPU, and in each experiment README the block of the claims it explains (scripts/report/readme_claims.py).
+#   scripts/reproduce.sh --profile quick|paper [--jobs N] [--check | --plan | --report-only]
 # --jobs: parallel runs (default: the machine's cores; each run then gets cores / jobs threads).
 # --check: write nothing under docs/; exit 1 when any claim's verdict differs from the committed page.
 # --plan: run nothing; list every job of the profile with its state (finished, interrupted, pending) and the
 #   experiment's estimate of its memory and work, with each part's total, and write docs/reproduction_plan_<profile>.md.
+# --report-only: run nothing; the report, the page and the README blocks from the runs finished so far (a long
+#   profile run in parts); the title says how many of the profile's jobs had finished.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-profile=quick; jobs=$(nproc); check=0; plan=0
+profile=quick; jobs=$(nproc); check=0; plan=0; report_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --check) check=1; shift ;;
     --plan) plan=1; shift ;;
-    *) echo "usage: scripts/reproduce.sh --profile quick|paper [--jobs N] [--check | --plan]" >&2; exit 2 ;;
+    --report-only) report_only=1; shift ;;
+    *) echo "usage: scripts/reproduce.sh --profile quick|paper [--jobs N] [--check | --plan | --report-only]" >&2; exit 2 ;;
   esac
 done
+[[ "$profile" =~ ^[a-z0-9_]+$ ]] || { echo "reproduce: bad profile name '$profile' (letters, digits, _)" >&2; exit 2; }
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "reproduce: --jobs must be a positive integer, not '$jobs'" >&2; exit 2; }
 [ -f "configs/reproduce/$profile.yaml" ] || { echo "reproduce: no profile $profile (configs/reproduce/*.yaml)" >&2; exit 2; }
 page=docs/reproduction.md
 [ "$profile" = quick ] || page=docs/reproduction_$profile.md
@@ -62,17 +67,30 @@ start=$(date +%s)
 status=0
 sweeps=()
 part=0
+finished=0; total=0
 for file in "${files[@]}"; do
   part=$((part + 1))
+  if [ "$report_only" -eq 1 ]; then
+    listing=$(build/iclab sweep "$file" --dry-run 2>/dev/null)
+    finished=$((finished + $(grep -c '^finished ' <<<"$listing" || true)))
+    total=$((total + $(grep -c -E '^(finished|pending|interrupted|stale) ' <<<"$listing" || true)))
+    sweep=$(tail -n 1 <<<"$listing")
+    [ -d "$sweep" ] && sweeps+=("$sweep")
+    continue
+  fi
   echo "reproduce: part $part of ${#files[@]}: $file ($(build/iclab sweep "$file" --dry-run | grep -c pending || true) runs pending), --jobs $jobs" >&2
   sweep=$(build/iclab sweep "$file" --jobs "$jobs" | tail -n 1) || status=$?
   [ -d "$sweep" ] || { echo "reproduce: the sweep $file did not start (exit $status)" >&2; exit "$status"; }
   sweeps+=("$sweep")
 done
-/usr/bin/python3 scripts/report/make_report.py "${sweeps[@]}" --out results/report \
-  --title "iclab reproduction: profile $profile, commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (dirty)')"
+title="iclab reproduction: profile $profile, commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (dirty)')"
+if [ "$report_only" -eq 1 ]; then
+  [ "${#sweeps[@]}" -gt 0 ] || { echo "reproduce: --report-only: no run of profile $profile has started" >&2; exit 1; }
+  title="$title (partial: $finished of $total jobs finished)"
+fi
+/usr/bin/python3 scripts/report/make_report.py "${sweeps[@]}" --out results/report --title "$title" --page "$page"
 wall=$(( $(date +%s) - start ))
-printf '\nWall time of scripts/reproduce.sh --profile %s --jobs %s: %d min %02d s on %s (%s cores).\n' "$profile" "$jobs" \
+[ "$report_only" -eq 1 ] || printf '\nWall time of scripts/reproduce.sh --profile %s --jobs %s: %d min %02d s on %s (%s cores).\n' "$profile" "$jobs" \
   $((wall / 60)) $((wall % 60)) "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(nproc)" >> results/report/reproduction.md
 if [ "$check" -eq 1 ]; then
   /usr/bin/python3 - "$page" results/report/reproduction.md <<'PY' || exit 1
@@ -94,6 +112,8 @@ else
   cp results/report/reproduction.md "$page"
   echo "reproduce: wrote $page" >&2
 fi
+/usr/bin/python3 scripts/report/readme_claims.py results/report/readme_blocks.json --profile "$profile" \
+  $([ "$check" -eq 1 ] && echo --check)
 scripts/report/screenshot.sh results/report/index.html results/report/screenshot.png >/dev/null || echo "reproduce: no screenshot (chromium failed)" >&2
 echo "reproduce: profile $profile, $wall s wall time; report results/report/index.html" >&2
 [ "$status" -eq 0 ] || echo "reproduce: some runs failed (see the sweeps' manifest.csv)" >&2

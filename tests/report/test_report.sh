@@ -36,6 +36,10 @@ grep -q '<details><summary>/tables/table2' "$page"    # raw tables folded
 grep -q 'icl_accuracy over training' "$tmp/report/report.md"
 grep -q 'verdict keys: begin' "$tmp/report/reproduction.md"
 grep -q '000-T2 M_old, ICL	' "$tmp/report/reproduction.md"
+# each README that explains a claim gets its block of the report's rows (scripts/report/readme_claims.py puts it in place)
+grep -q '"experiments/iclca_induction/README.md"' "$tmp/report/readme_blocks.json"
+grep -q 'Not reproduced: 000-T2' "$tmp/report/readme_blocks.json"
+grep -q 'Wall time and peak memory per run' "$tmp/report/reproduction.md"
 [ -s "$(ls "$tmp"/report/figures/*.png | head -n 1)" ]
 if [ "${3:-}" = "--screenshot" ]; then
   shot=$(scripts/report/screenshot.sh "$page" "$tmp/shot.png")
