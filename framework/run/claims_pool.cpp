@@ -60,8 +60,13 @@ std::string without_seed(const std::string& overrides, const ArmValues& arms) {
     std::istringstream words(overrides);
     while (words >> token) {
         bool arm = false;
-        for (const auto& [key, values] : arms)
-            arm = arm || (token.rfind(key + "=", 0) == 0 && values.count(token.substr(key.size() + 1)) > 0);
+        for (const auto& [key, values] : arms) {
+            if (token.rfind(key + "=", 0) != 0) continue;
+            std::string value = token.substr(key.size() + 1);  // as the overrides attribute writes it: strings quoted
+            if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+                value = value.substr(1, value.size() - 2);
+            arm = arm || values.count(value) > 0;
+        }
         if (!arm && token.rfind("seed=", 0) != 0 && token.rfind("output.", 0) != 0) out += (out.empty() ? "" : " ") + token;
     }
     return out;
