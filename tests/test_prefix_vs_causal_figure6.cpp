@@ -207,3 +207,28 @@ TEST_CASE("prefix_vs_causal Figure 6: bad settings are refused, named", "[prefix
     }
     for (const auto& entry : fs::recursive_directory_iterator(scratch.path)) CHECK(entry.path().filename() != "results.h5");
 }
+
+TEST_CASE("prefix_vs_causal Figure 6: a run whose declared pool is not its config's is refused", "[prefix_vs_causal][claims][figure6]") {
+    Scratch scratch;
+    // Two hand-made run folders of seed 0, config pool 1920; one declares its claims as the 640 arm.
+    auto write_run = [&](const std::string& name, std::int64_t declared_pool) {
+        const fs::path dir = scratch.path / name;
+        fs::create_directories(dir);
+        iclab::io::ResultsWriter w(dir / "results.h5");
+        w.set_attr("experiment", "prefix_vs_causal");
+        w.set_attr("config_source", "hand-made");
+        w.set_attr("config", "experiment: prefix_vs_causal\nseed: 0\nmodel:\n  mask: prefix\ntask:\n  pool_sequences: 1920\n");
+        iclab::io::write_claims(w, part_b::figure6_claims(point("prefix", declared_pool, 0.1, 0.05), 0, kPools));
+        w.commit();
+        return dir;
+    };
+    const fs::path right = write_run("right", 1920), wrong = write_run("wrong", 640);
+    CHECK(iclab::run::pool_run_claims({right}).size() == 1);
+    try {
+        iclab::run::pool_run_claims({right, wrong});
+        FAIL("a run declaring pool 640 with task.pool_sequences 1920 was pooled");
+    } catch (const iclab::InputError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("declares arm '640'") && Catch::Contains("task.pool_sequences is '1920'") &&
+                                 Catch::Contains(wrong.string()));
+    }
+}
