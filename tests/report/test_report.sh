@@ -40,6 +40,17 @@ grep -q '000-T1 205K fp32: mean error as printed' "$page"  # Table 1's declared 
 grep -q '000-T1 205K fp32: ICLCA exact' "$page"          # and its own check
 grep -q '003-F6 LR SL-L2 prefix: test error falls with the pool' "$page"  # the ranked Figure 6 claim, listed
 grep -q '003-F6 LR SL-L2 prefix: test error falls with the pool	inconclusive' "$tmp/report/reproduction.md"
+# the declared p (C++, framework/io/rank_test.hpp) equals the independent Python rank test on the same runs
+/usr/bin/python3 - "$tmp" <<'PY'
+import csv, re, subprocess, sys
+tmp = sys.argv[1]
+printed = subprocess.run(["/usr/bin/python3", "scripts/python/prefix_vs_causal_figure6.py", tmp + "/runs"],
+                         capture_output=True, text=True, check=True).stdout
+python_p = float(re.search(r"- prefix: test error falls with the pool .* one-sided p = ([0-9.]+)", printed).group(1))
+rows = [r for r in csv.DictReader(open(tmp + "/report/claims.csv")) if r["id"] == "003-F6 LR SL-L2 prefix: test error falls with the pool"]
+assert len(rows) == 1 and rows[0]["n"] == "1", rows
+assert abs(float(rows[0]["mean"]) - python_p) <= 5e-4, (rows[0]["mean"], python_p)  # the script prints 3 decimals
+PY
 grep -q 'not reproduced' "$page"                      # a 30-step model is far from the paper's 99.95 %
 grep -q '<details><summary>/tables/table2' "$page"    # raw tables folded
 ! grep -q 'within band\|OUTSIDE band\|no paper value' "$page"  # one verdict vocabulary
