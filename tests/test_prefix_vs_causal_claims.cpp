@@ -13,6 +13,7 @@
 #include "experiments/prefix_vs_causal/claims.hpp"
 #include "framework/core/check.hpp"
 #include "framework/io/claims.hpp"
+#include "framework/io/rank_test.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/claims_pool.hpp"
 #include "tests/cli_helpers.hpp"
@@ -64,15 +65,15 @@ std::vector<double> probe_mse(const fs::path& run) {
 }  // namespace
 
 TEST_CASE("prefix_vs_causal claims: Kendall's tau and the last-third log-slope by hand", "[prefix_vs_causal][claims]") {
-    CHECK(part_b::kendall_tau({4, 6, 8, 10}, {4, 3, 2, 1}) == -1.0);
-    CHECK(part_b::kendall_tau({4, 6, 8, 10}, {1, 2, 3, 4}) == 1.0);
+    CHECK(iclab::io::kendall_tau({4, 6, 8, 10}, {4, 3, 2, 1}) == -1.0);
+    CHECK(iclab::io::kendall_tau({4, 6, 8, 10}, {1, 2, 3, 4}) == 1.0);
     // one swapped pair (k = 6, 8): of 6 pairs 1 concordant, 5 discordant
-    CHECK(part_b::kendall_tau({4, 6, 8, 10}, {4, 2, 3, 1}) == Approx(-4.0 / 6.0).epsilon(1e-15));
+    CHECK(iclab::io::kendall_tau({4, 6, 8, 10}, {4, 2, 3, 1}) == Approx(-4.0 / 6.0).epsilon(1e-15));
     // a tie in the error is neither: -2/3, not -1
-    CHECK(part_b::kendall_tau({4, 6, 8}, {3, 2, 2}) == Approx(-2.0 / 3.0).epsilon(1e-15));
+    CHECK(iclab::io::kendall_tau({4, 6, 8}, {3, 2, 2}) == Approx(-2.0 / 3.0).epsilon(1e-15));
     // equal k are no pair: (4, 8) twice, both falling
-    CHECK(part_b::kendall_tau({4, 8, 8}, {3, 2, 1}) == -1.0);
-    CHECK(std::isnan(part_b::kendall_tau({8, 8}, {3, 2})));
+    CHECK(iclab::io::kendall_tau({4, 8, 8}, {3, 2, 1}) == -1.0);
+    CHECK(std::isnan(iclab::io::kendall_tau({8, 8}, {3, 2})));
     // L = 3: depths 2..3; L = 6: depths 4..6 (two layers)
     CHECK(part_b::last_third_log_slope({1.0, 0.1, 0.01, 0.001}) == Approx(-1.0).epsilon(1e-12));
     CHECK(part_b::last_third_log_slope({1, 1, 1, 1, 1.0, 0.5, 0.01}) == Approx(-1.0).epsilon(1e-12));

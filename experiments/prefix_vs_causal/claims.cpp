@@ -1,5 +1,5 @@
 // Paper 003 Part B claims (experiments/prefix_vs_causal/claims.hpp). Paper values: Tables 3, 4-6 and 7 of paper 003
-// App. E.2-E.5 as copied into shared/specs/paper003.md B1, B4, B5; the rules: the spec's §5, Part B items 1-5.
+// App. E.2-E.5 as copied into shared/specs/paper003.md B1, B4, B5; the rules: the spec's §5, Part B items 1-6.
 #include "experiments/prefix_vs_causal/claims.hpp"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "framework/core/check.hpp"
+#include "framework/io/rank_test.hpp"
 
 namespace iclab::experiments::part_b {
 
@@ -60,20 +61,6 @@ int column(const std::string& kind) { return kind == "linear" ? 0 : kind == "sig
 std::string task_name(const std::string& kind) {
     ICLAB_CHECK(kind == "linear" || kind == "sigmoid" || kind == "classification", "paper 003 Part B has no task " << kind);
     return kind == "linear" ? "LR" : kind == "sigmoid" ? "N-LR" : "MC";
-}
-
-double kendall_tau(const std::vector<double>& k, const std::vector<double>& error) {
-    ICLAB_CHECK(k.size() == error.size(), "kendall_tau: " << k.size() << " k for " << error.size() << " errors");
-    double concordant = 0.0, discordant = 0.0, pairs = 0.0;
-    for (std::size_t i = 0; i < k.size(); ++i)
-        for (std::size_t j = i + 1; j < k.size(); ++j) {
-            if (k[i] == k[j]) continue;
-            pairs += 1.0;
-            const double direction = (k[j] - k[i]) * (error[j] - error[i]);
-            if (direction > 0.0) concordant += 1.0;
-            if (direction < 0.0) discordant += 1.0;
-        }
-    return pairs > 0.0 ? (concordant - discordant) / pairs : std::numeric_limits<double>::quiet_NaN();
 }
 
 double last_third_log_slope(const std::vector<double>& errors) {
@@ -180,7 +167,7 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
     // ordered. Not paired: each mask has its own claim.
     std::vector<double> ks(cell.fewer_examples.begin(), cell.fewer_examples.end()), errors = cell.fewer_errors;
     ks.push_back(static_cast<double>(cell.examples)), errors.push_back(cell.test_error);
-    if (!cell.fewer_examples.empty() && std::isfinite(kendall_tau(ks, errors))) {
+    if (!cell.fewer_examples.empty() && std::isfinite(io::kendall_tau(ks, errors))) {
         std::string list;
         for (double k : ks) list += (list.empty() ? "" : ", ") + std::to_string(static_cast<std::int64_t>(k));
         out.push_back(declare("003-T4-6 " + task + " " + setting + " " + cell.mask + ": errors grow as k shrinks", "Tables 4-6",
@@ -188,7 +175,7 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
                                   ", " + setting + ") in >= 2 of 3 seeds",
                               "Kendall's tau between k and the " + cell.mask + "LM test error over k = " + list +
                                   " (-1: strictly decreasing in k), one run",
-                              io::ClaimRule::count_at_most(-1.0, 2), kendall_tau(ks, errors), "", "", "", "", combine));
+                              io::ClaimRule::count_at_most(-1.0, 2), io::kendall_tau(ks, errors), "", "", "", "", combine));
     }
     // Figure 3 (spec §5.5, B2: the SL models; here the Table 1 row SL-L2), runs with probes: the last depth's probe
     // error, and for LR the log-slope over the last third of the layers (causal flatter: its slope, negative while the
@@ -214,6 +201,61 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
         }
     }
     permuted_vs_unpermuted(out);
+    return out;
+}
+
+std::vector<io::ClaimResult> figure6_claims(const Cell& cell, std::int64_t seed, const std::vector<std::int64_t>& pools) {
+    ICLAB_CHECK(cell.mask == "prefix" || cell.mask == "causal", "Figure 6 compares prefix and causal, not " << cell.mask);
+    std::vector<std::int64_t> sorted = pools;
+    std::sort(sorted.begin(), sorted.end());
+    ICLAB_CHECK(sorted.size() >= 4 && std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end() &&
+                    std::binary_search(sorted.begin(), sorted.end(), cell.pool),
+                "Figure 6: pool " << cell.pool << " among >= 4 distinct pools");
+    const bool mc = cell.task == "classification";
+    const std::string task = task_name(cell.task), setting = setting_name(cell);
+    const std::string what = mc ? "classification error (%)" : "query MSE";
+    std::vector<std::string> arms;
+    for (std::int64_t p : sorted) arms.push_back(std::to_string(p));
+    std::string list;
+    for (const std::string& a : arms) list += (list.empty() ? "" : ", ") + a;
+    const std::string readme = "experiments/prefix_vs_causal/README.md#claims-over-seeds";
+    auto declare = [&](const std::string& id, const std::string& statement, const std::string& metric, const io::ClaimRule& rule,
+                       double value, const io::ClaimPair& pair) {
+        io::Claim c;
+        c.id = id, c.paper = "003", c.source = "Figure 6", c.kind = io::ClaimKind::qualitative, c.statement = statement;
+        c.metric = metric, c.rule = rule, c.readme = readme, c.pair = pair;
+        return io::evaluate_claim(c, {seed}, {value});
+    };
+    std::vector<io::ClaimResult> out;
+    // Errors fall with the pool, as a rank test over every pool (not the end points): with 5 pools p <= 0.05 allows
+    // at most one of the 10 pairs out of order (tau <= -0.8, p = 5/120).
+    io::ClaimPair ranked;
+    ranked.key = "task.pool_sequences", ranked.arms = arms, ranked.arm = std::to_string(cell.pool);
+    ranked.combine = io::ClaimPair::Combine::rank_falls;
+    out.push_back(declare("003-F6 " + task + " " + setting + " " + cell.mask + ": test error falls with the pool",
+                          cell.mask + "LM test " + what + " falls as the training pool grows over task.pool_sequences = " + list +
+                              " (" + task + ", " + setting + "), by Kendall's rank test over every pool, in >= 2 of 3 seeds",
+                          "exact one-sided p-value under independence of Kendall's tau between task.pool_sequences and the " +
+                              cell.mask + "LM test " + what + ", one seed's runs over the pools",
+                          io::ClaimRule::count_at_most(0.05, 2), cell.test_error, ranked));
+    if (cell.pool == sorted.back()) {  // the largest pool: prefix <= causal
+        io::ClaimPair masks;
+        masks.key = "model.mask", masks.first = "prefix", masks.second = "causal", masks.arm = cell.mask;
+        masks.combine = mc ? io::ClaimPair::Combine::difference : io::ClaimPair::Combine::log_ratio;
+        out.push_back(declare("003-F6 " + task + " " + setting + " largest pool: prefix <= causal",
+                              "at the largest training pool (" + arms.back() + " sequences), prefixLM test " + what + " <= causalLM (" +
+                                  task + ", " + setting + ") in >= 2 of 3 seeds",
+                              (mc ? "causal - prefix test error (points)" : "ln(causal / prefix test query MSE)") +
+                                  std::string(" at the largest pool, one seed's paired runs"),
+                              io::ClaimRule::count_within(0.0, kInf, 2), cell.test_error, masks));
+    }
+    if (cell.pool == sorted.front())  // the smallest pool: memorisation, the train-pool error below the test error
+        out.push_back(declare("003-F6 " + task + " " + setting + " " + cell.mask + " smallest pool: train pool < test",
+                              "at the smallest training pool (" + arms.front() + " sequences), the " + cell.mask + "LM " + what +
+                                  " on its training pool is below its test " + what + " (" + task + ", " + setting + ") in >= 2 of 3 seeds",
+                              mc ? "test - train-pool error (points), one run" : "ln(test / train-pool query MSE), one run",
+                              io::ClaimRule::count_above(0.0, 2),
+                              mc ? cell.test_error - cell.train_pool_error : std::log(cell.test_error / cell.train_pool_error), {}));
     return out;
 }
 

@@ -4,6 +4,9 @@
 // Tables 1, 3-7, Figure 3) or on train.permute_examples (Table 7: the run trained with permuted ICEs vs the unpermuted
 // run of the same mask); the run of each arm declares the claim with its own value, and `iclab claims` pairs the runs
 // of one seed and setting. Tables 4-6's "errors grow as k shrinks" is one value per run (its rank statistic over k).
+// Figure 6 (figure6_claims): runs over training pool sizes declare a ranked claim on task.pool_sequences (ClaimPair
+// rank_falls: Kendall's test over the pools of one seed), the largest pool pairs the masks, the smallest compares the
+// train-pool error with the test error.
 // The paper's printed numbers go into the statement only (both masks' values; no paper printed a ratio), so the
 // claims are qualitative: the direction prefix < causal, per cell, in >= 2 of 3 seeds (spec §5: "With 3 seeds, the
 // sign must hold in >= 2/3 of seeds for each cell").
@@ -28,6 +31,8 @@ struct Cell {
     std::vector<std::int64_t> fewer_examples;          // k of the fewer-ICE tests (Tables 4-6)
     std::vector<double> fewer_errors;
     std::vector<double> probe_errors;                  // Figure 3: the probe error per depth 0..L (empty: no probes)
+    std::int64_t pool = 0;                             // task.pool_sequences (Figure 6)
+    double train_pool_error = 0.0;                     // the error on the pool's first sequences (Figure 6)
     bool permuted() const { return permute_examples != "none"; }
 };
 
@@ -35,15 +40,18 @@ struct Cell {
 std::string setting_name(const Cell& cell);
 std::string task_name(const std::string& kind);
 
-// Kendall's tau between k and the error over the (k, error) pairs with distinct k: (concordant - discordant) / pairs;
-// a tie in the error counts as neither. -1 exactly when the error strictly grows as k shrinks. NaN below 2 distinct k.
-double kendall_tau(const std::vector<double>& k, const std::vector<double>& error);
 // The slope of log10(error) per depth from depth L - max(1, floor(L / 3)) to L (the last third of the layers), L =
 // errors.size() - 1 >= 1: negative while the error falls (Figure 3's "flatter" compares these).
 double last_third_log_slope(const std::vector<double>& errors);
 
 // The claims this run declares, evaluated on its own values (one arm each: inconclusive until paired).
 std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed);
+
+// Figure 6's claims (spec §5 item 6) for a run at pool cell.pool, one of `pools` (prefix_vs_causal.figure6_pools,
+// >= 4 distinct sizes): "<mask>LM test error falls with the pool" (ranked on task.pool_sequences: per seed the exact
+// one-sided p of Kendall's tau between pool size and test error <= 0.05, in >= 2 of 3 seeds), at the largest pool
+// "prefix <= causal" (paired on model.mask), at the smallest "train pool < test" (ln(test / train pool), MC: points).
+std::vector<io::ClaimResult> figure6_claims(const Cell& cell, std::int64_t seed, const std::vector<std::int64_t>& pools);
 
 // The Table 1 claims again, "... (with triggered fallback)", with this run's value at the fallback lr when its own
 // detector triggered (fallback_test_error) and at the declared lr otherwise (cell.test_error): per-run semantics,

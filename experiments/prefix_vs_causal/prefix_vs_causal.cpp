@@ -4,6 +4,7 @@
 // (Figure 6's memorisation check) and on test sets with fewer in-context examples (Tables 4-6, layout Q12: the k
 // ICEs at positions 0..k-1, the queries right after). The prefix and causal runs of one seed share initialization,
 // pool and test sets (framework/run/regression_training.hpp streams), so every comparison is paired.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -38,6 +39,10 @@ void declare_keys(config::Schema& schema) {
         .add_bool("prefix_vs_causal.claims", true,
                   "declare the paper's Table 1/3, 4-6 and 7 claims for this run (experiments/prefix_vs_causal/claims.hpp); "
                   "false for runs that are not a table cell (Figure 6's smaller pools)")
+        .add_int_list("prefix_vs_causal.figure6_pools", {}, 1, std::int64_t{1} << 40,
+                      "Figure 6's training pool sizes (task.pool_sequences of the grid's runs, >= 4): this run is one of "
+                      "its points and declares the Figure 6 claims (errors fall with the pool, ranked over these pools; "
+                      "prefix <= causal at the largest; train pool < test at the smallest); empty: not a Figure 6 run")
         .add_bool("prefix_vs_causal.probes", false,
                   "after training, fit Figure 3's per-layer least-squares probes (as prefix_vs_causal_probes: 1,024 pool "
                   "sequences, ridge 1e-8), write /tables/probes and declare the Figure 3 claims (SL-L2 runs); needs a pool")
@@ -55,6 +60,25 @@ void declare_keys(config::Schema& schema) {
                 cfg.fail({"prefix_vs_causal.pool_eval_sequences", "task.pool_sequences"},
                          "prefix_vs_causal.pool_eval_sequences = " + std::to_string(pool_eval) +
                              " exceeds the training pool, task.pool_sequences = " + std::to_string(pool));
+        })
+        .add_rule([](const config::Config& cfg) {  // a Figure 6 point: one of >= 4 pools, no table cell, prefix or causal
+            std::vector<std::int64_t> pools = cfg.get_int_list("prefix_vs_causal.figure6_pools");
+            if (pools.empty()) return;
+            std::sort(pools.begin(), pools.end());
+            if (pools.size() < 4 || std::adjacent_find(pools.begin(), pools.end()) != pools.end())
+                cfg.fail({"prefix_vs_causal.figure6_pools"},
+                         "prefix_vs_causal.figure6_pools needs >= 4 distinct pool sizes (with 3, the exact one-sided p of "
+                         "Kendall's tau is >= 1/6 and the rule p <= 0.05 can never hold)");
+            if (!std::binary_search(pools.begin(), pools.end(), cfg.get_int("task.pool_sequences")))
+                cfg.fail({"prefix_vs_causal.figure6_pools", "task.pool_sequences"},
+                         "task.pool_sequences = " + std::to_string(cfg.get_int("task.pool_sequences")) +
+                             " is none of prefix_vs_causal.figure6_pools");
+            if (cfg.get_bool("prefix_vs_causal.claims"))
+                cfg.fail({"prefix_vs_causal.figure6_pools", "prefix_vs_causal.claims"},
+                         "a Figure 6 run (prefix_vs_causal.figure6_pools) is no table cell: set prefix_vs_causal.claims: false");
+            if (cfg.get_string("model.mask") == "full" || cfg.get_string("train.permute_examples") != "none")
+                cfg.fail({"prefix_vs_causal.figure6_pools", "model.mask", "train.permute_examples"},
+                         "Figure 6 compares prefix and causal runs trained without permuted ICEs");
         })
         .add_rule([](const config::Config& cfg) {  // the trained positions end at examples + queries
             for (const auto k : cfg.get_int_list("prefix_vs_causal.test_examples"))
@@ -173,7 +197,9 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
         for (std::size_t l = 0; l < probes.query_mse.size(); ++l) depth.push_back(static_cast<std::int64_t>(l));
         w.write_columns("/tables/probes", {{"depth", depth}, {"query_mse", probes.query_mse}, {"error_pct", probes.error_pct}});
     }
-    if (cfg.get_bool("prefix_vs_causal.claims") && cfg.get_string("model.mask") != "full") {  // one arm of each paired claim; `iclab claims` pairs the masks
+    const std::vector<std::int64_t> figure6_pools = cfg.get_int_list("prefix_vs_causal.figure6_pools");
+    const bool table_claims = cfg.get_bool("prefix_vs_causal.claims") && cfg.get_string("model.mask") != "full";
+    if (table_claims || !figure6_pools.empty()) {  // one arm of each paired claim; `iclab claims` pairs the masks (and pools)
         part_b::Cell cell;
         cell.task = cfg.get_string("task.kind"), cell.mask = cfg.get_string("model.mask");
         cell.shared = cfg.get_bool("model.shared_layers"), cell.l2 = cfg.get_float("train.context_output_l2") > 0.0;
@@ -182,15 +208,21 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
         cell.probe_errors = classification ? probes.error_pct : probes.query_mse;
         const std::vector<double>& error = classification ? rows.error_pct : rows.query_mse;
         cell.test_error = error[0];
-        for (std::size_t i = 0; i < rows.set.size(); ++i)
+        for (std::size_t i = 0; i < rows.set.size(); ++i) {
             if (rows.set[i].rfind("test_k", 0) == 0) cell.fewer_examples.push_back(rows.examples[i]), cell.fewer_errors.push_back(error[i]);
-        std::vector<io::ClaimResult> declared = part_b::claims(cell, cfg.get_int("seed"));
-        if (detector) {  // the Table 1 claims again, with this run's fallback measurement where it triggered
+            if (rows.set[i] == "train_pool") cell.train_pool_error = error[i];
+        }
+        cell.pool = cfg.get_int("task.pool_sequences");
+        std::vector<io::ClaimResult> declared;
+        if (table_claims) declared = part_b::claims(cell, cfg.get_int("seed"));
+        if (table_claims && detector) {  // the Table 1 claims again, with this run's fallback measurement where it triggered
             const bool triggered = fallback.detection.triggered;
             const double fallback_error = triggered ? (classification ? fallback.error_pct : fallback.query_mse)[0] : kNaN;
             for (auto& claim : part_b::fallback_claims(cell, cfg.get_int("seed"), triggered, fallback_error))
                 declared.push_back(std::move(claim));
         }
+        if (!figure6_pools.empty())  // Figure 6 (config rules: a pool of the list, no table cell, prefix or causal)
+            for (auto& claim : part_b::figure6_claims(cell, cfg.get_int("seed"), figure6_pools)) declared.push_back(std::move(claim));
         io::write_claims(w, declared);
     }
     if (detector) part_b::write_fallback(w, cfg, fallback);

@@ -1,9 +1,11 @@
-// Declared reproduction claims: the t-interval, the decision rules, the /claims tables (framework/io/claims.hpp).
+// Declared reproduction claims: the t-interval, the decision rules, the /claims tables (framework/io/claims.hpp);
+// pooling over runs: claims_pooling.cpp.
 #include "framework/io/claims.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -34,6 +36,20 @@ constexpr TestName kTests[] = {{ClaimRule::Test::interval_above, "interval_above
                                {ClaimRule::Test::count_below, "count_below"},
                                {ClaimRule::Test::count_at_most, "count_at_most"},
                                {ClaimRule::Test::count_within, "count_within"}};
+
+// An arm of a ranked claim as a number: the whole text a finite number ("640", "1e-3"), else false.
+bool arm_number(const std::string& text, double& value) {
+    if (text.empty()) return false;
+    char* end = nullptr;
+    value = std::strtod(text.c_str(), &end);
+    return end == text.c_str() + text.size() && std::isfinite(value);
+}
+
+std::string joined(const std::vector<std::string>& parts, const char* separator) {
+    std::string out;
+    for (const std::string& part : parts) out += (out.empty() ? "" : separator) + part;
+    return out;
+}
 
 std::string number(double x) {
     char text[32];
@@ -97,10 +113,21 @@ const char* claim_pooling_name(ClaimPooling pooling) {
 }
 
 const char* combine_name(ClaimPair::Combine combine) {
-    return combine == ClaimPair::Combine::log_ratio ? "log_ratio" : "difference";
+    switch (combine) {
+        case ClaimPair::Combine::difference: return "difference";
+        case ClaimPair::Combine::log_ratio: return "log_ratio";
+        case ClaimPair::Combine::rank_falls: return "rank_falls";
+    }
+    ICLAB_CHECK(false, "unknown combine");
+}
+
+bool ClaimPair::has_arm(const std::string& value) const {
+    if (ranked()) return std::find(arms.begin(), arms.end(), value) != arms.end();
+    return value == first || value == second;
 }
 
 double ClaimPair::combined(double first_value, double second_value) const {
+    ICLAB_CHECK(!ranked(), "a ranked claim combines all its arms at once, not two");
     if (combine == Combine::log_ratio) return std::log(second_value / first_value);  // NaN/inf for non-positive values
     return second_value - first_value;
 }
@@ -178,8 +205,19 @@ void check_claim(const Claim& c) {
         ICLAB_CHECK(std::isfinite(c.paper_value), "claim " << c.id << " matches a printed number but declares none");
     else
         ICLAB_CHECK(std::isnan(c.paper_value), "claim " << c.id << " (" << claim_kind_name(c.kind) << ") must not carry a paper value");
-    if (c.pair.paired())
-        ICLAB_CHECK(!c.pair.first.empty() && !c.pair.second.empty() && c.pair.first != c.pair.second &&
+    if (c.pair.ranked()) {
+        ICLAB_CHECK(c.pair.paired() && c.pair.first.empty() && c.pair.second.empty() && c.pair.arms.size() >= 3,
+                    "claim " << c.id << ": a ranked claim needs a key and >= 3 arms (not first/second), got " << c.pair.arms.size());
+        std::set<double> seen;
+        for (const std::string& a : c.pair.arms) {
+            double v = 0.0;
+            ICLAB_CHECK(arm_number(a, v) && seen.insert(v).second, "claim " << c.id << ": arm '" << a << "' of " << c.pair.key
+                                                                             << " is not a number distinct from the others");
+        }
+        ICLAB_CHECK(c.pair.arm.empty() || c.pair.has_arm(c.pair.arm),
+                    "claim " << c.id << ": this run's arm '" << c.pair.arm << "' is none of " << c.pair.key << " = " << joined(c.pair.arms, ", "));
+    } else if (c.pair.paired())
+        ICLAB_CHECK(c.pair.arms.empty() && !c.pair.first.empty() && !c.pair.second.empty() && c.pair.first != c.pair.second &&
                         (c.pair.arm.empty() || c.pair.arm == c.pair.first || c.pair.arm == c.pair.second),
                     "claim " << c.id << ": pair on " << c.pair.key << " needs two different arms and this run's arm among them, got '"
                              << c.pair.first << "', '" << c.pair.second << "', arm '" << c.pair.arm << "'");
@@ -237,8 +275,12 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
         }
     r.interval = t_interval95(r.values);
     if (claim.pair.paired() && !claim.pair.arm.empty()) {
-        r.note = "one arm (" + claim.pair.arm + ") of a paired claim: `iclab claims` pairs it with the " +
-                 (claim.pair.arm == claim.pair.first ? claim.pair.second : claim.pair.first) + " run of the same seed";
+        if (claim.pair.ranked())
+            r.note = "one arm (" + claim.pair.key + " = " + claim.pair.arm + ") of a ranked claim: `iclab claims` ranks it with the runs of " +
+                     joined(claim.pair.arms, ", ") + " of the same seed";
+        else
+            r.note = "one arm (" + claim.pair.arm + ") of a paired claim: `iclab claims` pairs it with the " +
+                     (claim.pair.arm == claim.pair.first ? claim.pair.second : claim.pair.first) + " run of the same seed";
         return r;  // inconclusive
     }
     for (double v : r.values) r.on_side += claim.rule.on_claimed_side(v) ? 1 : 0;
@@ -275,7 +317,7 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
 
 void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
     std::vector<std::string> id, paper, source, kind, statement, metric, unit, rule, test, seeds_text, verdict, note, readme;
-    std::vector<std::string> pair_key, pair_first, pair_second, pair_combine, pair_arm, pooling, selection;
+    std::vector<std::string> pair_key, pair_first, pair_second, pair_combine, pair_arm, pair_arms, pooling, selection;
     std::vector<double> paper_value, threshold, low, high, mean, ci_low, ci_high;
     std::vector<std::int64_t> needed, n, on_side;
     std::vector<std::string> v_id;
@@ -292,6 +334,7 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
         readme.push_back(c.readme);
         pair_key.push_back(c.pair.key), pair_first.push_back(c.pair.first), pair_second.push_back(c.pair.second);
         pair_combine.push_back(c.pair.paired() ? combine_name(c.pair.combine) : ""), pair_arm.push_back(c.pair.arm);
+        pair_arms.push_back(joined(c.pair.arms, ","));
         pooling.push_back(claim_pooling_name(c.pooling)), selection.push_back(r.selection);
         n.push_back(static_cast<std::int64_t>(r.values.size())), on_side.push_back(static_cast<std::int64_t>(r.on_side));
         mean.push_back(r.interval.mean), ci_low.push_back(r.interval.low), ci_high.push_back(r.interval.high);
@@ -310,12 +353,14 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
                      {"ci95_high", ci_high}, {"on_claimed_side", on_side}, {"paper_value", paper_value}, {"verdict", verdict},
                      {"note", note}, {"readme", readme}, {"test", test}, {"threshold", threshold}, {"low", low}, {"high", high},
                      {"needed", needed}, {"pair_key", pair_key}, {"pair_first", pair_first}, {"pair_second", pair_second},
-                     {"pair_combine", pair_combine}, {"pair_arm", pair_arm}, {"pooling", pooling}, {"selection", selection}},
+                     {"pair_combine", pair_combine}, {"pair_arm", pair_arm}, {"pair_arms", pair_arms}, {"pooling", pooling}, {"selection", selection}},
                     {{"interval", "two-sided 95 % Student-t interval of the mean over the units (n >= 2)"},
                      {"verdicts", "reproduced: the declared rule holds; not reproduced: it fails; inconclusive: the rule cannot "
                                   "decide (interval straddles its edge, too few values, a non-finite value)"},
                      {"pairs", "pair_key set: a paired claim; this run's value is the raw value of arm pair_arm, the rule applies "
-                               "to second - first (difference) or ln(second / first) (log_ratio) of one seed's two runs"},
+                               "to second - first (difference) or ln(second / first) (log_ratio) of one seed's two runs, or (rank_falls, arms "
+                               "in pair_arms) to the exact one-sided p-value of Kendall's tau between the arms and the values of one "
+                               "seed's runs"},
                      {"pooling", "how `iclab claims` pools the runs of one setting: values (all values together) or seed_means "
                                  "(one value per run: the mean of its instances, the rule over the training seeds)"},
                      {"selection", "what a score on validation data picked for the claim in this run (empty: nothing)"}});
@@ -340,7 +385,8 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
     const auto pair_key = has_pairs ? strings("pair_key") : none, pair_first = has_pairs ? strings("pair_first") : none;
     const auto pair_second = has_pairs ? strings("pair_second") : none, pair_combine = has_pairs ? strings("pair_combine") : none;
     const auto pair_arm = has_pairs ? strings("pair_arm") : none;
-    for (const auto* column : {&pair_key, &pair_first, &pair_second, &pair_combine, &pair_arm})
+    const auto pair_arms = reader.has("/claims/pair_arms") ? strings("pair_arms") : none;  // absent before ranked claims
+    for (const auto* column : {&pair_key, &pair_first, &pair_second, &pair_combine, &pair_arm, &pair_arms})
         ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims pair columns differ in length");
     // pooling and selection: absent in files written before them (every claim pooled its values, nothing selected)
     const auto pooling = reader.has("/claims/pooling") ? strings("pooling") : std::vector<std::string>(rows, "values");
@@ -364,9 +410,18 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
         ICLAB_INPUT_CHECK(needed[i] >= 0, file << ": /claims/needed of " << c.id << " is negative");
         c.rule = {rule_test_from_name(test[i]), threshold[i], low[i], high[i], static_cast<std::size_t>(needed[i])};
         c.pair.key = pair_key[i], c.pair.first = pair_first[i], c.pair.second = pair_second[i], c.pair.arm = pair_arm[i];
-        ICLAB_INPUT_CHECK(pair_combine[i].empty() || pair_combine[i] == "difference" || pair_combine[i] == "log_ratio",
+        ICLAB_INPUT_CHECK(pair_combine[i].empty() || pair_combine[i] == "difference" || pair_combine[i] == "log_ratio" ||
+                              pair_combine[i] == "rank_falls",
                           file << ": /claims/pair_combine of " << c.id << " is '" << pair_combine[i] << "'");
-        c.pair.combine = pair_combine[i] == "log_ratio" ? ClaimPair::Combine::log_ratio : ClaimPair::Combine::difference;
+        c.pair.combine = pair_combine[i] == "log_ratio"    ? ClaimPair::Combine::log_ratio
+                         : pair_combine[i] == "rank_falls" ? ClaimPair::Combine::rank_falls
+                                                           : ClaimPair::Combine::difference;
+        for (std::size_t from = 0; !pair_arms[i].empty();) {  // "640,1920,6400"
+            const std::size_t comma = pair_arms[i].find(',', from);
+            c.pair.arms.push_back(pair_arms[i].substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+            if (comma == std::string::npos) break;
+            from = comma + 1;
+        }
         ICLAB_INPUT_CHECK(pooling[i] == "values" || pooling[i] == "seed_means",
                           file << ": /claims/pooling of " << c.id << " is '" << pooling[i] << "' (values or seed_means)");
         c.pooling = pooling[i] == "seed_means" ? ClaimPooling::seed_means : ClaimPooling::values;
@@ -380,87 +435,6 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
         out.back().selection = selection[i];
     }
     ICLAB_INPUT_CHECK(values.size() == rows, file << ": /claim_values names a claim /claims does not declare");
-    return out;
-}
-
-std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs,
-                                     const std::vector<std::int64_t>& run_seeds) {
-    ICLAB_CHECK(run_seeds.empty() || run_seeds.size() == runs.size(), "pool_claims: " << run_seeds.size() << " seeds for " << runs.size() << " runs");
-    std::vector<std::string> order;
-    std::map<std::string, Claim> declared;
-    std::map<std::string, std::string> first_run;
-    std::map<std::string, std::map<std::pair<std::int64_t, std::string>, std::string>> unit_run;  // (unit, arm) -> run
-    std::map<std::string, std::pair<std::vector<std::int64_t>, std::vector<double>>> values;
-    std::map<std::string, std::map<std::int64_t, std::map<std::string, double>>> arms;  // paired: unit -> arm -> value
-    std::map<std::string, std::string> selections;  // seed_means: "seed 0: ...; seed 1: ..."
-    for (std::size_t k = 0; k < runs.size(); ++k)
-        for (const ClaimResult& r : runs[k].second) {
-            const std::string& run = runs[k].first;
-            const Claim& c = r.claim;
-            auto found = declared.find(c.id);
-            if (found == declared.end()) {
-                declared[c.id] = c, first_run[c.id] = run, order.push_back(c.id);
-            } else {
-                const Claim& d = found->second;
-                const bool same = d.paper == c.paper && d.source == c.source && d.kind == c.kind && d.statement == c.statement &&
-                                  d.metric == c.metric && d.unit == c.unit && d.rule.text() == c.rule.text() &&
-                                  (d.paper_value == c.paper_value || (std::isnan(d.paper_value) && std::isnan(c.paper_value))) &&
-                                  d.pair.key == c.pair.key && d.pair.first == c.pair.first && d.pair.second == c.pair.second &&
-                                  d.pair.combine == c.pair.combine && d.pooling == c.pooling;
-                ICLAB_INPUT_CHECK(same, "claim '" << c.id << "' is declared differently in " << first_run[c.id] << " and " << run);
-            }
-            ICLAB_INPUT_CHECK(!c.pair.paired() || !c.pair.arm.empty(), "claim '" << c.id << "' in " << run << " is paired already");
-            if (c.pooling == ClaimPooling::seed_means) {  // the run's training seed is the unit, the mean of its instances the value
-                const std::int64_t seed = run_seeds.empty() ? static_cast<std::int64_t>(k) : run_seeds[k];
-                auto [it, fresh] = unit_run[c.id].emplace(std::make_pair(seed, std::string()), run);
-                ICLAB_INPUT_CHECK(fresh, "claim '" << c.id << "': seed " << seed << " is in both " << it->second << " and " << run
-                                                   << " (pool runs of one setting only)");
-                values[c.id].first.push_back(seed), values[c.id].second.push_back(t_interval95(r.values).mean);
-                if (!r.selection.empty())
-                    selections[c.id] += (selections[c.id].empty() ? "" : "; ") + ("seed " + std::to_string(seed) + ": " + r.selection);
-                continue;
-            }
-            for (std::size_t i = 0; i < r.values.size(); ++i) {
-                auto [it, fresh] = unit_run[c.id].emplace(std::make_pair(r.units[i], c.pair.arm), run);
-                ICLAB_INPUT_CHECK(fresh || c.unit != "seed", "claim '" << c.id << "': seed " << r.units[i]
-                                                                        << (c.pair.arm.empty() ? "" : " (" + c.pair.arm + ")") << " is in both "
-                                                                        << it->second << " and " << run << " (pool runs of one setting only)");
-                if (c.pair.paired())
-                    arms[c.id][r.units[i]][c.pair.arm] = r.values[i];
-                else
-                    values[c.id].first.push_back(r.units[i]), values[c.id].second.push_back(r.values[i]);
-            }
-        }
-    std::vector<ClaimResult> out;
-    for (const auto& id : order) {
-        Claim claim = declared[id];
-        if (claim.pooling == ClaimPooling::seed_means) {
-            claim.unit = "seed", claim.pooling = ClaimPooling::values;  // the pooled values are the per-seed means
-            claim.metric = "per training seed: the mean over its instances of [" + claim.metric + "]";
-            out.push_back(evaluate_claim(claim, values[id].first, values[id].second));
-            out.back().selection = selections[id];
-            continue;
-        }
-        if (!claim.pair.paired()) {
-            out.push_back(evaluate_claim(claim, values[id].first, values[id].second));
-            continue;
-        }
-        claim.pair.arm.clear();
-        std::vector<std::int64_t> units;
-        std::vector<double> paired;
-        std::string alone;
-        for (const auto& [unit, by_arm] : arms[id]) {
-            const auto a = by_arm.find(claim.pair.first), b = by_arm.find(claim.pair.second);
-            if (a != by_arm.end() && b != by_arm.end()) {
-                units.push_back(unit), paired.push_back(claim.pair.combined(a->second, b->second));
-            } else {
-                alone += (alone.empty() ? "" : ", ") + std::to_string(unit) + " (" + by_arm.begin()->first + ")";
-            }
-        }
-        ClaimResult r = evaluate_claim(claim, units, paired);
-        if (!alone.empty()) r.note += (r.note.empty() ? "" : "; ") + std::string("one arm only, left out: seed ") + alone;
-        out.push_back(r);
-    }
     return out;
 }
 

@@ -65,16 +65,23 @@ ClaimRule::Test rule_test_from_name(const std::string& name);
 
 // A paired claim compares two runs of one unit (paper 003 Part B: the prefixLM and causalLM runs of one seed share
 // initialization, pool and test set). The run of each arm declares the claim with its own raw value and `arm` set;
-// `iclab claims` groups runs whose configs differ only in seed, output and `key`, pairs the arms by unit and
-// evaluates the rule on x_i = second_i - first_i (difference) or ln(second_i / first_i) (log_ratio).
+// `iclab claims` groups runs whose configs differ only in seed, output and the experiment's arm keys, pairs the arms
+// by unit and evaluates the rule on x_i = second_i - first_i (difference) or ln(second_i / first_i) (log_ratio).
+// A ranked claim (rank_falls) combines more than two arms: `arms` lists the key's values (numbers, e.g. the training
+// pool sizes of paper 003 Figure 6), each run declares its value with `arm` one of them, and x_i is the exact one-sided
+// p-value of Kendall's tau between the arm values and the runs' values of unit i (framework/io/rank_test.hpp: small
+// when the value falls as the arm grows); a unit needs every arm.
 struct ClaimPair {
-    enum class Combine { difference, log_ratio };
+    enum class Combine { difference, log_ratio, rank_falls };
     std::string key;            // the config key whose value names the arm ("model.mask"); empty: not paired
-    std::string first, second;  // its two values ("prefix", "causal")
+    std::string first, second;  // difference, log_ratio: its two values ("prefix", "causal"); rank_falls: empty
+    std::vector<std::string> arms;  // rank_falls: its values, >= 3 distinct numbers ("640", "1920", ...); else empty
     Combine combine = Combine::difference;
-    std::string arm;            // this run's arm (first or second); empty once the arms are paired
+    std::string arm;            // this run's arm (first or second, or one of arms); empty once the arms are combined
     bool paired() const { return !key.empty(); }
-    double combined(double first_value, double second_value) const;
+    bool ranked() const { return combine == Combine::rank_falls; }
+    double combined(double first_value, double second_value) const;  // difference and log_ratio only
+    bool has_arm(const std::string& value) const;
 };
 const char* combine_name(ClaimPair::Combine combine);
 
@@ -144,7 +151,9 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader);
 // the run's index); a seed_means claim refuses a seed twice. Its pooled result has unit "seed", the per-seed means as
 // values and the runs' selections joined as "seed 0: ...; seed 1: ...".
 // Paired claims: the arms' values are paired by unit (a unit repeats once per arm); a unit with one arm only is left
-// out and named in the note; the result has pair.arm empty and the paired values.
+// out and named in the note; the result has pair.arm empty and the paired values. Ranked claims (rank_falls): one
+// value per unit that has every arm (the p-value of Kendall's test; the note lists each unit's tau), a unit missing
+// an arm is left out and named with the arms it misses.
 std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs,
                                      const std::vector<std::int64_t>& run_seeds = {});
 

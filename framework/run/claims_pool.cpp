@@ -17,15 +17,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The arm keys of one experiment's claims and, per key, the values that are an arm of one of them.
+using ArmValues = std::map<std::string, std::set<std::string>>;
+
+// The scalar at a dotted key of the resolved config ("train.permute_examples"); empty when absent.
+std::string config_value(const YAML::Node& config, const std::string& key) {
+    YAML::Node node = config;
+    std::string rest = key;
+    for (std::size_t dot; (dot = rest.find('.')) != std::string::npos && node.IsMap(); rest = rest.substr(dot + 1))
+        node.reset(node[rest.substr(0, dot)]);
+    if (!node.IsMap() || !node[rest] || !node[rest].IsScalar()) return "";
+    return node[rest].Scalar();
+}
+
 // The resolved config without the keys that do not change the setting: seed and output (folder, overwrite, ...),
-// and the keys that name the arms of paired claims (io::ClaimPair::key: "model.mask" pools the prefix and causal runs
-// of a seed together, "train.permute_examples" the permuted and unpermuted ones).
-std::string setting_key(const std::string& config_text, const std::string& experiment, const std::set<std::string>& arm_keys) {
+// and the keys that name the arms of the experiment's paired and ranked claims where the run's value is one of their
+// arms (io::ClaimPair::key: "model.mask" pools the prefix and causal runs of a seed together, "train.permute_examples"
+// the permuted and unpermuted ones, "task.pool_sequences" Figure 6's pools); a value that is no arm (a per_sequence
+// run) keeps its own setting.
+std::string setting_key(const std::string& config_text, const std::string& experiment, const ArmValues& arms) {
     YAML::Node config = YAML::Load(config_text);
     if (config.IsMap()) {
         config.remove("seed");
         config.remove("output");
-        for (const std::string& key : arm_keys) {
+        for (const auto& [key, values] : arms) {
+            if (values.count(config_value(config, key)) == 0) continue;
             YAML::Node parent = config;
             std::string rest = key;
             for (std::size_t dot; (dot = rest.find('.')) != std::string::npos && parent.IsMap(); rest = rest.substr(dot + 1))
@@ -38,23 +54,19 @@ std::string setting_key(const std::string& config_text, const std::string& exper
     return experiment + "\n" + emitter.c_str();
 }
 
-// The scalar at a dotted key of the resolved config ("train.permute_examples"); empty when absent.
-std::string config_value(const YAML::Node& config, const std::string& key) {
-    YAML::Node node = config;
-    std::string rest = key;
-    for (std::size_t dot; (dot = rest.find('.')) != std::string::npos && node.IsMap(); rest = rest.substr(dot + 1))
-        node.reset(node[rest.substr(0, dot)]);
-    if (!node.IsMap() || !node[rest] || !node[rest].IsScalar()) return "";
-    return node[rest].Scalar();
-}
-
-std::string without_seed(const std::string& overrides, const std::set<std::string>& arm_keys) {
+std::string without_seed(const std::string& overrides, const ArmValues& arms) {
     std::string out;
     std::string token;
     std::istringstream words(overrides);
     while (words >> token) {
         bool arm = false;
-        for (const std::string& key : arm_keys) arm = arm || token.rfind(key + "=", 0) == 0;
+        for (const auto& [key, values] : arms) {
+            if (token.rfind(key + "=", 0) != 0) continue;
+            std::string value = token.substr(key.size() + 1);  // as the overrides attribute writes it: strings quoted
+            if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+                value = value.substr(1, value.size() - 2);
+            arm = arm || values.count(value) > 0;
+        }
         if (!arm && token.rfind("seed=", 0) != 0 && token.rfind("output.", 0) != 0) out += (out.empty() ? "" : " ") + token;
     }
     return out;
@@ -73,41 +85,60 @@ std::int64_t run_seed(const std::string& config_text, const fs::path& dir) {
 }  // namespace
 
 std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs) {
+    // First pass: each run's claims, checked against its config; the arm keys of each experiment (every key one of its
+    // runs' claims pairs or ranks on), so that all runs of a grid over arms fall in one setting, whichever claims each
+    // run declares (paper 003 Figure 6: every pool ranks on task.pool_sequences, the largest pool also pairs the masks).
+    struct Read {
+        fs::path dir;
+        std::string experiment, config_text, overrides_text, config_source;
+        std::vector<io::ClaimResult> claims;
+    };
+    std::vector<Read> read;
+    std::map<std::string, ArmValues> arm_values;  // experiment -> arm key -> its arms
+    for (const fs::path& dir : run_dirs) {
+        const io::ResultsReader reader(dir / kResultsFile);
+        Read r;
+        r.claims = io::read_claims(reader);
+        if (r.claims.empty()) continue;
+        r.dir = dir;
+        r.experiment = reader.read_attr_string("/", "experiment");
+        r.config_text = reader.read_attr_string("/", "config");
+        r.overrides_text = reader.has_attr("/", "overrides") ? reader.read_attr_string("/", "overrides") : "";
+        r.config_source = reader.read_attr_string("/", "config_source");
+        const YAML::Node config = YAML::Load(r.config_text);
+        for (const io::ClaimResult& c : r.claims) {
+            if (!c.claim.pair.paired()) continue;
+            std::set<std::string>& values = arm_values[r.experiment][c.claim.pair.key];
+            for (const std::string& a : c.claim.pair.ranked() ? c.claim.pair.arms : std::vector<std::string>{c.claim.pair.first, c.claim.pair.second})
+                values.insert(a);
+            // the arm a run declares is the value its config holds at the pair's key (else it would pair the wrong runs)
+            const std::string value = config_value(config, c.claim.pair.key);
+            ICLAB_INPUT_CHECK(value.empty() || value == c.claim.pair.arm,
+                              dir.string() << ": claim '" << c.claim.id << "' declares arm '" << c.claim.pair.arm << "' but the run's "
+                                           << c.claim.pair.key << " is '" << value << "'");
+        }
+        read.push_back(std::move(r));
+    }
     std::vector<PooledClaims> out;
     std::map<std::string, std::size_t> index;
     std::vector<std::vector<std::pair<std::string, std::vector<io::ClaimResult>>>> per_setting;
     std::vector<std::vector<std::int64_t>> seeds;  // per setting: each run's training seed (the unit of seed_means claims)
-    for (const fs::path& dir : run_dirs) {
-        const io::ResultsReader reader(dir / kResultsFile);
-        std::vector<io::ClaimResult> claims = io::read_claims(reader);
-        if (claims.empty()) continue;
-        const std::string experiment = reader.read_attr_string("/", "experiment");
-        const std::string config_text = reader.read_attr_string("/", "config");
-        const YAML::Node config = YAML::Load(config_text);
-        std::set<std::string> arm_keys;
-        for (const io::ClaimResult& r : claims) {
-            if (!r.claim.pair.paired()) continue;
-            arm_keys.insert(r.claim.pair.key);
-            // the arm a run declares is the value its config holds at the pair's key (else it would pair the wrong runs)
-            const std::string value = config_value(config, r.claim.pair.key);
-            ICLAB_INPUT_CHECK(value.empty() || value == r.claim.pair.arm,
-                              dir.string() << ": claim '" << r.claim.id << "' declares arm '" << r.claim.pair.arm << "' but the run's "
-                                           << r.claim.pair.key << " is '" << value << "'");
-        }
-        const std::string key = setting_key(config_text, experiment, arm_keys);
+    for (Read& r : read) {
+        const ArmValues& keys = arm_values[r.experiment];
+        const std::string key = setting_key(r.config_text, r.experiment, keys);
         auto [it, fresh] = index.emplace(key, out.size());
         if (fresh) {
             PooledClaims p;
-            const std::string overrides = reader.has_attr("/", "overrides") ? without_seed(reader.read_attr_string("/", "overrides"), arm_keys) : "";
-            p.setting = reader.read_attr_string("/", "config_source") + (overrides.empty() ? "" : " " + overrides);
-            p.experiment = experiment;
+            const std::string overrides = without_seed(r.overrides_text, keys);
+            p.setting = r.config_source + (overrides.empty() ? "" : " " + overrides);
+            p.experiment = r.experiment;
             out.push_back(p);
             per_setting.emplace_back();
             seeds.emplace_back();
         }
-        out[it->second].runs.push_back(dir);
-        per_setting[it->second].push_back({dir.string(), std::move(claims)});
-        seeds[it->second].push_back(run_seed(config_text, dir));
+        out[it->second].runs.push_back(r.dir);
+        seeds[it->second].push_back(run_seed(r.config_text, r.dir));
+        per_setting[it->second].push_back({r.dir.string(), std::move(r.claims)});
     }
     for (std::size_t s = 0; s < out.size(); ++s) out[s].claims = io::pool_claims(per_setting[s], seeds[s]);
     return out;

@@ -1,7 +1,7 @@
 #pragma once
-// Pooling the declared claims (framework/io/claims.hpp) of finished runs: runs whose resolved configs differ only in
-// `seed`, `output` and the keys their paired claims pair on (io::ClaimPair::key; a run's declared arm must be its
-// config's value there) are one setting, and each claim of a setting is evaluated once over the seeds of all its runs
+// Pooling the declared claims (framework/io/claims.hpp) of finished runs: runs of one experiment whose resolved configs
+// differ only in `seed`, `output` and the arm keys (io::ClaimPair::key of any paired or ranked claim a run of that
+// experiment declares; a run's declared arm must be its config's value there) are one setting, and each claim of a setting is evaluated once over the seeds of all its runs
 // (io::pool_claims: the same rule, the values of every seed; a seed_means claim: one value per run, the mean of its
 // instances, with the run's `seed` as its unit). `iclab claims` prints and writes the result; the
 // reproduction report (scripts/report/make_report.py) reads that file and recomputes nothing.

@@ -10,7 +10,9 @@ spec §5 item 6 checks: both test errors decrease with the pool — declared as 
 the end points (scripts/python/rank_test.py: Kendall's tau of pool size and test error, exact one-sided p <= 0.05;
 with 5 pools at most one pair out of order), the claim holding in >= 2 of 3 seeds —, prefix <= causal at the largest
 pool, train-pool error < test error at the smallest pool (memorisation), and the pool size of the largest
-causal/prefix ratio (MC: gap), reported, not gated.
+causal/prefix ratio (MC: gap), reported, not gated. The verdicts of record are the declared claims "003-F6 ..." of
+runs with prefix_vs_causal.figure6_pools (`iclab claims`, the report; configs/reproduce/*_figure6_prefix_vs_causal.yaml);
+this script is their independent cross-check and the figure.
 """
 import argparse
 import os

@@ -6,6 +6,10 @@ seeds.
 
 tau = (concordant - discordant) / C(n, 2); under independence every order of the errors is equally likely, so the
 number of discordant pairs (inversions) has the Mahonian distribution M(n, k) / n! (Kendall 1938).
+
+The declared claim computes the same test in C++ (framework/io/rank_test.hpp, the ranked claims "003-F6 ...: test
+error falls with the pool"); this module is its independent cross-check: both are tested on the same hand-counted
+cases (tests/test_rank_test.cpp, ctest python_rank_test).
 """
 import math
 

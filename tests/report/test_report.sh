@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ctest: the reproduction report from real runs: the claims tables at the top (declared claims pooled over two seeds
-# by `iclab claims`, a printed-number claim among them), one verdict vocabulary, raw tables folded, figures, the
+# by `iclab claims`, a printed-number claim among them, paper 003 Figure 6's ranked claim over four pools), one
+# verdict vocabulary, raw tables folded, figures, the
 # reproduction page with its verdict keys, and (when Chromium is installed; `--screenshot` argument) a screenshot
 # whose rendered DOM starts with the claims table.
 #   test_report.sh ICLAB_BINARY SOURCE_DIR [--screenshot]
@@ -19,6 +20,13 @@ done
   'sizes.names=[205K]' 'sizes.layers=[3]' 'sizes.widths=[72]' 'sizes.heads=[2]' 'sizes.pairs=[3]' \
   'sizes.theorem41_model_pairs=[1]' theorem41.direct_pairs=1 'task.dtypes=[float32]'  \
   "output.dir=$tmp/runs" --quiet >/dev/null
+# paper 003 Figure 6: a ranked claim over four pools (tiny prefix runs of seed 0; one seed: inconclusive)
+for pool in 50 100 150 200; do
+  "$iclab" run configs/quick/prefix_vs_causal.yaml task.x_dim=3 task.examples=6 task.queries=3 model.layers=2 model.width=16 \
+    train.steps=30 train.batch_size=16 eval.every=30 eval.sequences=64 prefix_vs_causal.first_sequences=32 \
+    prefix_vs_causal.pool_eval_sequences=50 'prefix_vs_causal.test_examples=[3]' prefix_vs_causal.claims=false \
+    'prefix_vs_causal.figure6_pools=[50, 100, 150, 200]' "task.pool_sequences=$pool" "output.dir=$tmp/runs" --quiet >/dev/null
+done
 /usr/bin/python3 scripts/report/make_report.py "$tmp/runs" --out "$tmp/report" --iclab "$iclab" >/dev/null
 page=$tmp/report/index.html
 grep -q '<table class="claims">' "$page"
@@ -30,6 +38,19 @@ grep -q '<td class="l">0,1</td>' "$page"
 grep -q 'matches a printed number' "$page"
 grep -q '000-T1 205K fp32: mean error as printed' "$page"  # Table 1's declared printed-number claim (one run)
 grep -q '000-T1 205K fp32: ICLCA exact' "$page"          # and its own check
+grep -q '003-F6 LR SL-L2 prefix: test error falls with the pool' "$page"  # the ranked Figure 6 claim, listed
+grep -q '003-F6 LR SL-L2 prefix: test error falls with the pool	inconclusive' "$tmp/report/reproduction.md"
+# the declared p (C++, framework/io/rank_test.hpp) equals the independent Python rank test on the same runs
+/usr/bin/python3 - "$tmp" <<'PY'
+import csv, re, subprocess, sys
+tmp = sys.argv[1]
+printed = subprocess.run(["/usr/bin/python3", "scripts/python/prefix_vs_causal_figure6.py", tmp + "/runs"],
+                         capture_output=True, text=True, check=True).stdout
+python_p = float(re.search(r"- prefix: test error falls with the pool .* one-sided p = ([0-9.]+)", printed).group(1))
+rows = [r for r in csv.DictReader(open(tmp + "/report/claims.csv")) if r["id"] == "003-F6 LR SL-L2 prefix: test error falls with the pool"]
+assert len(rows) == 1 and rows[0]["n"] == "1", rows
+assert abs(float(rows[0]["mean"]) - python_p) <= 5e-4, (rows[0]["mean"], python_p)  # the script prints 3 decimals
+PY
 grep -q 'not reproduced' "$page"                      # a 30-step model is far from the paper's 99.95 %
 grep -q '<details><summary>/tables/table2' "$page"    # raw tables folded
 ! grep -q 'within band\|OUTSIDE band\|no paper value' "$page"  # one verdict vocabulary
