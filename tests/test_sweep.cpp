@@ -136,6 +136,34 @@ TEST_CASE("a sweep resumes an interrupted job, reruns a stale one, and reports a
     CHECK_THAT(manifest, Catch::Contains("failed,1"));
 }
 
+// A run whose config.yaml lacks a key the schema gained later (here model.attention_form, at its default "auto") is
+// the same job (its config resolved again equals the job's); an edited value is another config.
+TEST_CASE("a finished run made before the schema gained a key is the same job; an edited value is not", "[sweep][cli]") {
+    Scratch scratch;
+    const std::string out = " output.dir=" + scratch.path.string();
+    const auto first = run_iclab("run -m " + kTiny + " seed=0,1 --jobs 2" + out, scratch.path);
+    INFO(first.err);
+    REQUIRE(first.status == 0);
+    const fs::path sweep = last_line(first.out);
+    const fs::path config = sweep / "seed-0" / "config.yaml";
+    const std::string text = read_file(config);
+    const std::string line = "  attention_form: \"auto\"\n";
+    REQUIRE(text.find(line) != std::string::npos);
+    std::string older = text;
+    older.erase(older.find(line), line.size());
+    std::ofstream(config, std::ios::trunc) << older;
+    const auto again = run_iclab("run -m " + kTiny + " seed=0,1 --jobs 2 --dry-run" + out, scratch.path);
+    INFO(again.err);
+    CHECK(again.status == 0);
+    CHECK_THAT(again.err, Catch::Contains("0 of 2 jobs to run"));
+    std::string edited = older;
+    edited.replace(edited.find("rope_base: 10000.0"), 18, "rope_base: 500.0");
+    std::ofstream(config, std::ios::trunc) << edited;
+    const auto refused = run_iclab("run -m " + kTiny + " seed=0,1 --jobs 2 --dry-run" + out, scratch.path);
+    CHECK(refused.status == 2);
+    CHECK_THAT(refused.err, Catch::Contains("holds a run of another config"));
+}
+
 TEST_CASE("a sweep file with grid and zip, bad jobs refused before anything runs, and the Slurm script", "[sweep][cli]") {
     Scratch scratch;
     const fs::path file = scratch.path / "lr_width.yaml";

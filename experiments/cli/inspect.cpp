@@ -10,6 +10,8 @@
 #include "framework/io/results_file.hpp"
 #include "framework/run/claims_pool.hpp"
 #include "framework/run/collect.hpp"
+#include "framework/run/sweep.hpp"
+#include "experiments/registry.hpp"
 #include "framework/run/run_folder.hpp"
 
 namespace iclab::cli {
@@ -36,7 +38,7 @@ void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwr
     ICLAB_INPUT_CHECK(out.empty() || overwrite || !fs::exists(out), out.string() << " exists (--overwrite replaces it)");
     const std::vector<fs::path> runs = run::find_runs(paths);
     ICLAB_INPUT_CHECK(!runs.empty(), "iclab claims: no finished run (config.yaml and results.h5) under the folders given");
-    const auto pooled = run::pool_run_claims(runs);
+    const auto pooled = run::pool_run_claims(runs, &experiments::catalog());
     std::size_t counts[3] = {0, 0, 0}, total = 0;
     for (const auto& p : pooled) {
         std::printf("%s (%s, %zu run%s)\n", p.setting.c_str(), p.experiment.c_str(), p.runs.size(), p.runs.size() == 1 ? "" : "s");

@@ -10,6 +10,7 @@
 #include "framework/core/check.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/run_folder.hpp"
+#include "framework/run/sweep.hpp"
 
 namespace iclab::run {
 
@@ -84,13 +85,14 @@ std::int64_t run_seed(const std::string& config_text, const fs::path& dir) {
 
 }  // namespace
 
-std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs) {
+std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs, const Catalog* catalog) {
     // First pass: each run's claims, checked against its config; the arm keys of each experiment (every key one of its
     // runs' claims pairs or ranks on), so that all runs of a grid over arms fall in one setting, whichever claims each
     // run declares (paper 003 Figure 6: every pool ranks on task.pool_sequences, the largest pool also pairs the masks).
     struct Read {
         fs::path dir;
         std::string experiment, config_text, overrides_text, config_source;
+        std::string setting_text;  // the config the setting is judged on (resolved again when a catalog is given)
         std::vector<io::ClaimResult> claims;
     };
     std::vector<Read> read;
@@ -105,6 +107,8 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs)
         r.config_text = reader.read_attr_string("/", "config");
         r.overrides_text = reader.has_attr("/", "overrides") ? reader.read_attr_string("/", "overrides") : "";
         r.config_source = reader.read_attr_string("/", "config_source");
+        if (catalog != nullptr) r.setting_text = resolve_again(dir / kConfigFile, *catalog);
+        if (r.setting_text.empty()) r.setting_text = r.config_text;
         const YAML::Node config = YAML::Load(r.config_text);
         for (const io::ClaimResult& c : r.claims) {
             if (!c.claim.pair.paired()) continue;
@@ -125,7 +129,7 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs)
     std::vector<std::vector<std::int64_t>> seeds;  // per setting: each run's training seed (the unit of seed_means claims)
     for (Read& r : read) {
         const ArmValues& keys = arm_values[r.experiment];
-        const std::string key = setting_key(r.config_text, r.experiment, keys);
+        const std::string key = setting_key(r.setting_text, r.experiment, keys);
         auto [it, fresh] = index.emplace(key, out.size());
         if (fresh) {
             PooledClaims p;

@@ -14,6 +14,8 @@
 
 namespace iclab::run {
 
+class Catalog;
+
 struct PooledClaims {
     std::string setting;     // the config source of the setting's first run (and its overrides other than seed)
     std::string experiment;  // the experiment's name
@@ -22,7 +24,9 @@ struct PooledClaims {
 };
 
 // The settings of the runs (in order of first appearance) that declare claims; runs without /claims are skipped.
-std::vector<PooledClaims> pool_run_claims(const std::vector<std::filesystem::path>& run_dirs);
+// With a catalog, each run's config is compared as resolve_again gives it (framework/run/sweep.hpp), so a run made
+// before the schema gained a key (at its default) and one made after are one setting; without, as stored.
+std::vector<PooledClaims> pool_run_claims(const std::vector<std::filesystem::path>& run_dirs, const Catalog* catalog = nullptr);
 
 // One row per claim of every setting: setting, experiment, runs, and the columns of /claims (the statement followed
 // by "[picked on validation data: <selection>]" when the runs picked something on validation data).

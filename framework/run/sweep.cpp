@@ -185,8 +185,21 @@ Sweep plan_sweep(const SweepSpec& spec, const Catalog& catalog) {
         overrides.push_back(config::string_override("output.dir", sweep.dir.string()));
         overrides.push_back(config::string_override("output.name", job.name));
         job.config_text = catalog.load_config(job.config_path, overrides).to_yaml();
+        const fs::path earlier = sweep.dir / job.name / kConfigFile;
+        if (fs::exists(earlier)) {
+            const std::string text = read_text(earlier);
+            if (text != job.config_text && resolve_again(earlier, catalog) == job.config_text) job.earlier_config_text = text;
+        }
     }
     return sweep;
+}
+
+std::string resolve_again(const fs::path& config_file, const Catalog& catalog) {
+    try {
+        return catalog.load_config(config_file.string(), {}).to_yaml();
+    } catch (const InputError&) {
+        return "";
+    }
 }
 
 const char* job_state_name(JobState state) {
@@ -203,10 +216,12 @@ JobState job_state(const Sweep& sweep, const SweepJob& job) {
     const fs::path dir = sweep.dir / job.name;
     if (!fs::exists(dir)) return JobState::pending;
     const bool finished = fs::exists(dir / kResultsFile), interrupted = fs::exists(dir / kCheckpointFile);
-    if ((finished || interrupted) && fs::exists(dir / kConfigFile))
-        ICLAB_INPUT_CHECK(read_text(dir / kConfigFile) == job.config_text,
+    if ((finished || interrupted) && fs::exists(dir / kConfigFile)) {
+        const std::string text = read_text(dir / kConfigFile);
+        ICLAB_INPUT_CHECK(text == job.config_text || (!job.earlier_config_text.empty() && text == job.earlier_config_text),
                           dir.string() << " holds a run of another config than this sweep's job " << job.name
                                        << " (another sweep of the same name, or an edited config.yaml): move it away");
+    }
     if (finished) return JobState::finished;
     if (interrupted) return JobState::interrupted;
     return JobState::stale;

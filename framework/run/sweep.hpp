@@ -72,6 +72,9 @@ struct SweepJob {
     std::string name;                    // the run folder's name, from the swept keys' canonical values
     std::string experiment;
     std::string config_text;             // the resolved config as the run writes it (output.dir, output.name set)
+    // The config.yaml of a run already in the job's folder when it differs from config_text only by keys the schema
+    // gained since that run, at their defaults (resolve_again equals config_text): that run is this job too.
+    std::string earlier_config_text;
     double estimated_flops = 0.0;        // the experiment's estimate of its work (0: unknown, e.g. a plan read back)
     double estimated_memory_gib = 0.0;   // and of its memory (0: unknown); both printed by `iclab sweep --dry-run`
 };
@@ -91,6 +94,12 @@ const char* job_state_name(JobState state);
 // (stale: a start that died before its first checkpoint), none (pending). InputError when the folder holds
 // another config than the job's (it was made by another sweep or edited).
 JobState job_state(const Sweep& sweep, const SweepJob& job);
+
+// A finished run's config.yaml resolved again with today's schema (Catalog::load_config on the file, no overrides):
+// every key the run wrote keeps its value and a key added to the schema since takes its default, which by the
+// project's rule reproduces the behaviour from before the key existed. "" when it no longer resolves (a key was
+// removed or renamed, a value left its range): then the run is not today's job.
+std::string resolve_again(const std::filesystem::path& config_file, const Catalog& catalog);
 
 // The arguments of the `iclab` command that runs the job from its state (run CONFIG ... or run --resume DIR).
 std::vector<std::string> job_arguments(const Sweep& sweep, const SweepJob& job, int threads);
