@@ -88,7 +88,7 @@ if [ "$report_only" -eq 1 ]; then
   [ "${#sweeps[@]}" -gt 0 ] || { echo "reproduce: --report-only: no run of profile $profile has started" >&2; exit 1; }
   title="$title (partial: $finished of $total jobs finished)"
 fi
-/usr/bin/python3 scripts/report/make_report.py "${sweeps[@]}" --out results/report --title "$title" --page "$page"
+/usr/bin/python3 scripts/report/make_report.py "${sweeps[@]}" --out results/report --title "$title" --page "$page" --profile "$profile"
 wall=$(( $(date +%s) - start ))
 [ "$report_only" -eq 1 ] || printf '\nWall time of scripts/reproduce.sh --profile %s --jobs %s: %d min %02d s on %s (%s cores).\n' "$profile" "$jobs" \
   $((wall / 60)) $((wall % 60)) "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(nproc)" >> results/report/reproduction.md
