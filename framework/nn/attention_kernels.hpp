@@ -173,9 +173,13 @@ template <class T>
 inline void apply_mask(T* scores, std::size_t time, const AttentionMask& mask) {
     for (std::size_t i = 0; i < time; ++i) {
         const std::size_t visible = mask.visible_prefix(i, time);
-        const bool self = mask.self_extra(i, time);
-        for (std::size_t j = visible; j < time; ++j)
-            if (!(self && j == i)) scores[i * time + j] = T(0);
+        T* row = scores + i * time;
+        if (mask.self_extra(i, time) && i >= visible) {  // keys [visible, time) except i itself
+            std::fill(row + visible, row + i, T(0));
+            std::fill(row + i + 1, row + time, T(0));
+        } else {
+            std::fill(row + visible, row + time, T(0));
+        }
     }
 }
 
