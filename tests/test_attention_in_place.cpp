@@ -85,3 +85,52 @@ TEST_CASE("attention features in place equal the gathered path bit for bit", "[a
             check_in_place<double>(variant);
         }
 }
+
+namespace {
+template <class T>
+struct AttentionRun {
+    std::vector<T> out, d_qkv, d_b_kv, d_b_d;
+};
+
+template <class T>
+AttentionRun<T> run_attention(const AttentionInputs& in, const std::vector<double>& d_out, bool skip_zero_bias_kv) {
+    nn::LinearAttentionOptions options = in.options;
+    options.skip_zero_bias_kv = skip_zero_bias_kv;
+    const std::vector<T> qkv = cast<T>(in.qkv), b_kv = cast<T>(in.b_kv), b_d = cast<T>(in.b_d), random = cast<T>(in.random_features),
+                         dy = cast<T>(d_out);
+    const T* r = random.empty() ? nullptr : random.data();
+    AttentionRun<T> run;
+    run.out.resize(dy.size());
+    run.d_qkv.resize(qkv.size());
+    run.d_b_kv.assign(b_kv.size(), T(0));
+    run.d_b_d.assign(b_d.size(), T(0));
+    nn::LinearAttentionCache<T> cache;
+    cache.keep_scores = true;
+    nn::linear_attention_forward(run.out.data(), cache, qkv.data(), b_kv.data(), b_d.data(), r, in.shape, options);
+    nn::linear_attention_backward(run.d_qkv.data(), run.d_b_kv.data(), run.d_b_d.data(), dy.data(), qkv.data(), b_kv.data(),
+                                  b_d.data(), r, run.out.data(), cache, in.shape, options);
+    return run;
+}
+
+template <class T>
+void check_zero_bias_skip(const Variant& variant) {
+    Rng rng(61);
+    const AttentionInputs in = random_inputs(variant, nn::AttentionShape{2, 9, 3, 4}, rng);
+    for (double x : in.b_kv) REQUIRE(x == 0.0);  // biases off: b_KV = 0, the case the kernels skip
+    const std::vector<double> d_out = random_vector(2 * 9 * 12, rng);
+    const AttentionRun<T> skipped = run_attention<T>(in, d_out, true), full = run_attention<T>(in, d_out, false);
+    INFO(describe(variant));
+    CHECK(same_bits(skipped.out.data(), full.out.data(), full.out.size()));
+    CHECK(same_bits(skipped.d_qkv.data(), full.d_qkv.data(), full.d_qkv.size()));
+    CHECK(same_bits(skipped.d_b_kv.data(), full.d_b_kv.data(), full.d_b_kv.size()));
+    CHECK(same_bits(skipped.d_b_d.data(), full.d_b_d.data(), full.d_b_d.size()));
+}
+}  // namespace
+
+TEST_CASE("attention with b_KV = 0 skips its products without changing a bit", "[attention][in_place]") {
+    for (const Variant& variant : all_variants())
+        if (!variant.biases) {
+            check_zero_bias_skip<float>(variant);
+            check_zero_bias_skip<double>(variant);
+        }
+}

@@ -168,6 +168,17 @@ inline void head_features_backward(T* d_x, std::size_t d_x_stride, T* d_phi, con
     }
 }
 
+// Whether a head's b_KV (F, D) is all zeros. Then the products with it, rq b_KV (forward) and d_num b_KVᵀ (backward),
+// are +0 in every element (each a sum of products with 0, accumulated from +0) and adding them to a product written
+// with β = 0 (which is never -0) changes no bit: the kernels skip them. (A non-finite rq or d_num would have made
+// them NaN; such a step has a non-finite loss either way.)
+template <class T>
+inline bool bias_kv_is_zero(const T* head_bkv, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (head_bkv[i] != T(0)) return false;
+    return true;
+}
+
 // Zeroes the entries of a (T, T) score matrix whose key j the query i does not see.
 template <class T>
 inline void apply_mask(T* scores, std::size_t time, const AttentionMask& mask) {

@@ -52,9 +52,14 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
             T* S = cache.keep_scores ? cache.scores.data() + bh * TT * TT : scores.data();
             gemm<T>(matrix(S, TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true);
             apply_mask(S, TT, options.mask);
-            gemm<T>(matrix(num.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D), false, false);
+            // b_KV = 0 (its initial value; frozen unless model.attention_bias_trainable): rq b_KV is +0 throughout and
+            // S v + (+0) has the bits of S v written with β = 0, so the first product is skipped (bias_kv_is_zero)
+            const bool with_bkv = !(options.skip_zero_bias_kv && bias_kv_is_zero(head_bkv, F * D));
+            if (with_bkv)
+                gemm<T>(matrix(num.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D), false,
+                        false);
             gemm<T>(matrix(num.data(), TT, D), matrix<const T>(S, TT, TT), strided_matrix(v, TT, D, 3 * C), false, false, T(1),
-                    T(1));
+                    with_bkv ? T(1) : T(0));
             if (options.normalize)
                 normalizer_forward(den, phi_q, phi_k, b_d + h * F, TT, F, options.mask, eps, key_sum);
             else
@@ -138,8 +143,9 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
             apply_mask(d_scores.data(), TT, options.mask);
             gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_k, TT, F),
                     false, false);
-            gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_num.data(), TT, D), matrix<const T>(head_bkv, F, D), false,
-                    true, T(1), T(1));
+            if (!(options.skip_zero_bias_kv && bias_kv_is_zero(head_bkv, F * D)))  // else + (+0): skipped (forward)
+                gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_num.data(), TT, D), matrix<const T>(head_bkv, F, D),
+                        false, true, T(1), T(1));
             gemm<T>(matrix(d_rot_k.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), true,
                     false);
             // d v written in place (β = 0: the values of the separate buffer that scatter_head added to a zeroed d_qkv)

@@ -41,6 +41,9 @@ struct LinearAttentionOptions {
     double unnormalized_scale = 1.0;
     const RopeTable* rope = nullptr;  // RoPE on when set
     AttentionMask mask;               // causal by default (Eq. 13)
+    // Skip the quadratic form's products with b_KV where a head's b_KV is all zeros (bit-identical: kernels::
+    // bias_kv_is_zero). false runs them anyway (tests compare the two).
+    bool skip_zero_bias_kv = true;
 };
 
 template <class T>
