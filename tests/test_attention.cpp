@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include "framework/nn/linear_attention.hpp"
 #include "tests/attention_variants.hpp"
@@ -146,11 +147,13 @@ TEST_CASE("linearized attention backward matches finite differences for every va
                 return dot(out, r);
             };
             loss();
-            // start from nonzero gradients: backward must accumulate
-            std::vector<double> d_qkv(in.qkv.size(), 0.5), d_b_kv(in.b_kv.size(), 0.5), d_b_d(in.b_d.size(), 0.5);
+            // the bias gradients start nonzero (backward must accumulate them); d_qkv starts as NaN (backward overwrites
+            // every element: one it missed stays NaN and fails the check)
+            std::vector<double> d_qkv(in.qkv.size(), std::numeric_limits<double>::quiet_NaN());
+            std::vector<double> d_b_kv(in.b_kv.size(), 0.5), d_b_d(in.b_d.size(), 0.5);
             nn::linear_attention_backward(d_qkv.data(), d_b_kv.data(), d_b_d.data(), r.data(), in.qkv.data(), in.b_kv.data(),
                                           in.b_d.data(), in.random(), out.data(), cache, in.shape, in.options);
-            for (auto* g : {&d_qkv, &d_b_kv, &d_b_d})
+            for (auto* g : {&d_b_kv, &d_b_d})
                 for (auto& x : *g) x -= 0.5;
             check_gradient("attention.qkv", in.qkv, d_qkv, loss, 80);
             check_gradient("attention.b_kv", in.b_kv, d_b_kv, loss);

@@ -80,6 +80,7 @@ void compare_with_quadratic(const nn::AttentionShape& base_shape) {
                                          in.options);
             nn::linear_attention_backward(d_qkv.data(), d_b_kv.data(), d_b_d.data(), r.data(), in.qkv.data(), in.b_kv.data(),
                                           in.b_d.data(), in.random(), out.data(), cache, shape, in.options);
+            for (std::size_t i = 0; i < d_qkv.size(); ++i) d_qkv[i] += g_qkv[i];  // the quadratic form overwrites d_qkv
             const auto rec = run_recurrent<double>(in, r, g_qkv, g_bkv, g_bd, shape);
             CHECK(normwise_error(rec.out, out) <= 1e-12);
             CHECK(normwise_error(rec.d_qkv, d_qkv) <= 1e-10);

@@ -104,7 +104,11 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
             nn::linear_backward(d_att_.data(), G + o.w_o, G + o.b_o, d_residual_.data(), a.att.data(), P + o.w_o, N, C, C);
         else
             std::copy(d_residual_.begin(), d_residual_.end(), d_att_.begin());
-        zeroed(d_qkv_, N * 3 * C);
+        const bool quadratic_linear = spec_.attention != ModelSpec::Attention::softmax && !recurrent;
+        if (quadratic_linear)
+            d_qkv_.resize(N * 3 * C);  // linear_attention_backward writes every element
+        else
+            zeroed(d_qkv_, N * 3 * C);
         if (spec_.attention == ModelSpec::Attention::softmax)
             nn::softmax_attention_backward(d_qkv_.data(), d_att_.data(), a.qkv.data(), a.softmax, shape, soft);
         else if (recurrent)

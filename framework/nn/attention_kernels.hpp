@@ -92,12 +92,27 @@ inline void scatter_head(T* d_qkv, const T* d_q, const T* d_k, const T* d_v, std
     }
 }
 
-// Features of one head's T positions: φ (T, F) of x (T, D), then R_t φ_t (Definition B.1; a copy when RoPE is off).
+// Rows of one head: x (T, D) with rows `stride` elements apart (D: a contiguous buffer; 3C: in place in the
+// (B·T, 3C) QKV activations, as qkv + (b·T)·3C + part·C + h·D), copied into contiguous rows when `rows` needs it.
 template <class T>
-inline void head_features(T* phi, T* rot, const T* x, const AttentionShape& shape, const LinearAttentionOptions& options,
-                          const FeatureMapParams<T>& map) {
-    const std::size_t TT = shape.time, F = shape.features();
-    feature_map_forward(phi, x, TT, shape.head_dim, map);
+inline const T* contiguous_rows(const T* x, std::size_t stride, std::size_t rows, std::size_t D, std::vector<T>& copy) {
+    if (stride == D) return x;
+    copy.resize(std::max(copy.size(), rows * D));
+    for (std::size_t t = 0; t < rows; ++t) std::copy(x + t * stride, x + t * stride + D, copy.data() + t * D);
+    return copy.data();
+}
+
+// Features of one head's T positions: φ (T, F) of x (T, D) (rows x_stride apart, read in place for the elementwise
+// maps), then R_t φ_t (Definition B.1; a copy when RoPE is off). Per element the same arithmetic for any stride.
+template <class T>
+inline void head_features(T* phi, T* rot, const T* x, std::size_t x_stride, const AttentionShape& shape,
+                          const LinearAttentionOptions& options, const FeatureMapParams<T>& map, std::vector<T>& x_rows) {
+    const std::size_t TT = shape.time, F = shape.features(), D = shape.head_dim;
+    if (map.map == FeatureMap::performer || x_stride == D) {  // performer: one GEMM over the head's rows
+        feature_map_forward(phi, contiguous_rows(x, x_stride, TT, D, x_rows), TT, D, map);
+    } else {
+        for (std::size_t t = 0; t < TT; ++t) feature_map_forward(phi + t * F, x + t * x_stride, 1, D, map);
+    }
     const profile::Scope scope(options.rope != nullptr ? profile::Kind::rope : profile::Kind::attention);
     for (std::size_t t = 0; t < TT; ++t) {
         if (options.rope != nullptr)
@@ -108,11 +123,13 @@ inline void head_features(T* phi, T* rot, const T* x, const AttentionShape& shap
 }
 
 // d_x (T, D) = ∂/∂x of the features' contribution: d φ_t (T, F) += R_tᵀ d rot_t, then back through φ.
-// d_phi is modified in place; d_x is overwritten.
+// d_phi is modified in place. x has rows x_stride apart (see head_features). d_x is overwritten: contiguous (d_x_stride
+// = D) with d_x = 0 + (∂φ/∂x)ᵀ d φ (a zeroed buffer accumulated into); strided (in place in d_qkv) with 0 + that, the
+// value scatter_head leaves in a zeroed d_qkv, bit for bit.
 template <class T>
-inline void head_features_backward(T* d_x, T* d_phi, const T* d_rot, const T* x, const T* phi, const AttentionShape& shape,
-                                   const LinearAttentionOptions& options, const FeatureMapParams<T>& map,
-                                   std::vector<T>& scratch) {
+inline void head_features_backward(T* d_x, std::size_t d_x_stride, T* d_phi, const T* d_rot, const T* x, std::size_t x_stride,
+                                   const T* phi, const AttentionShape& shape, const LinearAttentionOptions& options,
+                                   const FeatureMapParams<T>& map, std::vector<T>& scratch, std::vector<T>& x_rows) {
     const std::size_t TT = shape.time, F = shape.features(), D = shape.head_dim;
     scratch.resize(std::max(scratch.size(), F));
     {
@@ -126,8 +143,40 @@ inline void head_features_backward(T* d_x, T* d_phi, const T* d_rot, const T* x,
             }
         }
     }
-    std::fill(d_x, d_x + TT * D, T(0));
-    feature_map_backward(d_x, d_phi, x, phi, TT, D, map, scratch);
+    if (map.map == FeatureMap::performer || (x_stride == D && d_x_stride == D)) {
+        x_rows.resize(std::max(x_rows.size(), 2 * TT * D));  // [x rows | d_x rows]: no reallocation below
+        const T* x_flat = contiguous_rows(x, x_stride, TT, D, x_rows);
+        if (d_x_stride == D) {
+            std::fill(d_x, d_x + TT * D, T(0));
+            feature_map_backward(d_x, d_phi, x_flat, phi, TT, D, map, scratch);
+            return;
+        }
+        // performer into strided rows: through a contiguous buffer (after x_rows's rows)
+        T* flat = x_rows.data() + TT * D;
+        std::fill(flat, flat + TT * D, T(0));
+        feature_map_backward(flat, d_phi, x_flat, phi, TT, D, map, scratch);
+        for (std::size_t t = 0; t < TT; ++t)
+            for (std::size_t d = 0; d < D; ++d) d_x[t * d_x_stride + d] = T(0) + flat[t * D + d];
+        return;
+    }
+    // elementwise maps row by row, in place: d_x_t = 0, d_x_t += (∂φ/∂x_t)ᵀ d φ_t
+    for (std::size_t t = 0; t < TT; ++t) {
+        T* row = d_x + t * d_x_stride;
+        std::fill(row, row + D, T(0));
+        feature_map_backward(row, d_phi + t * F, x + t * x_stride, phi + t * F, 1, D, map, scratch);
+        for (std::size_t d = 0; d < D; ++d) row[d] = T(0) + row[d];  // scatter_head's add into the zeroed d_qkv
+    }
+}
+
+// Whether a head's b_KV (F, D) is all zeros. Then the products with it, rq b_KV (forward) and d_num b_KVᵀ (backward),
+// are +0 in every element (each a sum of products with 0, accumulated from +0) and adding them to a product written
+// with β = 0 (which is never -0) changes no bit: the kernels skip them. (A non-finite rq or d_num would have made
+// them NaN; such a step has a non-finite loss either way.)
+template <class T>
+inline bool bias_kv_is_zero(const T* head_bkv, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i)
+        if (head_bkv[i] != T(0)) return false;
+    return true;
 }
 
 // Zeroes the entries of a (T, T) score matrix whose key j the query i does not see.
@@ -135,9 +184,13 @@ template <class T>
 inline void apply_mask(T* scores, std::size_t time, const AttentionMask& mask) {
     for (std::size_t i = 0; i < time; ++i) {
         const std::size_t visible = mask.visible_prefix(i, time);
-        const bool self = mask.self_extra(i, time);
-        for (std::size_t j = visible; j < time; ++j)
-            if (!(self && j == i)) scores[i * time + j] = T(0);
+        T* row = scores + i * time;
+        if (mask.self_extra(i, time) && i >= visible) {  // keys [visible, time) except i itself
+            std::fill(row + visible, row + i, T(0));
+            std::fill(row + i + 1, row + time, T(0));
+        } else {
+            std::fill(row + visible, row + time, T(0));
+        }
     }
 }
 

@@ -27,17 +27,27 @@
 
 namespace iclab::nn {
 
-// A row-major matrix viewed over memory owned elsewhere (a flat parameter or activation buffer).
+// A row-major matrix viewed over memory owned elsewhere (a flat parameter or activation buffer). Row r starts at
+// data + r·stride (the leading dimension): stride 0 means cols (contiguous rows); a larger stride views a column block
+// of a wider buffer, e.g. one head's (T, D) columns of the (B·T, 3C) QKV activations, which OpenBLAS reads in place.
 template <class T>
 struct MatrixRef {
     T* data;
     std::size_t rows;
     std::size_t cols;
+    std::size_t stride = 0;
+    std::size_t leading() const { return stride != 0 ? stride : cols; }
 };
 
 template <class T>
 MatrixRef<T> matrix(T* data, std::size_t rows, std::size_t cols) {
     return {data, rows, cols};
+}
+
+// The same with rows `stride` elements apart (stride >= cols).
+template <class T>
+MatrixRef<T> strided_matrix(T* data, std::size_t rows, std::size_t cols, std::size_t stride) {
+    return {data, rows, cols, stride};
 }
 
 namespace detail {
@@ -107,10 +117,11 @@ inline GemmCounter gemm_counter;  // the process's one counter (C++17 inline var
 
 namespace detail {
 template <class T>
-void gemm_compute(T* out, const T* a, std::size_t a_cols, const T* b, std::size_t b_cols, std::size_t m, std::size_t n,
-                  std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta) {
+void gemm_compute(T* out, std::size_t out_ld, const T* a, std::size_t a_cols, const T* b, std::size_t b_cols,
+                  std::size_t m, std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta) {
+    // a_cols, b_cols, out_ld: the leading dimensions (row strides) of a, b and out
     const int lda = static_cast<int>(std::max<std::size_t>(a_cols, 1)), ldb = static_cast<int>(std::max<std::size_t>(b_cols, 1));
-    const int ldc = static_cast<int>(n);
+    const int ldc = static_cast<int>(out_ld);
     const std::size_t blocks = (m + kGemmRowBlock - 1) / kGemmRowBlock;
     const std::size_t inner_blocks = (k + kGemmInnerBlock - 1) / kGemmInnerBlock;
     if (blocks == 1 && inner_blocks >= 2) {
@@ -127,13 +138,23 @@ void gemm_compute(T* out, const T* a, std::size_t a_cols, const T* b, std::size_
             const T* a_block = transpose_a ? a + first * a_cols : a + first;
             const T* b_block = transpose_b ? b + first : b + first * b_cols;
             blas_gemm(transpose_a, transpose_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(terms), alpha,
-                      a_block, lda, b_block, ldb, T(0), partial + p * m * n, ldc);
+                      a_block, lda, b_block, ldb, T(0), partial + p * m * n, static_cast<int>(n));
         }
+        if (out_ld == n) {
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
-        for (std::size_t i = 0; i < m * n; ++i) {
-            T sum = beta == T(0) ? T(0) : beta * out[i];
-            for (std::size_t p = 0; p < inner_blocks; ++p) sum += partial[p * m * n + i];
-            out[i] = sum;
+            for (std::size_t i = 0; i < m * n; ++i) {
+                T sum = beta == T(0) ? T(0) : beta * out[i];
+                for (std::size_t p = 0; p < inner_blocks; ++p) sum += partial[p * m * n + i];
+                out[i] = sum;
+            }
+        } else {  // the same sums, rows of out out_ld apart
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+            for (std::size_t r = 0; r < m; ++r)
+                for (std::size_t c = 0; c < n; ++c) {
+                    T sum = beta == T(0) ? T(0) : beta * out[r * out_ld + c];
+                    for (std::size_t p = 0; p < inner_blocks; ++p) sum += partial[p * m * n + r * n + c];
+                    out[r * out_ld + c] = sum;
+                }
         }
         return;
     }
@@ -147,7 +168,7 @@ void gemm_compute(T* out, const T* a, std::size_t a_cols, const T* b, std::size_
         // rows [first, first + rows) of op(a): rows of a, or columns of a when transposed
         const T* a_block = transpose_a ? a + first : a + first * a_cols;
         blas_gemm(transpose_a, transpose_b, static_cast<int>(rows), n, k, alpha, a_block, lda, b, ldb, beta,
-                  out + first * n, ldc);
+                  out + first * out_ld, ldc);
     }
 }
 }  // namespace detail
@@ -163,28 +184,37 @@ void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool tra
     ICLAB_CHECK(k == k_b, "gemm: inner dimensions differ: op(a) is " << m << "x" << k << ", op(b) is " << k_b << "x" << n);
     ICLAB_CHECK(out.rows == m && out.cols == n,
                 "gemm: output is " << out.rows << "x" << out.cols << " but op(a)·op(b) is " << m << "x" << n);
+    ICLAB_CHECK(out.leading() >= out.cols && a.leading() >= a.cols && b.leading() >= b.cols,
+                "gemm: a row stride is smaller than its row");
     if (m == 0 || n == 0) return;
     // small: called inside a parallel region (per (batch, head)); omp_get_level counts a team of one thread too
     const profile::Scope scope(profile::profiler.enabled && omp_get_level() > 0 ? profile::Kind::gemm_small
                                                                                 : profile::Kind::gemm_large);
+    const std::size_t ldc = out.leading();
     if (k == 0) {  // BLAS would be asked for an empty inner product: define the result ourselves
-        for (std::size_t i = 0; i < m * n; ++i) out.data[i] = beta == T(0) ? T(0) : beta * out.data[i];
+        for (std::size_t r = 0; r < m; ++r)
+            for (std::size_t c = 0; c < n; ++c) {
+                T& y = out.data[r * ldc + c];
+                y = beta == T(0) ? T(0) : beta * y;
+            }
         return;
     }
     if (gemm_counter.enabled) {
         const double start = omp_get_wtime();
-        detail::gemm_compute(out.data, a.data, a.cols, b.data, b.cols, m, n, k, transpose_a, transpose_b, alpha, beta);
+        detail::gemm_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha,
+                             beta);
         gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
         return;
     }
-    detail::gemm_compute(out.data, a.data, a.cols, b.data, b.cols, m, n, k, transpose_a, transpose_b, alpha, beta);
+    detail::gemm_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha,
+                             beta);
 }
 
 template <class T>
 void gemm(MatrixRef<T> out, MatrixRef<T> a, MatrixRef<T> b, bool transpose_a, bool transpose_b, T alpha = T(1),
           T beta = T(0)) {
-    gemm<T>(out, MatrixRef<const T>{a.data, a.rows, a.cols}, MatrixRef<const T>{b.data, b.rows, b.cols}, transpose_a,
-            transpose_b, alpha, beta);
+    gemm<T>(out, MatrixRef<const T>{a.data, a.rows, a.cols, a.stride}, MatrixRef<const T>{b.data, b.rows, b.cols, b.stride},
+            transpose_a, transpose_b, alpha, beta);
 }
 
 }  // namespace iclab::nn

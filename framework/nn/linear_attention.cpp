@@ -27,8 +27,8 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
     {
         // per-thread scratch kept between calls (no allocation inside a training step); every element is written
         // before it is read
-        thread_local std::vector<T> q, k, v, num, key_sum, scores;
-        for (auto* buffer : {&q, &k, &v, &num}) buffer->resize(TT * D);
+        thread_local std::vector<T> num, key_sum, scores, x_rows;
+        num.resize(TT * D);
         key_sum.resize(F);
         scores.resize(TT * TT);
 #pragma omp for schedule(static)
@@ -41,17 +41,25 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
             T* rot_k = cache.rot_k.data() + base;
             T* den = cache.den.data() + bh * TT;
             const T* head_bkv = b_kv + h * F * D;  // (F, D)
+            // q, k, v of this head read in place: rows 3C apart in qkv (B, T, 3C)
+            const T* q = qkv + b * TT * 3 * C + h * D;
+            const T* k = q + C;
+            const T* v = q + 2 * C;
             // Features of every position first: φ, then R_t φ (Definition B.1).
-            gather_head(q.data(), k.data(), v.data(), qkv, b, h, shape);
-            head_features(phi_q, rot_q, q.data(), shape, options, map);
-            head_features(phi_k, rot_k, k.data(), shape, options, map);
+            head_features(phi_q, rot_q, q, 3 * C, shape, options, map, x_rows);
+            head_features(phi_k, rot_k, k, 3 * C, shape, options, map, x_rows);
             // Numerator (Eq. 13) with two GEMMs: S = mask ⊙ (rq rkᵀ) (T, T);  num = rq b_KV + S v  (T, D)
             T* S = cache.keep_scores ? cache.scores.data() + bh * TT * TT : scores.data();
             gemm<T>(matrix(S, TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true);
             apply_mask(S, TT, options.mask);
-            gemm<T>(matrix(num.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D), false, false);
-            gemm<T>(matrix(num.data(), TT, D), matrix<const T>(S, TT, TT), matrix<const T>(v.data(), TT, D), false, false, T(1),
-                    T(1));
+            // b_KV = 0 (its initial value; frozen unless model.attention_bias_trainable): rq b_KV is +0 throughout and
+            // S v + (+0) has the bits of S v written with β = 0, so the first product is skipped (bias_kv_is_zero)
+            const bool with_bkv = !(options.skip_zero_bias_kv && bias_kv_is_zero(head_bkv, F * D));
+            if (with_bkv)
+                gemm<T>(matrix(num.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D), false,
+                        false);
+            gemm<T>(matrix(num.data(), TT, D), matrix<const T>(S, TT, TT), strided_matrix(v, TT, D, 3 * C), false, false, T(1),
+                    with_bkv ? T(1) : T(0));
             if (options.normalize)
                 normalizer_forward(den, phi_q, phi_k, b_d + h * F, TT, F, options.mask, eps, key_sum);
             else
@@ -86,9 +94,9 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
 
 #pragma omp parallel
     {
-        thread_local std::vector<T> q, k, v, d_q, d_k, d_v, d_num, d_den, d_rot_q, d_rot_k, d_phi_q, d_phi_k, key_sum, buckets,
-            scratch, scores, d_scores;  // kept between calls; every element is written before it is read
-        for (auto* buffer : {&q, &k, &v, &d_q, &d_k, &d_v, &d_num}) buffer->resize(TT * D);
+        thread_local std::vector<T> d_num, d_den, d_rot_q, d_rot_k, d_phi_q, d_phi_k, key_sum, buckets, scratch, x_rows, scores,
+            d_scores;  // kept between calls; every element is written before it is read
+        d_num.resize(TT * D);
         for (auto* buffer : {&d_rot_q, &d_rot_k, &d_phi_q, &d_phi_k}) buffer->resize(TT * F);
         d_den.resize(TT);
         key_sum.resize(F);
@@ -106,7 +114,13 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
             const T* head_bkv = b_kv + h * F * D;
             T* part_bkv = partial_bkv.data() + bh * F * D;
             T* part_bd = partial_bd.data() + bh * F;
-            gather_head(q.data(), k.data(), v.data(), qkv, b, h, shape);
+            // q, k, v of this head read in place (rows 3C apart), and their gradients written in place into d_qkv
+            const T* q = qkv + b * TT * 3 * C + h * D;
+            const T* k = q + C;
+            const T* v = q + 2 * C;
+            T* d_q = d_qkv + b * TT * 3 * C + h * D;
+            T* d_k = d_q + C;
+            T* d_v = d_q + 2 * C;
             for (std::size_t t = 0; t < TT; ++t) {
                 // out = num / den:  d_num = d_out / den ;  d_den = -(d_out · out) / den
                 const T* dy = d_out + (b * TT + t) * C + h * D;
@@ -124,16 +138,19 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
                         true);
                 apply_mask(scores.data(), TT, options.mask);
             }
-            gemm<T>(matrix(d_scores.data(), TT, TT), matrix<const T>(d_num.data(), TT, D), matrix<const T>(v.data(), TT, D),
+            gemm<T>(matrix(d_scores.data(), TT, TT), matrix<const T>(d_num.data(), TT, D), strided_matrix(v, TT, D, 3 * C),
                     false, true);
             apply_mask(d_scores.data(), TT, options.mask);
             gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_k, TT, F),
                     false, false);
-            gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_num.data(), TT, D), matrix<const T>(head_bkv, F, D), false,
-                    true, T(1), T(1));
+            if (!(options.skip_zero_bias_kv && bias_kv_is_zero(head_bkv, F * D)))  // else + (+0): skipped (forward)
+                gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_num.data(), TT, D), matrix<const T>(head_bkv, F, D),
+                        false, true, T(1), T(1));
             gemm<T>(matrix(d_rot_k.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), true,
                     false);
-            gemm<T>(matrix(d_v.data(), TT, D), matrix<const T>(S, TT, TT), matrix<const T>(d_num.data(), TT, D), true, false);
+            // d v written in place (β = 0: the values of the separate buffer that scatter_head added to a zeroed d_qkv)
+            gemm<T>(strided_matrix(d_v, TT, D, 3 * C), matrix<const T>(S, TT, TT), matrix<const T>(d_num.data(), TT, D), true,
+                    false);
             gemm<T>(matrix(part_bkv, F, D), matrix<const T>(rot_q, TT, F), matrix<const T>(d_num.data(), TT, D), true, false);
             // Denominator (kernel normalizer) contributions go straight to d φ (it uses unrotated features).
             std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));
@@ -142,9 +159,10 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
                 normalizer_backward(d_phi_q.data(), d_phi_k.data(), part_bd, d_den.data(), phi_q, phi_k, b_d + h * F, TT, F,
                                     options.mask, key_sum, buckets);
             // Back through RoPE (d φ += R_tᵀ d rot) and φ into d_qkv.
-            head_features_backward(d_q.data(), d_phi_q.data(), d_rot_q.data(), q.data(), phi_q, shape, options, map, scratch);
-            head_features_backward(d_k.data(), d_phi_k.data(), d_rot_k.data(), k.data(), phi_k, shape, options, map, scratch);
-            scatter_head(d_qkv, d_q.data(), d_k.data(), d_v.data(), b, h, shape);
+            head_features_backward(d_q, 3 * C, d_phi_q.data(), d_rot_q.data(), q, 3 * C, phi_q, shape, options, map, scratch,
+                                   x_rows);
+            head_features_backward(d_k, 3 * C, d_phi_k.data(), d_rot_k.data(), k, 3 * C, phi_k, shape, options, map, scratch,
+                                   x_rows);
         }
     }
     reduce_bias_gradients(d_b_kv, d_b_d, partial_bkv, partial_bd, B, H, F, D);

@@ -41,6 +41,9 @@ struct LinearAttentionOptions {
     double unnormalized_scale = 1.0;
     const RopeTable* rope = nullptr;  // RoPE on when set
     AttentionMask mask;               // causal by default (Eq. 13)
+    // Skip the quadratic form's products with b_KV where a head's b_KV is all zeros (bit-identical: kernels::
+    // bias_kv_is_zero). false runs them anyway (tests compare the two).
+    bool skip_zero_bias_kv = true;
 };
 
 template <class T>
@@ -80,7 +83,9 @@ template <class T>
 void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv, const T* b_d,
                               const T* random_features, const AttentionShape& shape, const LinearAttentionOptions& options);
 
-// d_qkv (B, T, 3C) +=, d_b_kv (H, F, D) +=, d_b_d (H, F) += ; out is forward's output.
+// d_qkv (B, T, 3C) =, d_b_kv (H, F, D) +=, d_b_d (H, F) += ; out is forward's output. d_qkv is overwritten (every
+// element, in place per head: no gather into per-head buffers), with the values the accumulating form left in a zeroed
+// d_qkv, bit for bit (0 + g).
 template <class T>
 void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, const T* qkv, const T* b_kv,
                                const T* b_d, const T* random_features, const T* out, const LinearAttentionCache<T>& cache,

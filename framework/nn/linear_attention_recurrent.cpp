@@ -34,7 +34,7 @@ void linear_attention_recurrent_forward(T* out, LinearAttentionStateCache<T>& ca
 
 #pragma omp parallel
     {
-        std::vector<T> q(TT * D), k(TT * D), v(TT * D), state(F * D), key_sum(F), num(D);  // S_i (F, D), num_i (D)
+        std::vector<T> q(TT * D), k(TT * D), v(TT * D), state(F * D), key_sum(F), num(D), x_rows;  // S_i (F, D), num_i (D)
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
@@ -45,8 +45,8 @@ void linear_attention_recurrent_forward(T* out, LinearAttentionStateCache<T>& ca
             T* rot_k = cache.rot_k.data() + base;
             T* den = cache.den.data() + bh * TT;
             gather_head(q.data(), k.data(), v.data(), qkv, b, h, shape);
-            head_features(phi_q, rot_q, q.data(), shape, options, map);
-            head_features(phi_k, rot_k, k.data(), shape, options, map);
+            head_features(phi_q, rot_q, q.data(), D, shape, options, map, x_rows);
+            head_features(phi_k, rot_k, k.data(), D, shape, options, map, x_rows);
             // z_i: den_i = φ(q_i)ᵀ z_i + eps with z_{-1} = b_D, z_i = z_{i-1} + φ(k_i)   (Eq. 13, 19)
             if (options.normalize)
                 normalizer_forward(den, phi_q, phi_k, b_d + h * F, TT, F, options.mask, eps, key_sum);
@@ -91,7 +91,7 @@ void linear_attention_recurrent_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T*
     {
         std::vector<T> state_t(D * F), d_state(F * D), d_state_t(D * F);  // S_iᵀ (D, F), G_i (F, D), G_iᵀ (D, F)
         std::vector<T> q(TT * D), k(TT * D), v(TT * D), d_q(TT * D), d_k(TT * D), d_v(TT * D), d_num(TT * D), d_den(TT);
-        std::vector<T> d_rot_q(TT * F), d_rot_k(TT * F), d_phi_q(TT * F), d_phi_k(TT * F), key_sum, buckets, scratch;
+        std::vector<T> d_rot_q(TT * F), d_rot_k(TT * F), d_phi_q(TT * F), d_phi_k(TT * F), key_sum, buckets, scratch, x_rows;
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
@@ -138,8 +138,10 @@ void linear_attention_recurrent_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T*
             if (options.normalize)
                 normalizer_backward(d_phi_q.data(), d_phi_k.data(), partial_bd.data() + bh * F, d_den.data(), phi_q, phi_k,
                                     b_d + h * F, TT, F, options.mask, key_sum, buckets);
-            head_features_backward(d_q.data(), d_phi_q.data(), d_rot_q.data(), q.data(), phi_q, shape, options, map, scratch);
-            head_features_backward(d_k.data(), d_phi_k.data(), d_rot_k.data(), k.data(), phi_k, shape, options, map, scratch);
+            head_features_backward(d_q.data(), D, d_phi_q.data(), d_rot_q.data(), q.data(), D, phi_q, shape, options, map,
+                                   scratch, x_rows);
+            head_features_backward(d_k.data(), D, d_phi_k.data(), d_rot_k.data(), k.data(), D, phi_k, shape, options, map,
+                                   scratch, x_rows);
             scatter_head(d_qkv, d_q.data(), d_k.data(), d_v.data(), b, h, shape);
         }
     }

@@ -1,0 +1,136 @@
+// The linear-attention kernels reading q, k, v in place in the (B·T, 3C) QKV buffer and writing d_qkv in place
+// (issue 23), against the path they replace, written out here: gathered per-head rows, RoPE row by row with
+// RopeTable::rotate, d_x accumulated into a zeroed buffer and scattered into a zeroed d_qkv. Equal bit for bit in
+// float (and double), every feature map, RoPE on and off. The whole kernels' gradients are checked against finite
+// differences in test_attention.cpp (every variant, d_qkv starting as NaN).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "framework/nn/attention_kernels.hpp"
+#include "tests/attention_variants.hpp"
+
+using namespace iclab;
+using namespace iclab::testing;
+
+namespace {
+
+template <class T>
+std::vector<T> cast(const std::vector<double>& x) {
+    return std::vector<T>(x.begin(), x.end());
+}
+
+template <class T>
+bool same_bits(const T* a, const T* b, std::size_t n) {
+    return std::memcmp(a, b, n * sizeof(T)) == 0;
+}
+
+template <class T>
+void check_in_place(const Variant& variant) {
+    Rng rng(57);
+    const nn::AttentionShape base{2, 9, 3, 4};  // B, T, H, D: C = 12
+    const AttentionInputs in = random_inputs(variant, base, rng);
+    const nn::AttentionShape& shape = in.shape;
+    const std::size_t TT = shape.time, D = shape.head_dim, F = shape.features(), C = shape.width(), H = shape.heads;
+    const std::vector<T> qkv = cast<T>(in.qkv), random = cast<T>(in.random_features);
+    const nn::FeatureMapParams<T> map = nn::feature_map_params(shape, in.options, random.empty() ? nullptr : random.data());
+    std::vector<T> d_qkv_old(qkv.size(), T(0)), d_qkv_new(qkv.size(), T(0));
+    std::vector<T> q(TT * D), k(TT * D), v(TT * D), scratch, x_rows;
+    for (std::size_t b = 0; b < shape.batch; ++b)
+        for (std::size_t h = 0; h < H; ++h) {
+            INFO(describe(variant) << " b " << b << " h " << h);
+            nn::kernels::gather_head(q.data(), k.data(), v.data(), qkv.data(), b, h, shape);
+            const T* q_in_place = qkv.data() + b * TT * 3 * C + h * D;
+            // forward features: old (gathered rows, rotate per row) and new (in place, rotate_rows)
+            std::vector<T> phi_old(TT * F), rot_old(TT * F), phi_new(TT * F), rot_new(TT * F);
+            nn::feature_map_forward(phi_old.data(), q.data(), TT, D, map);
+            for (std::size_t t = 0; t < TT; ++t) {
+                if (in.options.rope != nullptr)
+                    in.options.rope->rotate(rot_old.data() + t * F, phi_old.data() + t * F, t, false);
+                else
+                    std::copy(phi_old.begin() + t * F, phi_old.begin() + (t + 1) * F, rot_old.begin() + t * F);
+            }
+            nn::kernels::head_features(phi_new.data(), rot_new.data(), q_in_place, 3 * C, shape, in.options, map, x_rows);
+            CHECK(same_bits(phi_old.data(), phi_new.data(), TT * F));
+            CHECK(same_bits(rot_old.data(), rot_new.data(), TT * F));
+            // backward: d φ += R_tᵀ d rot, then d q; old into a zeroed (T, D) buffer scattered, new in place
+            const std::vector<T> d_phi = cast<T>(random_vector(TT * F, rng)), d_rot = cast<T>(random_vector(TT * F, rng));
+            std::vector<T> d_phi_old = d_phi, d_phi_new = d_phi, d_q(TT * D, T(0)), row(F);
+            for (std::size_t t = 0; t < TT; ++t) {
+                if (in.options.rope != nullptr) {
+                    in.options.rope->rotate(row.data(), d_rot.data() + t * F, t, true);
+                    nn::kernels::axpy(d_phi_old.data() + t * F, T(1), row.data(), F);
+                } else {
+                    nn::kernels::axpy(d_phi_old.data() + t * F, T(1), d_rot.data() + t * F, F);
+                }
+            }
+            nn::feature_map_backward(d_q.data(), d_phi_old.data(), q.data(), phi_old.data(), TT, D, map, scratch);
+            nn::kernels::scatter_head(d_qkv_old.data(), d_q.data(), static_cast<const T*>(nullptr),
+                                      static_cast<const T*>(nullptr), b, h, shape);
+            nn::kernels::head_features_backward(d_qkv_new.data() + b * TT * 3 * C + h * D, 3 * C, d_phi_new.data(), d_rot.data(),
+                                                q_in_place, 3 * C, phi_new.data(), shape, in.options, map, scratch, x_rows);
+            CHECK(same_bits(d_phi_old.data(), d_phi_new.data(), TT * F));
+        }
+    CHECK(same_bits(d_qkv_old.data(), d_qkv_new.data(), qkv.size()));
+}
+
+}  // namespace
+
+TEST_CASE("attention features in place equal the gathered path bit for bit", "[attention][in_place]") {
+    for (auto map : all_feature_maps())
+        for (bool rope : {false, true}) {
+            const Variant variant{map, nn::feature_map_is_nonnegative(map), rope, true};
+            check_in_place<float>(variant);
+            check_in_place<double>(variant);
+        }
+}
+
+namespace {
+template <class T>
+struct AttentionRun {
+    std::vector<T> out, d_qkv, d_b_kv, d_b_d;
+};
+
+template <class T>
+AttentionRun<T> run_attention(const AttentionInputs& in, const std::vector<double>& d_out, bool skip_zero_bias_kv) {
+    nn::LinearAttentionOptions options = in.options;
+    options.skip_zero_bias_kv = skip_zero_bias_kv;
+    const std::vector<T> qkv = cast<T>(in.qkv), b_kv = cast<T>(in.b_kv), b_d = cast<T>(in.b_d), random = cast<T>(in.random_features),
+                         dy = cast<T>(d_out);
+    const T* r = random.empty() ? nullptr : random.data();
+    AttentionRun<T> run;
+    run.out.resize(dy.size());
+    run.d_qkv.resize(qkv.size());
+    run.d_b_kv.assign(b_kv.size(), T(0));
+    run.d_b_d.assign(b_d.size(), T(0));
+    nn::LinearAttentionCache<T> cache;
+    cache.keep_scores = true;
+    nn::linear_attention_forward(run.out.data(), cache, qkv.data(), b_kv.data(), b_d.data(), r, in.shape, options);
+    nn::linear_attention_backward(run.d_qkv.data(), run.d_b_kv.data(), run.d_b_d.data(), dy.data(), qkv.data(), b_kv.data(),
+                                  b_d.data(), r, run.out.data(), cache, in.shape, options);
+    return run;
+}
+
+template <class T>
+void check_zero_bias_skip(const Variant& variant) {
+    Rng rng(61);
+    const AttentionInputs in = random_inputs(variant, nn::AttentionShape{2, 9, 3, 4}, rng);
+    for (double x : in.b_kv) REQUIRE(x == 0.0);  // biases off: b_KV = 0, the case the kernels skip
+    const std::vector<double> d_out = random_vector(2 * 9 * 12, rng);
+    const AttentionRun<T> skipped = run_attention<T>(in, d_out, true), full = run_attention<T>(in, d_out, false);
+    INFO(describe(variant));
+    CHECK(same_bits(skipped.out.data(), full.out.data(), full.out.size()));
+    CHECK(same_bits(skipped.d_qkv.data(), full.d_qkv.data(), full.d_qkv.size()));
+    CHECK(same_bits(skipped.d_b_kv.data(), full.d_b_kv.data(), full.d_b_kv.size()));
+    CHECK(same_bits(skipped.d_b_d.data(), full.d_b_d.data(), full.d_b_d.size()));
+}
+}  // namespace
+
+TEST_CASE("attention with b_KV = 0 skips its products without changing a bit", "[attention][in_place]") {
+    for (const Variant& variant : all_variants())
+        if (!variant.biases) {
+            check_zero_bias_skip<float>(variant);
+            check_zero_bias_skip<double>(variant);
+        }
+}
