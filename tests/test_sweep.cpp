@@ -138,7 +138,7 @@ TEST_CASE("a sweep resumes an interrupted job, reruns a stale one, and reports a
 
 // A run whose config.yaml lacks a key the schema gained later (here model.attention_form, at its default "auto") is
 // the same job (its config resolved again equals the job's); an edited value is another config.
-TEST_CASE("a finished run made before the schema gained a key is the same job; an edited value is not", "[sweep][cli]") {
+TEST_CASE("a finished run made before the schema gained a key is the same job, an edited value is not", "[sweep][cli]") {
     Scratch scratch;
     const std::string out = " output.dir=" + scratch.path.string();
     const auto first = run_iclab("run -m " + kTiny + " seed=0,1 --jobs 2" + out, scratch.path);
