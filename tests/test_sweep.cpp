@@ -7,7 +7,10 @@
 #include <set>
 #include <sstream>
 
+#include <H5Cpp.h>
+
 #include "framework/core/check.hpp"
+#include "framework/core/hash.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/sweep.hpp"
 #include "tests/cli_helpers.hpp"
@@ -162,6 +165,48 @@ TEST_CASE("a finished run made before the schema gained a key is the same job, a
     const auto refused = run_iclab("run -m " + kTiny + " seed=0,1 --jobs 2 --dry-run" + out, scratch.path);
     CHECK(refused.status == 2);
     CHECK_THAT(refused.err, Catch::Contains("holds a run of another config"));
+}
+
+// The checkpoint of a run stopped before the schema gained model.attention_form: its config (attribute, fingerprint and
+// config.yaml) lacks the key; today's binary resumes it. An edited config.yaml is still refused.
+TEST_CASE("a run stopped before the schema gained a key resumes, an edited config is refused", "[sweep][cli][resume]") {
+    Scratch scratch;
+    const auto stop = [&](const std::string& name) {
+        const auto stopped = run_iclab("run " + kTiny + " output.dir=" + scratch.path.string() + " output.name=" + name +
+                                           " --stop-after 6 --quiet", scratch.path);
+        REQUIRE(stopped.status == 0);
+        REQUIRE(fs::exists(scratch.path / name / "checkpoint.h5"));
+        return scratch.path / name;
+    };
+    const fs::path older = stop("older"), edited = stop("edited");
+    const std::string line = "  attention_form: \"auto\"\n";
+    std::string text = read_file(older / "config.yaml");
+    REQUIRE(text.find(line) != std::string::npos);
+    text.erase(text.find(line), line.size());
+    std::ofstream(older / "config.yaml", std::ios::trunc) << text;
+    {
+        H5::H5File raw((older / "checkpoint.h5").string(), H5F_ACC_RDWR);
+        H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+        type.setCset(H5T_CSET_UTF8);
+        for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+                 {"config", text}, {"config_fingerprint", iclab::fnv1a64_hex(text)}}) {
+            raw.removeAttr(name);
+            const char* chars = value.c_str();
+            raw.createAttribute(name, type, H5::DataSpace(H5S_SCALAR)).write(type, &chars);
+        }
+    }
+    const auto resumed = run_iclab("run --resume " + older.string() + " --quiet", scratch.path);
+    INFO(resumed.err);
+    CHECK(resumed.status == 0);
+    CHECK(fs::exists(older / "results.h5"));
+
+    std::string changed = read_file(edited / "config.yaml");
+    changed.replace(changed.find("rope_base: 10000.0"), 18, "rope_base: 500.0");
+    std::ofstream(edited / "config.yaml", std::ios::trunc) << changed;
+    const auto refused = run_iclab("run --resume " + edited.string() + " --quiet", scratch.path);
+    CHECK(refused.status == 2);
+    CHECK_THAT(refused.err, Catch::Contains("cannot resume"));
+    CHECK_FALSE(fs::exists(edited / "results.h5"));
 }
 
 TEST_CASE("a sweep file with grid and zip, bad jobs refused before anything runs, and the Slurm script", "[sweep][cli]") {

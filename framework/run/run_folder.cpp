@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 
 #include "framework/core/hash.hpp"
@@ -71,13 +72,23 @@ std::string first_difference(const std::string& now, const std::string& then) {
     }
 }
 
-// The checkpoint must have been written with exactly this resolved config.
+// The checkpoint must have been written with exactly this resolved config, or with the folder's config.yaml as it
+// is (byte for byte) when today's schema has keys that run's did not: `cfg`, that file resolved again, then differs
+// only by those keys at their defaults (the rule of framework/run/sweep.hpp resolve_again).
 void check_checkpoint_config(const io::ResultsReader& checkpoint, const config::Config& cfg) {
     const std::string stored = checkpoint.read_attr_string("/", "config");
     const std::string stored_fingerprint = checkpoint.read_attr_string("/", "config_fingerprint");
     ICLAB_INPUT_CHECK(config_fingerprint(stored) == stored_fingerprint,
                       checkpoint.path().string() << " is damaged: its config does not match its config_fingerprint");
     const std::string now = cfg.to_yaml();
+    if (config_fingerprint(now) != stored_fingerprint && !cfg.source_path().empty()) {
+        std::ifstream file(cfg.source_path(), std::ios::binary);
+        std::ostringstream text;
+        text << file.rdbuf();
+        if (file.good() || file.eof()) {
+            if (text.str() == stored) return;  // the schema gained keys since; every key of the run keeps its value
+        }
+    }
     ICLAB_INPUT_CHECK(config_fingerprint(now) == stored_fingerprint,
                       "cannot resume: the config (" << cfg.source_path() << ", fingerprint " << config_fingerprint(now)
                           << ") is not the one " << checkpoint.path().string() << " was written with (fingerprint "
