@@ -6,8 +6,8 @@
 //
 //   C (m, n) = alpha · op(A) (m, k) · op(B) (k, n) + beta · C      (row-major, any leading dimensions)
 //
-// Method: op(A) is packed into panels of kMr rows (k × kMr each, zero-padded), op(B) into panels of kNr columns
-// (k × kNr, zero-padded), into per-thread buffers kept between calls (no allocation in a step). Each kMr × kNr
+// Method: C in tiles of kMr rows × kNr columns, op(A) and op(B) read in place where they can be (else copied into
+// zero-padded panels, see small_gemm_blocked). Each kMr × kNr
 // tile of C is accumulated in a fixed-size local array the compiler keeps in vector registers (plain loops,
 // vectorized by -O3 -march; no intrinsics, so it runs on any x86-64 or other CPU), over p = 0, 1, ..., k-1 in
 // order, then written as alpha·acc (+ beta·C when beta != 0; beta = 0 never reads C, as BLAS).
@@ -40,18 +40,20 @@ constexpr std::size_t small_nr() {
     return 2 * kSimdBytes / sizeof(T);
 }
 
-// acc (kMr, kNr) = Σ_p a_panel[p, :]ᵀ b_panel[p, :], p in order.
+// acc (Mr, Nr) = Σ_p op(A)[i0 .. i0+Mr, p] op(B)[p, j0 .. j0+Nr], p in order; op(A)[i0 + r, p] = a[r·a_row + p·a_step],
+// op(B)[p, j0 + c] = b[p·b_step + c].
 template <class T, std::size_t Mr, std::size_t Nr>
-inline void small_gemm_tile(T (&acc)[Mr][Nr], const T* __restrict a_panel, const T* __restrict b_panel, std::size_t k) {
+inline void small_gemm_tile(T (&acc)[Mr][Nr], const T* __restrict a, std::size_t a_row, std::size_t a_step,
+                            const T* __restrict b, std::size_t b_step, std::size_t k) {
     for (std::size_t r = 0; r < Mr; ++r)
         for (std::size_t c = 0; c < Nr; ++c) acc[r][c] = T(0);
     for (std::size_t p = 0; p < k; ++p) {
-        const T* __restrict bp = b_panel + p * Nr;
-        const T* __restrict ap = a_panel + p * Mr;
+        const T* __restrict bp = b + p * b_step;
+        const T* __restrict ap = a + p * a_step;
         for (std::size_t r = 0; r < Mr; ++r) {
-            const T a = ap[r];
+            const T x = ap[r * a_row];
 #pragma omp simd
-            for (std::size_t c = 0; c < Nr; ++c) acc[r][c] += a * bp[c];
+            for (std::size_t c = 0; c < Nr; ++c) acc[r][c] += x * bp[c];
         }
     }
 }
@@ -59,27 +61,22 @@ inline void small_gemm_tile(T (&acc)[Mr][Nr], const T* __restrict a_panel, const
 }  // namespace detail
 
 // out (m, n, rows ldc apart) = alpha op(a) op(b) + beta out; a rows lda apart, b rows ldb apart. k >= 1.
+// op(A) is read in place (full panels of kMr rows); op(B) in place where it is not transposed and a panel has
+// kNr columns. Only op(B)ᵀ panels and the edge panels (fewer than kMr rows / kNr columns) are copied, zero-padded,
+// into per-thread buffers kept between calls (no allocation in a step). The copies change no sum.
 template <class T>
 void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, const T* b, std::size_t ldb, std::size_t m,
                         std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta) {
     constexpr std::size_t Mr = detail::kSmallMr, Nr = detail::small_nr<T>();
     const std::size_t a_panels = (m + Mr - 1) / Mr, b_panels = (n + Nr - 1) / Nr;
-    thread_local std::vector<T> a_pack, b_pack;  // kept between calls: no allocation once sized
-    if (a_pack.size() < a_panels * k * Mr) a_pack.resize(a_panels * k * Mr);
+    thread_local std::vector<T> a_edge, b_pack;  // kept between calls: no allocation once sized
+    if (a_edge.size() < k * Mr) a_edge.resize(k * Mr);
     if (b_pack.size() < b_panels * k * Nr) b_pack.resize(b_panels * k * Nr);
-    // op(a)[i, p] = a[i·lda + p], or a[p·lda + i] when transposed; likewise op(b)[p, j]
-    for (std::size_t ip = 0; ip < a_panels; ++ip) {
-        T* panel = a_pack.data() + ip * k * Mr;
-        const std::size_t i0 = ip * Mr, rows = std::min(Mr, m - i0);
-        for (std::size_t p = 0; p < k; ++p) {
-            T* dst = panel + p * Mr;
-            for (std::size_t r = 0; r < rows; ++r) dst[r] = transpose_a ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p];
-            for (std::size_t r = rows; r < Mr; ++r) dst[r] = T(0);
-        }
-    }
+    // op(b)[p, j] = b[p·ldb + j], or b[j·ldb + p] when transposed: panels copied where they cannot be read in place
     for (std::size_t jp = 0; jp < b_panels; ++jp) {
-        T* panel = b_pack.data() + jp * k * Nr;
         const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
+        if (!transpose_b && cols == Nr) continue;
+        T* panel = b_pack.data() + jp * k * Nr;
         for (std::size_t p = 0; p < k; ++p) {
             T* dst = panel + p * Nr;
             if (transpose_b)
@@ -92,9 +89,22 @@ void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, co
     alignas(64) T acc[Mr][Nr];
     for (std::size_t ip = 0; ip < a_panels; ++ip) {
         const std::size_t i0 = ip * Mr, rows = std::min(Mr, m - i0);
+        // op(a)[i0 + r, p] = a_panel[r·a_row + p·a_step]: a itself, or the zero-padded copy of an edge panel
+        const T* a_panel = transpose_a ? a + i0 : a + i0 * lda;
+        std::size_t a_row = transpose_a ? 1 : lda, a_step = transpose_a ? lda : 1;
+        if (rows < Mr) {
+            for (std::size_t p = 0; p < k; ++p)
+                for (std::size_t r = 0; r < Mr; ++r)
+                    a_edge[p * Mr + r] = r < rows ? (transpose_a ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p]) : T(0);
+            a_panel = a_edge.data();
+            a_row = 1;
+            a_step = Mr;
+        }
         for (std::size_t jp = 0; jp < b_panels; ++jp) {
             const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
-            detail::small_gemm_tile<T, Mr, Nr>(acc, a_pack.data() + ip * k * Mr, b_pack.data() + jp * k * Nr, k);
+            const bool in_place = !transpose_b && cols == Nr;
+            detail::small_gemm_tile<T, Mr, Nr>(acc, a_panel, a_row, a_step, in_place ? b + j0 : b_pack.data() + jp * k * Nr,
+                                               in_place ? ldb : Nr, k);
             for (std::size_t r = 0; r < rows; ++r) {
                 T* y = out + (i0 + r) * ldc + j0;
                 if (beta == T(0))
