@@ -193,6 +193,7 @@ nn::LinearAttentionOptions Transformer<T>::attention_options() const {
     options.mask.prefix_length = prefix_length_;
     options.mask.isolate_queries = spec_.isolate_queries;
     options.mask.query_self = spec_.query_self;
+    options.small_gemm = spec_.small_gemm;
     return options;
 }
 

@@ -24,6 +24,7 @@
 
 #include "framework/core/check.hpp"
 #include "framework/core/profile.hpp"
+#include "framework/nn/small_gemm.hpp"
 
 namespace iclab::nn {
 
@@ -174,9 +175,11 @@ void gemm_compute(T* out, std::size_t out_ld, const T* a, std::size_t a_cols, co
 }  // namespace detail
 
 // out = alpha * op(a) · op(b) + beta * out. transpose_a / transpose_b apply op = transpose.
+// kernel: SmallGemm::openblas (default; the row/inner blocking above) or SmallGemm::blocked (small_gemm.hpp, one serial
+// call: for the per-(batch, head) attention products, opt-in through model.small_gemm; rounds differently).
 template <class T>
 void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b,
-          T alpha = T(1), T beta = T(0)) {
+          T alpha = T(1), T beta = T(0), SmallGemm kernel = SmallGemm::openblas) {
     const std::size_t m = transpose_a ? a.cols : a.rows;
     const std::size_t k = transpose_a ? a.rows : a.cols;
     const std::size_t k_b = transpose_b ? b.cols : b.rows;
@@ -199,6 +202,13 @@ void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool tra
             }
         return;
     }
+    if (kernel == SmallGemm::blocked) {
+        const double start = gemm_counter.enabled ? omp_get_wtime() : 0.0;
+        small_gemm_blocked(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha,
+                           beta);
+        if (gemm_counter.enabled) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
+        return;
+    }
     if (gemm_counter.enabled) {
         const double start = omp_get_wtime();
         detail::gemm_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha,
@@ -212,9 +222,9 @@ void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool tra
 
 template <class T>
 void gemm(MatrixRef<T> out, MatrixRef<T> a, MatrixRef<T> b, bool transpose_a, bool transpose_b, T alpha = T(1),
-          T beta = T(0)) {
+          T beta = T(0), SmallGemm kernel = SmallGemm::openblas) {
     gemm<T>(out, MatrixRef<const T>{a.data, a.rows, a.cols, a.stride}, MatrixRef<const T>{b.data, b.rows, b.cols, b.stride},
-            transpose_a, transpose_b, alpha, beta);
+            transpose_a, transpose_b, alpha, beta, kernel);
 }
 
 }  // namespace iclab::nn

@@ -22,6 +22,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
     const T eps = static_cast<T>(options.eps);
     const T fixed_den = static_cast<T>(1.0 / options.unnormalized_scale);
     const FeatureMapParams<T> map = feature_map_params(shape, options, random_features);
+    const SmallGemm sg = options.small_gemm;  // the per-(batch, head) products' kernel (model.small_gemm)
 
 #pragma omp parallel
     {
@@ -50,16 +51,17 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
             head_features(phi_k, rot_k, k, 3 * C, shape, options, map, x_rows);
             // Numerator (Eq. 13) with two GEMMs: S = mask ⊙ (rq rkᵀ) (T, T);  num = rq b_KV + S v  (T, D)
             T* S = cache.keep_scores ? cache.scores.data() + bh * TT * TT : scores.data();
-            gemm<T>(matrix(S, TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true);
+            gemm<T>(matrix(S, TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true, T(1),
+                    T(0), sg);
             apply_mask(S, TT, options.mask);
             // b_KV = 0 (its initial value; frozen unless model.attention_bias_trainable): rq b_KV is +0 throughout and
             // S v + (+0) has the bits of S v written with β = 0, so the first product is skipped (bias_kv_is_zero)
             const bool with_bkv = !(options.skip_zero_bias_kv && bias_kv_is_zero(head_bkv, F * D));
             if (with_bkv)
                 gemm<T>(matrix(num.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D), false,
-                        false);
+                        false, T(1), T(0), sg);
             gemm<T>(matrix(num.data(), TT, D), matrix<const T>(S, TT, TT), strided_matrix(v, TT, D, 3 * C), false, false, T(1),
-                    with_bkv ? T(1) : T(0));
+                    with_bkv ? T(1) : T(0), sg);
             if (options.normalize)
                 normalizer_forward(den, phi_q, phi_k, b_d + h * F, TT, F, options.mask, eps, key_sum);
             else
@@ -91,6 +93,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
     partial_bkv.resize(B * H * F * D);  // every slot written (β = 0) below
     partial_bd.assign(B * H * F, T(0));
     const bool kept_scores = cache.keep_scores && cache.scores.size() == B * H * TT * TT;
+    const SmallGemm sg = options.small_gemm;
 
 #pragma omp parallel
     {
@@ -135,23 +138,24 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
                 S = cache.scores.data() + bh * TT * TT;
             } else {
                 gemm<T>(matrix(scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false,
-                        true);
+                        true, T(1), T(0), sg);
                 apply_mask(scores.data(), TT, options.mask);
             }
             gemm<T>(matrix(d_scores.data(), TT, TT), matrix<const T>(d_num.data(), TT, D), strided_matrix(v, TT, D, 3 * C),
-                    false, true);
+                    false, true, T(1), T(0), sg);
             apply_mask(d_scores.data(), TT, options.mask);
             gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_k, TT, F),
-                    false, false);
+                    false, false, T(1), T(0), sg);
             if (!(options.skip_zero_bias_kv && bias_kv_is_zero(head_bkv, F * D)))  // else + (+0): skipped (forward)
                 gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_num.data(), TT, D), matrix<const T>(head_bkv, F, D),
-                        false, true, T(1), T(1));
+                        false, true, T(1), T(1), sg);
             gemm<T>(matrix(d_rot_k.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), true,
-                    false);
+                    false, T(1), T(0), sg);
             // d v written in place (β = 0: the values of the separate buffer that scatter_head added to a zeroed d_qkv)
             gemm<T>(strided_matrix(d_v, TT, D, 3 * C), matrix<const T>(S, TT, TT), matrix<const T>(d_num.data(), TT, D), true,
-                    false);
-            gemm<T>(matrix(part_bkv, F, D), matrix<const T>(rot_q, TT, F), matrix<const T>(d_num.data(), TT, D), true, false);
+                    false, T(1), T(0), sg);
+            gemm<T>(matrix(part_bkv, F, D), matrix<const T>(rot_q, TT, F), matrix<const T>(d_num.data(), TT, D), true, false,
+                    T(1), T(0), sg);
             // Denominator (kernel normalizer) contributions go straight to d φ (it uses unrotated features).
             std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));
             std::fill(d_phi_k.begin(), d_phi_k.end(), T(0));

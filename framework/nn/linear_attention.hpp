@@ -23,6 +23,7 @@
 #include "framework/nn/attention_mask.hpp"
 #include "framework/nn/feature_map.hpp"
 #include "framework/nn/rope.hpp"
+#include "framework/nn/small_gemm.hpp"
 
 namespace iclab::nn {
 
@@ -44,6 +45,9 @@ struct LinearAttentionOptions {
     // Skip the quadratic form's products with b_KV where a head's b_KV is all zeros (bit-identical: kernels::
     // bias_kv_is_zero). false runs them anyway (tests compare the two).
     bool skip_zero_bias_kv = true;
+    // The per-(batch, head) products' kernel (model.small_gemm): OpenBLAS (default, the published numbers) or the
+    // register-blocked small_gemm.hpp (opt-in; rounds differently).
+    SmallGemm small_gemm = SmallGemm::openblas;
 };
 
 template <class T>

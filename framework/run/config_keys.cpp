@@ -85,6 +85,9 @@ void add_model_keys(config::Schema& schema) {
         .add_string("model.attention_form", "auto", {"auto", "quadratic", "recurrent"},
                     "causal attention as the masked quadratic form (Eq. 13) or the recurrent-state form (Eq. 19); "
                     "auto: recurrent when T >= 128 (measured crossover)")
+        .add_string("model.small_gemm", "openblas", {"openblas", "blocked"},
+                    "kernel of linear attention's per-(batch, head) products (quadratic form): openblas (default: the "
+                    "published numbers) or blocked (register-blocked small GEMM, faster at T ~ 64 but rounds differently)")
         .add_rule([](const config::Config& cfg) {
             if (cfg.get_int("model.width") % cfg.get_int("model.heads") != 0)
                 cfg.fail({"model.width", "model.heads"},
@@ -268,6 +271,7 @@ model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t v
     spec.attention_form = form == "quadratic"   ? model::ModelSpec::AttentionForm::quadratic
                           : form == "recurrent" ? model::ModelSpec::AttentionForm::recurrent
                                                 : model::ModelSpec::AttentionForm::automatic;
+    spec.small_gemm = cfg.get_string("model.small_gemm") == "blocked" ? nn::SmallGemm::blocked : nn::SmallGemm::openblas;
     return spec;
 }
 

@@ -1,0 +1,119 @@
+#pragma once
+// A register-blocked GEMM for the small per-(batch, head) attention products (T×T×F, T×F×D with T ~ 64,
+// F = D ~ 32), where OpenBLAS spends much of a call packing (issue 23). Opt-in: `model.small_gemm: blocked`
+// (docs/configs.md). Its sums are added in a different order from OpenBLAS's, so results differ from the
+// default `openblas` path in the last bits; the default stays OpenBLAS so existing results stay bit-identical.
+//
+//   C (m, n) = alpha · op(A) (m, k) · op(B) (k, n) + beta · C      (row-major, any leading dimensions)
+//
+// Method: C in tiles of kMr rows × kNr columns, op(A) and op(B) read in place where they can be (else copied into
+// zero-padded panels, see small_gemm_blocked). Each kMr × kNr
+// tile of C is accumulated in a fixed-size local array the compiler keeps in vector registers (plain loops,
+// vectorized by -O3 -march; no intrinsics, so it runs on any x86-64 or other CPU), over p = 0, 1, ..., k-1 in
+// order, then written as alpha·acc (+ beta·C when beta != 0; beta = 0 never reads C, as BLAS).
+// Every element of C is therefore Σ_p a_ip b_pj summed in the order p = 0..k-1 (with or without FMA contraction,
+// fixed at compile time): the result depends on the shape and data only, never on the thread count or on where
+// a tile falls. Error bound (standard recursive summation): |C − Ĉ| ≤ γ_k |A||B| elementwise, γ_k = k u / (1 − k u),
+// plus one rounding each for alpha and beta (tests/test_small_gemm.cpp).
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace iclab::nn {
+
+// Which kernel runs the attention's per-(batch, head) products (model.small_gemm).
+enum class SmallGemm { openblas, blocked };
+
+namespace detail {
+
+// Register tile: kNr = two SIMD vectors of T per row, kMr rows: kMr·2 accumulators (16 of AVX-512's 32 registers;
+// 8 of AVX2's 16).
+#if defined(__AVX512F__)
+constexpr std::size_t kSimdBytes = 64;
+constexpr std::size_t kSmallMr = 8;
+#else
+constexpr std::size_t kSimdBytes = 32;
+constexpr std::size_t kSmallMr = 4;
+#endif
+template <class T>
+constexpr std::size_t small_nr() {
+    return 2 * kSimdBytes / sizeof(T);
+}
+
+// acc (Mr, Nr) = Σ_p op(A)[i0 .. i0+Mr, p] op(B)[p, j0 .. j0+Nr], p in order; op(A)[i0 + r, p] = a[r·a_row + p·a_step],
+// op(B)[p, j0 + c] = b[p·b_step + c].
+template <class T, std::size_t Mr, std::size_t Nr>
+inline void small_gemm_tile(T (&acc)[Mr][Nr], const T* __restrict a, std::size_t a_row, std::size_t a_step,
+                            const T* __restrict b, std::size_t b_step, std::size_t k) {
+    for (std::size_t r = 0; r < Mr; ++r)
+        for (std::size_t c = 0; c < Nr; ++c) acc[r][c] = T(0);
+    for (std::size_t p = 0; p < k; ++p) {
+        const T* __restrict bp = b + p * b_step;
+        const T* __restrict ap = a + p * a_step;
+        for (std::size_t r = 0; r < Mr; ++r) {
+            const T x = ap[r * a_row];
+#pragma omp simd
+            for (std::size_t c = 0; c < Nr; ++c) acc[r][c] += x * bp[c];
+        }
+    }
+}
+
+}  // namespace detail
+
+// out (m, n, rows ldc apart) = alpha op(a) op(b) + beta out; a rows lda apart, b rows ldb apart. k >= 1.
+// op(A) is read in place (full panels of kMr rows); op(B) in place where it is not transposed and a panel has
+// kNr columns. Only op(B)ᵀ panels and the edge panels (fewer than kMr rows / kNr columns) are copied, zero-padded,
+// into per-thread buffers kept between calls (no allocation in a step). The copies change no sum.
+template <class T>
+void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, const T* b, std::size_t ldb, std::size_t m,
+                        std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta) {
+    constexpr std::size_t Mr = detail::kSmallMr, Nr = detail::small_nr<T>();
+    const std::size_t a_panels = (m + Mr - 1) / Mr, b_panels = (n + Nr - 1) / Nr;
+    thread_local std::vector<T> a_edge, b_pack;  // kept between calls: no allocation once sized
+    if (a_edge.size() < k * Mr) a_edge.resize(k * Mr);
+    if (b_pack.size() < b_panels * k * Nr) b_pack.resize(b_panels * k * Nr);
+    // op(b)[p, j] = b[p·ldb + j], or b[j·ldb + p] when transposed: panels copied where they cannot be read in place
+    for (std::size_t jp = 0; jp < b_panels; ++jp) {
+        const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
+        if (!transpose_b && cols == Nr) continue;
+        T* panel = b_pack.data() + jp * k * Nr;
+        for (std::size_t p = 0; p < k; ++p) {
+            T* dst = panel + p * Nr;
+            if (transpose_b)
+                for (std::size_t c = 0; c < cols; ++c) dst[c] = b[(j0 + c) * ldb + p];
+            else
+                std::copy(b + p * ldb + j0, b + p * ldb + j0 + cols, dst);
+            for (std::size_t c = cols; c < Nr; ++c) dst[c] = T(0);
+        }
+    }
+    alignas(64) T acc[Mr][Nr];
+    for (std::size_t ip = 0; ip < a_panels; ++ip) {
+        const std::size_t i0 = ip * Mr, rows = std::min(Mr, m - i0);
+        // op(a)[i0 + r, p] = a_panel[r·a_row + p·a_step]: a itself, or the zero-padded copy of an edge panel
+        const T* a_panel = transpose_a ? a + i0 : a + i0 * lda;
+        std::size_t a_row = transpose_a ? 1 : lda, a_step = transpose_a ? lda : 1;
+        if (rows < Mr) {
+            for (std::size_t p = 0; p < k; ++p)
+                for (std::size_t r = 0; r < Mr; ++r)
+                    a_edge[p * Mr + r] = r < rows ? (transpose_a ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p]) : T(0);
+            a_panel = a_edge.data();
+            a_row = 1;
+            a_step = Mr;
+        }
+        for (std::size_t jp = 0; jp < b_panels; ++jp) {
+            const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
+            const bool in_place = !transpose_b && cols == Nr;
+            detail::small_gemm_tile<T, Mr, Nr>(acc, a_panel, a_row, a_step, in_place ? b + j0 : b_pack.data() + jp * k * Nr,
+                                               in_place ? ldb : Nr, k);
+            for (std::size_t r = 0; r < rows; ++r) {
+                T* y = out + (i0 + r) * ldc + j0;
+                if (beta == T(0))
+                    for (std::size_t c = 0; c < cols; ++c) y[c] = alpha * acc[r][c];
+                else
+                    for (std::size_t c = 0; c < cols; ++c) y[c] = alpha * acc[r][c] + beta * y[c];
+            }
+        }
+    }
+}
+
+}  // namespace iclab::nn

@@ -1,0 +1,230 @@
+// The register-blocked small GEMM (framework/nn/small_gemm.hpp, model.small_gemm: blocked), through the checked
+// wrapper nn::gemm: against a naive product in higher precision for every transpose combination, odd sizes,
+// strided views and beta 0 / 1 (an error bound, not a tolerance picked to pass); and the model with it on:
+// finite-difference gradients (fp64), agreement with the default OpenBLAS path, bit-identical across thread counts.
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "framework/core/rng.hpp"
+#include "framework/model/transformer.hpp"
+#include "framework/nn/gemm.hpp"
+#include "tests/gradient_check.hpp"
+
+using namespace iclab;
+
+namespace {
+
+// C = alpha op(A) op(B) + beta C0 through nn::gemm with the blocked kernel, on views whose rows are `pad` elements
+// longer than the matrix (pad 0: contiguous), against the same product summed in long double. Bound (recursive
+// summation, Higham Thm 3.5, plus one rounding each for alpha·s, beta·c and their sum):
+//   |Ĉ − C| ≤ γ_{k+3} (|alpha| |op(A)| |op(B)| + |beta| |C0|),  γ_j = j u / (1 − j u),  u the unit roundoff of T.
+// Elements outside the views (the padding) must be untouched; with beta = 0, C0 is NaN and must not be read.
+template <class T>
+void check_blocked_product(std::size_t m, std::size_t n, std::size_t k, bool ta, bool tb, T alpha, T beta, std::size_t pad,
+                           Rng& rng) {
+    const std::size_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+    const std::size_t lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+    const T sentinel = T(-12345.5);
+    std::vector<T> a(a_rows * lda, sentinel), b(b_rows * ldb, sentinel), c(m * ldc, sentinel);
+    for (std::size_t r = 0; r < a_rows; ++r)
+        for (std::size_t j = 0; j < a_cols; ++j) a[r * lda + j] = static_cast<T>(rng.normal());
+    for (std::size_t r = 0; r < b_rows; ++r)
+        for (std::size_t j = 0; j < b_cols; ++j) b[r * ldb + j] = static_cast<T>(rng.normal());
+    for (std::size_t r = 0; r < m; ++r)
+        for (std::size_t j = 0; j < n; ++j)
+            c[r * ldc + j] = beta == T(0) ? std::numeric_limits<T>::quiet_NaN() : static_cast<T>(rng.normal());
+    const std::vector<T> c0 = c;
+    auto A = [&](std::size_t i, std::size_t p) { return ta ? a[p * lda + i] : a[i * lda + p]; };
+    auto B = [&](std::size_t p, std::size_t j) { return tb ? b[j * ldb + p] : b[p * ldb + j]; };
+    nn::gemm<T>(nn::strided_matrix(c.data(), m, n, ldc), nn::strided_matrix<const T>(a.data(), a_rows, a_cols, lda),
+                nn::strided_matrix<const T>(b.data(), b_rows, b_cols, ldb), ta, tb, alpha, beta, nn::SmallGemm::blocked);
+    const double u = std::numeric_limits<T>::epsilon() / 2.0;
+    const double gamma = static_cast<double>(k + 3) * u / (1.0 - static_cast<double>(k + 3) * u);
+    double worst = 0.0;  // largest |error| / bound
+    for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < ldc; ++j) {
+            if (j >= n) {  // padding of C
+                REQUIRE(c[i * ldc + j] == sentinel);
+                continue;
+            }
+            long double exact = 0.0L, magnitude = 0.0L;
+            for (std::size_t p = 0; p < k; ++p) {
+                const long double term = static_cast<long double>(A(i, p)) * static_cast<long double>(B(p, j));
+                exact += term;
+                magnitude += std::fabs(term);
+            }
+            const long double c_in = beta == T(0) ? 0.0L : static_cast<long double>(c0[i * ldc + j]);
+            exact = static_cast<long double>(alpha) * exact + static_cast<long double>(beta) * c_in;
+            const double bound = gamma * static_cast<double>(std::fabs(static_cast<long double>(alpha)) * magnitude +
+                                                             std::fabs(static_cast<long double>(beta) * c_in));
+            const double error = static_cast<double>(std::fabs(static_cast<long double>(c[i * ldc + j]) - exact));
+            REQUIRE(std::isfinite(static_cast<double>(c[i * ldc + j])));
+            if (error > bound) {
+                INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " beta " << beta << " pad "
+                          << pad << " at (" << i << ", " << j << "): error " << error << " bound " << bound);
+                REQUIRE(error <= bound);
+            }
+            if (bound > 0) worst = std::max(worst, error / bound);
+        }
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (i % lda >= a_cols) REQUIRE(a[i] == sentinel);  // inputs untouched (padding kept)
+    CHECK(worst <= 1.0);
+}
+
+template <class T>
+void check_all_shapes(std::uint64_t seed) {
+    Rng rng(seed);
+    const std::size_t sizes[] = {1, 3, 17, 63, 65};
+    for (std::size_t m : sizes)
+        for (std::size_t n : sizes)
+            for (std::size_t k : sizes)
+                for (bool ta : {false, true})
+                    for (bool tb : {false, true}) {
+                        const std::size_t pad = (m + n + k) % 2 == 0 ? 0 : 5;  // contiguous and strided views
+                        check_blocked_product<T>(m, n, k, ta, tb, T(1), T(0), pad, rng);
+                        check_blocked_product<T>(m, n, k, ta, tb, T(0.5), T(1), 7 - pad, rng);
+                    }
+}
+
+// A small induction-head-like model: linear attention (elu1, kernel normalizer), RoPE, T up to 64, D = 32 in
+// compare_kernels (the shapes model.small_gemm routes to the kernel in the configs).
+model::ModelSpec spec_with(nn::SmallGemm kernel, std::size_t width, std::size_t heads, std::size_t time) {
+    model::ModelSpec spec;
+    spec.vocab = 11;
+    spec.width = width;
+    spec.heads = heads;
+    spec.layers = 2;
+    spec.max_seq_len = time;
+    spec.mlp = false;
+    spec.init_std = 0.5;
+    spec.attention_form = model::ModelSpec::AttentionForm::quadratic;
+    spec.small_gemm = kernel;
+    return spec;
+}
+
+struct StepResult {
+    std::vector<double> logits, grads;
+};
+
+template <class T>
+StepResult train_step(nn::SmallGemm kernel, std::size_t width, std::size_t heads, std::size_t batch, std::size_t time,
+                      bool attention_biases) {
+    model::Transformer<T> net(spec_with(kernel, width, heads, time));
+    Rng rng(17);
+    net.init(rng);
+    for (const auto& entry : net.layout().entries()) {  // nonzero b_KV (its products run), positive b_D
+        const bool b_d = entry.name.find("attn.b_d") != std::string::npos;
+        const bool b_kv = entry.name.find("attn.b_kv") != std::string::npos;
+        if (attention_biases && (b_d || b_kv))
+            for (std::size_t i = 0; i < entry.size; ++i)
+                net.params[entry.offset + i] = static_cast<T>(b_d ? rng.uniform(0.2, 1.0) : rng.normal(0.0, 0.3));
+    }
+    std::vector<std::int32_t> tokens(batch * time), targets(batch * time);
+    for (auto& t : tokens) t = static_cast<std::int32_t>(rng.uniform_int(11));
+    for (auto& t : targets) t = static_cast<std::int32_t>(rng.uniform_int(11));
+    std::vector<T> weights(batch * time, T(1) / static_cast<T>(batch * time));
+    net.forward(tokens.data(), batch, time);
+    net.loss(targets.data(), weights.data());
+    net.zero_grad();
+    net.backward(targets.data(), weights.data());
+    StepResult r;
+    r.logits.assign(net.logits(), net.logits() + batch * time * 11);
+    r.grads.assign(net.grads.begin(), net.grads.end());
+    return r;
+}
+
+double max_relative(const std::vector<double>& x, const std::vector<double>& y) {
+    REQUIRE(x.size() == y.size());
+    double error = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        error = std::max(error, std::abs(x[i] - y[i]));
+        scale = std::max(scale, std::abs(x[i]));
+    }
+    REQUIRE(scale > 0.0);
+    return error / scale;
+}
+
+}  // namespace
+
+TEST_CASE("blocked small gemm is within the summation error bound of the exact product (fp32)", "[gemm][small_gemm]") {
+    check_all_shapes<float>(31);
+}
+
+TEST_CASE("blocked small gemm is within the summation error bound of the exact product (fp64)", "[gemm][small_gemm]") {
+    check_all_shapes<double>(32);
+}
+
+TEST_CASE("model with the blocked small gemm matches finite differences (fp64)", "[gradients][model][small_gemm]") {
+    for (bool biases : {false, true}) {
+        DYNAMIC_SECTION((biases ? "attention biases" : "zero attention biases")) {
+            model::Transformer<double> net(spec_with(nn::SmallGemm::blocked, 8, 2, 8));
+            Rng rng(42);
+            net.init(rng);
+            for (const auto& entry : net.layout().entries()) {
+                const bool b_d = entry.name.find("attn.b_d") != std::string::npos;
+                const bool b_kv = entry.name.find("attn.b_kv") != std::string::npos;
+                if (biases && (b_d || b_kv))
+                    for (std::size_t i = 0; i < entry.size; ++i)
+                        net.params[entry.offset + i] = b_d ? rng.uniform(0.2, 1.0) : rng.normal(0.0, 0.3);
+            }
+            const std::size_t B = 2, T = 7;
+            std::vector<std::int32_t> tokens(B * T), targets(B * T);
+            for (auto& t : tokens) t = static_cast<std::int32_t>(rng.uniform_int(11));
+            for (auto& t : targets) t = static_cast<std::int32_t>(rng.uniform_int(11));
+            std::vector<double> weights(B * T);
+            for (auto& w : weights) w = rng.uniform(0.0, 0.2);
+            auto loss = [&] {
+                net.forward(tokens.data(), B, T);
+                return net.loss(targets.data(), weights.data());
+            };
+            loss();
+            net.zero_grad();
+            net.backward(targets.data(), weights.data());
+            for (const auto& entry : net.layout().entries()) {
+                if (!biases && entry.name.find("attn.b_") != std::string::npos) continue;  // frozen, not trained
+                std::vector<double> values(net.params.begin() + entry.offset, net.params.begin() + entry.offset + entry.size);
+                std::vector<double> analytic(net.grads.begin() + entry.offset, net.grads.begin() + entry.offset + entry.size);
+                auto loss_at = [&] {
+                    std::copy(values.begin(), values.end(), net.params.begin() + entry.offset);
+                    return loss();
+                };
+                testing::check_gradient(entry.name, values, analytic, loss_at, 8);
+                std::copy(values.begin(), values.end(), net.params.begin() + entry.offset);
+            }
+        }
+    }
+}
+
+TEST_CASE("model with the blocked small gemm agrees with the openblas path (1e-12 fp64, 1e-5 fp32)", "[model][small_gemm]") {
+    // T = 64, D = 32 (the configs' per-head shapes) and an odd T = 17
+    for (std::size_t time : {std::size_t(64), std::size_t(17)})
+        for (bool biases : {false, true}) {
+            INFO("T " << time << (biases ? " with" : " without") << " attention biases");
+            const StepResult o64 = train_step<double>(nn::SmallGemm::openblas, 64, 2, 3, time, biases);
+            const StepResult b64 = train_step<double>(nn::SmallGemm::blocked, 64, 2, 3, time, biases);
+            CHECK(max_relative(o64.logits, b64.logits) < 1e-12);
+            CHECK(max_relative(o64.grads, b64.grads) < 1e-12);
+            const StepResult o32 = train_step<float>(nn::SmallGemm::openblas, 64, 2, 3, time, biases);
+            const StepResult b32 = train_step<float>(nn::SmallGemm::blocked, 64, 2, 3, time, biases);
+            CHECK(max_relative(o32.logits, b32.logits) < 1e-5);
+            CHECK(max_relative(o32.grads, b32.grads) < 1e-5);
+            CHECK(o32.grads != b32.grads);  // the kernel really ran: its sums round differently
+        }
+}
+
+TEST_CASE("model with the blocked small gemm gives the same bits with 1 and 2 threads", "[model][small_gemm][determinism]") {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const StepResult one = train_step<float>(nn::SmallGemm::blocked, 64, 2, 4, 64, true);
+    omp_set_num_threads(2);
+    const StepResult two = train_step<float>(nn::SmallGemm::blocked, 64, 2, 4, 64, true);
+    omp_set_num_threads(saved);
+    CHECK(one.logits == two.logits);
+    CHECK(one.grads == two.grads);
+}
