@@ -88,36 +88,78 @@ void declare_keys(config::Schema& schema) {
     });
 }
 
-// Training (without source.run_dir); the feature maps of every prf / orf row held at once (a (D, F) draw per layer and
-// head, feature_seeds draws per F) plus one sub-batch's prompt terms (F (D + 1) per layer and head); per pair and row
-// the prompt's and the input's features and state products (4 D F per token, layer and head); the learned fits.
-// The model size comes from this config's model keys (with source.run_dir: the source's, assumed alike).
+// Work (issue 21: the estimate before counted the kernel features of the random and learned rows and F-proportional
+// fits at the nominal rate, 6e13 FLOP = 20 min for configs/paper/iclaa.yaml, which takes 2-3 h on one thread):
+//   training (without source.run_dir): estimate_training;
+//   each learned fit, per step: the frozen model's fp64 forward of `batch` sequences of T tokens, and per layer-head
+//     and sequence with split s (uniform in split_min..split_max) the distillation sample (the exact causal softmax
+//     over every key, 4 D per query-key pair, and the exps) and the loss with its gradient (features 4 T D F, the
+//     kernel and its products (T − s) s (6 F + 4 D), T F exps);
+//   the scoring, per pair (test and validation): the reference forward of [X'; X] and the prompt's forward, then per
+//     row the model's fp64 forward of X with the prompt's terms, and per kernel row (prf, orf with the two RoPE
+//     ablation rows at the largest F, elu1, learned, hybrid) the features of M + N tokens per layer-head, 4 D F + F
+//     exps each.
+// Everything after training runs as fp64 loops over small per-head blocks: counted at kFp64LoopWeight nominal FLOPs.
+// An exp counts kExpFlops. The model size comes from this config's model keys (with source.run_dir: the source's,
+// assumed alike). Memory: the feature maps of every prf / orf row held at once (a (D, F) draw per layer and head,
+// feature_seeds draws per F) plus one sub-batch's prompt terms (F (D + 1) per layer and head).
 RunEstimate estimate(const config::Config& cfg) {
+    constexpr double kExpFlops = 20.0;
     const bool trains = cfg.get_string("source.run_dir").empty();
     RunEstimate e = trains ? estimate_training(cfg) : RunEstimate{};
     const double L = static_cast<double>(cfg.get_int("model.layers")), H = static_cast<double>(cfg.get_int("model.heads"));
-    const double D = static_cast<double>(cfg.get_int("model.width")) / H;
+    const double D = static_cast<double>(cfg.get_int("model.width")) / H, LH = L * H, V = tasks::kInductionVocab;
+    const double T = static_cast<double>(cfg.get_int("task.seq_len"));
     const double M = static_cast<double>(cfg.get_int("iclaa.prompt_length")), N = static_cast<double>(cfg.get_int("iclaa.input_length"));
     const double pairs = static_cast<double>(cfg.get_int("iclaa.pairs")), seeds = static_cast<double>(cfg.get_int("iclaa.feature_seeds"));
+    const double validation = static_cast<double>(cfg.get_int("iclaa.validation_pairs"));
     const auto maps = cfg.get_string_list("iclaa.feature_maps");
-    const double random_kinds = static_cast<double>(std::count(maps.begin(), maps.end(), "prf") + std::count(maps.begin(), maps.end(), "orf"));
-    double features = 0, largest = D;
-    for (const auto F : cfg.get_int_list("iclaa.random_features"))
-        features += random_kinds * seeds * static_cast<double>(F), largest = std::max(largest, static_cast<double>(F));
+    const auto uses = [&](const char* name) { return std::count(maps.begin(), maps.end(), name) > 0; };
+    const double random_kinds = static_cast<double>(uses("prf") + uses("orf")), keeps = static_cast<double>(cfg.get_int_list("iclaa.keep_tokens").size());
+    double random_features = 0, largest_random = 0, largest = D;
+    for (const auto F : cfg.get_int_list("iclaa.random_features")) {
+        random_features += random_kinds * seeds * static_cast<double>(F);
+        largest_random = std::max(largest_random, static_cast<double>(F));
+    }
+    largest = std::max(largest, largest_random);
     const double fit_seeds = static_cast<double>(cfg.get_int("iclaa.learned.fit_seeds"));
-    double learned_features = 0;
-    if (std::count(maps.begin(), maps.end(), "learned"))
-        for (const auto F : cfg.get_int_list("iclaa.learned.features")) {
-            learned_features += fit_seeds * static_cast<double>(F), largest = std::max(largest, static_cast<double>(F));
-            e.flops += fit_seeds * static_cast<double>(cfg.get_int("iclaa.learned.steps") * cfg.get_int("iclaa.learned.batch")) *
-                       static_cast<double>(cfg.get_int("task.seq_len")) * L * H * 12.0 * D * static_cast<double>(F);
+    double learned_features = 0, learned_rows = 0, smallest_learned = 0, fit_work = 0;
+    if (uses("learned")) {
+        const double steps = static_cast<double>(cfg.get_int("iclaa.learned.steps")), batch = static_cast<double>(cfg.get_int("iclaa.learned.batch"));
+        const std::int64_t split_min = cfg.get_int("iclaa.learned.split_min"), split_max = cfg.get_int("iclaa.learned.split_max");
+        for (const auto F_int : cfg.get_int_list("iclaa.learned.features")) {
+            const double F = static_cast<double>(F_int);
+            learned_features += fit_seeds * F, learned_rows += fit_seeds, largest = std::max(largest, F);
+            smallest_learned = smallest_learned == 0 ? F : std::min(smallest_learned, F);
+            double per_sample = 0;  // mean over the splits of one sequence's work in one layer-head
+            for (std::int64_t split = split_min; split <= split_max; ++split) {
+                const double s = static_cast<double>(split), queries = T - s, pairs_seen = (T * (T + 1) - s * (s + 1)) / 2;
+                per_sample += pairs_seen * (4.0 * D + 2.0 * kExpFlops) + queries * (queries + 1) * D   // exact softmax
+                              + 4.0 * T * D * F + queries * s * (6.0 * F + 4.0 * D) + T * F * kExpFlops;  // loss and gradient
+            }
+            per_sample /= static_cast<double>(split_max - split_min + 1);
+            fit_work += fit_seeds * steps * batch * (transformer_forward_flops(cfg, T, V) + LH * per_sample);
         }
-    features += learned_features;
+    }
+    // kernel features per pair (every layer-head, M + N tokens): the RoPE ablation rows, elu1, the hybrid rows
+    const double ablation = uses("prf") ? 2.0 * largest_random : 0.0, elu1 = uses("elu1") ? D : 0.0;
+    const double hybrid = cfg.get_bool("iclaa.hybrid") && smallest_learned > 0 ? keeps * fit_seeds * smallest_learned : 0.0;
+    const double kernel_rows = random_kinds * seeds * static_cast<double>(cfg.get_int_list("iclaa.random_features").size()) +
+                               (uses("prf") ? 2.0 : 0.0) + (uses("elu1") ? 1.0 : 0.0) + learned_rows +
+                               (hybrid > 0 ? keeps * fit_seeds : 0.0);
+    const double rows = 2.0 + 2.0 * keeps + kernel_rows;
+    const double per_feature = (M + N) * LH * (4.0 * D + kExpFlops);
+    const double test_pair = transformer_forward_flops(cfg, M + N, V) + transformer_forward_flops(cfg, M, V) +
+                             rows * transformer_forward_flops(cfg, N, V) +
+                             (random_features + ablation + elu1 + learned_features + hybrid) * per_feature;
+    const double validation_pair = learned_rows > 0 ? transformer_forward_flops(cfg, M + N, V) + transformer_forward_flops(cfg, M, V) +
+                                                          (1.0 + learned_rows) * transformer_forward_flops(cfg, N, V) +
+                                                          learned_features * per_feature
+                                                    : 0.0;
+    e.flops += kFp64LoopWeight * (fit_work + pairs * test_pair + validation * validation_pair);
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    e.memory_gib = std::max(e.memory_gib, (features * L * H * D + largest * (D + 1) * L * H) * 8.0 / gib +
+    e.memory_gib = std::max(e.memory_gib, ((random_features + learned_features) * LH * D + largest * (D + 1) * LH) * 8.0 / gib +
                                               static_cast<double>(cfg.get_int("iclaa.batch_size")) * (M + N) * 60.0 * L * D * H * 8.0 / gib);
-    e.flops += pairs * (M + N) * L * H * 4.0 * D * features;
-    e.flops += static_cast<double>(cfg.get_int("iclaa.validation_pairs")) * (M + N) * L * H * 4.0 * D * learned_features;
     e.keys = {"iclaa.random_features", "iclaa.feature_seeds", "iclaa.pairs", "iclaa.learned.fit_seeds", "model.width", "train.steps"};
     return e;
 }
