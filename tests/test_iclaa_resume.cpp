@@ -237,7 +237,7 @@ TEST_CASE("iclaa: a stored learned fit of another config is not used: ignored wi
     check_same_results(fs::path(last_line(full.out)) / "results.h5", part_dir / "results.h5");
 }
 
-TEST_CASE("stage store: a unit of another model, another unit name or a damaged file is ignored; a partial file is removed",
+TEST_CASE("stage store: a unit of another model, another unit name or a damaged file is ignored and a partial file is removed",
           "[iclaa][resume]") {
     Scratch scratch;
     const iclab::config::Config cfg = iclab::experiments::catalog().load_config(

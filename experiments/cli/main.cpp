@@ -235,9 +235,12 @@ int command_run(const std::vector<std::string>& args) {
     if (!outcome.completed && outcome.steps_done < outcome.steps_total)
         std::cerr << "iclab: stopped after step " << outcome.steps_done << " of " << outcome.steps_total << " (" << why
                   << "); continue with: iclab run --resume " << outcome.run_dir.string() << "\n";
-    else if (!outcome.completed)  // in the work after training, its finished units stored (log.txt says which)
-        std::cerr << "iclab: stopped after training (" << why << "), its finished units stored in "
-                  << (outcome.run_dir / run::kStagesDir).string() << "; continue with: iclab run --resume " << outcome.run_dir.string() << "\n";
+    else if (!outcome.completed)  // in the work after training; a staged experiment stored its finished units (log.txt says which)
+        std::cerr << "iclab: stopped after training (" << why << ")"
+                  << (std::filesystem::is_directory(outcome.run_dir / run::kStagesDir)
+                          ? ", its finished units stored in " + (outcome.run_dir / run::kStagesDir).string()
+                          : std::string())
+                  << "; continue with: iclab run --resume " << outcome.run_dir.string() << "\n";
     else if (options.stop_after_units > 0)
         std::cerr << "iclab: --stop-after-units " << options.stop_after_units
                   << ": the run completed first (only an experiment that stores units after training stops there: iclaa)\n";

@@ -154,8 +154,8 @@ Methods build_methods(const config::Config& cfg, model::Transformer<double>& net
                 run.log() << "learned map F=" << F << " fit seed " << s << ": " << (loaded ? "loaded from stages/ (" : "") << "fitted in "
                           << report.seconds << " s" << (loaded ? " in an earlier session)" : "") << "\n" << std::flush;
                 if (!quiet)
-                    std::printf("%s learned feature maps F=%lld (fit seed %zu), fitted in %.1f s\n", loaded ? "loaded" : "fitted",
-                                static_cast<long long>(F), s, report.seconds);
+                    std::printf("%s learned feature maps F=%lld (fit seed %zu) in %.1f s%s\n", loaded ? "loaded the" : "fitted",
+                                static_cast<long long>(F), s, report.seconds, loaded ? " (fitted in an earlier session)" : "");
                 add({Method::learned, "learned F=" + std::to_string(F), static_cast<std::size_t>(F), s, icl::RopeConvention::rotate_then_map,
                      maps_of(std::move(maps)), icl::kernel_bytes(F, D), (D * F / 2.0 + F) * kBytes});
             }
