@@ -155,6 +155,9 @@ int command_run(const std::vector<std::string>& args) {
         "resume", po::value<std::string>(), "continue the interrupted run in RUN_DIR from its checkpoint.h5, with its config.yaml")(
         "stop-after", po::value<std::size_t>()->default_value(0),
         "stop after this step with a checkpoint and without results.h5, as if interrupted (continue with --resume)")(
+        "stop-after-units", po::value<std::size_t>()->default_value(0),
+        "stop after this many units of the work after training (ICLAA: learned-map fits, chunks of scored pairs) are stored "
+        "in this session, as if interrupted (continue with --resume)")(
         "help-config", "list every config key of the config's experiment")(
         "threads", po::value<int>()->default_value(0), "compute threads (0: OMP_NUM_THREADS, else the cores not busy now; with -m: per job, "
                                                        "0 = cores / jobs)")("help,h", "this help");
@@ -181,6 +184,7 @@ int command_run(const std::vector<std::string>& args) {
     options.quiet = vm.count("quiet") > 0;
     options.overwrite = vm.count("overwrite") > 0;
     options.stop_after = vm["stop-after"].as<std::size_t>();
+    options.stop_after_units = vm["stop-after-units"].as<std::size_t>();
 
     config::Config cfg;
     std::string config_path, resume_text;
@@ -226,10 +230,20 @@ int command_run(const std::vector<std::string>& args) {
     }
     configure_threads(vm["threads"].as<int>());
     const run::RunOutcome outcome = experiments::catalog().run(cfg, options);
-    if (!outcome.completed)
-        std::cerr << "iclab: stopped after step " << outcome.steps_done << " of " << outcome.steps_total << " ("
-                  << (interrupt_requested() ? std::string(signal_name(interrupt_signal())) : std::string("--stop-after"))
+    const std::string why = interrupt_requested() ? std::string(signal_name(interrupt_signal()))
+                                                  : options.stop_after_units > 0 ? "--stop-after-units" : "--stop-after";
+    if (!outcome.completed && outcome.steps_done < outcome.steps_total)
+        std::cerr << "iclab: stopped after step " << outcome.steps_done << " of " << outcome.steps_total << " (" << why
                   << "); continue with: iclab run --resume " << outcome.run_dir.string() << "\n";
+    else if (!outcome.completed)  // in the work after training; a staged experiment stored its finished units (log.txt says which)
+        std::cerr << "iclab: stopped after training (" << why << ")"
+                  << (std::filesystem::is_directory(outcome.run_dir / run::kStagesDir)
+                          ? ", its finished units stored in " + (outcome.run_dir / run::kStagesDir).string()
+                          : std::string())
+                  << "; continue with: iclab run --resume " << outcome.run_dir.string() << "\n";
+    else if (options.stop_after_units > 0)
+        std::cerr << "iclab: --stop-after-units " << options.stop_after_units
+                  << ": the run completed first (only an experiment that stores units after training stops there: iclaa)\n";
     std::cout << outcome.run_dir.string() << std::endl;  // last line of stdout: the run folder, for scripts
     return interrupt_requested() ? 128 + interrupt_signal() : 0;
 }

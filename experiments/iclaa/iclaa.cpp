@@ -13,14 +13,18 @@
 #include <cstdio>
 #include <set>
 
+#include "experiments/iclaa/iclaa_config.hpp"
 #include "experiments/iclaa/iclaa_report.hpp"
+#include "experiments/iclaa/iclaa_stages.hpp"
 #include "framework/core/check.hpp"
+#include "framework/core/interrupt.hpp"
 #include "framework/core/measure.hpp"
 #include "framework/icl/feature_fit.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/finished_run.hpp"
 #include "framework/run/induction_training.hpp"
+#include "framework/run/stage_store.hpp"
 
 namespace iclab::experiments {
 
@@ -45,10 +49,17 @@ struct Methods {
     std::vector<std::unique_ptr<icl::LayerHeadMaps>> maps;
     std::vector<Row> rows;
     std::vector<FitSummary> fits;
+    bool stopped = false;  // stopped (StageStore::stop_requested) before every learned fit was done: rows incomplete
+};
+
+// The staged units of this run (iclaa_stages.hpp) and the wall time of the ones loaded from earlier sessions.
+struct Stages {
+    StageStore& store;
+    double earlier_seconds = 0.0;
 };
 
 Methods build_methods(const config::Config& cfg, model::Transformer<double>& net, const tasks::InductionHeadSpec& task, bool quiet,
-                      RunFolder& run) {
+                      RunFolder& run, Stages& stages) {
     const model::ModelSpec& spec = net.spec();
     const std::size_t D = spec.head_dim(), M = cfg.get_int("iclaa.prompt_length");
     const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
@@ -112,18 +123,39 @@ Methods build_methods(const config::Config& cfg, model::Transformer<double>& net
     if (uses("learned"))
         for (const auto F : cfg.get_int_list("iclaa.learned.features"))
             for (std::size_t s = 0; s < fit_seeds; ++s) {
-                // parameters from a stream per F and fit seed, sequences from one data stream per fit seed for every F
-                Rng init = fit_stream(root.derive(kFitInit).derive(static_cast<std::uint64_t>(F)), s);
-                Rng data = fit_stream(root.derive(kFitData), s);
-                const icl::SequenceSampler from_data = [&](std::vector<std::int32_t>& tokens, std::size_t batch, Rng&) {
-                    sample(tokens, batch, data);
-                };
+                if (stages.store.stop_requested()) {
+                    methods.stopped = true;
+                    return methods;
+                }
                 icl::FeatureFitReport report;
-                icl::LayerHeadMaps maps = icl::build_feature_maps(net, choice(Method::learned, F), from_data, T, init, &report);
+                icl::LayerHeadMaps maps;
+                const bool loaded = load_fit(stages.store, static_cast<std::size_t>(F), s, spec, maps, report);
+                if (loaded) {
+                    stages.earlier_seconds += report.seconds;
+                } else {
+                    // parameters from a stream per F and fit seed, sequences from one data stream per fit seed for every F
+                    Rng init = fit_stream(root.derive(kFitInit).derive(static_cast<std::uint64_t>(F)), s);
+                    Rng data = fit_stream(root.derive(kFitData), s);
+                    const icl::SequenceSampler from_data = [&](std::vector<std::int32_t>& tokens, std::size_t batch, Rng&) {
+                        sample(tokens, batch, data);
+                    };
+                    icl::FeatureMapChoice learned = choice(Method::learned, F);
+                    learned.fit.stop = [&stages] { return stages.store.stop_requested(); };
+                    maps = icl::build_feature_maps(net, learned, from_data, T, init, &report);
+                    if (report.stopped) {
+                        run.log() << "learned map F=" << F << " fit seed " << s << ": abandoned after " << report.seconds << " s (stopped)\n"
+                                  << std::flush;
+                        methods.stopped = true;
+                        return methods;
+                    }
+                    save_fit(stages.store, static_cast<std::size_t>(F), s, maps, report);
+                }
                 methods.fits.push_back({static_cast<std::size_t>(F), s, report});
-                run.log() << "learned map F=" << F << " fit seed " << s << ": fitted in " << report.seconds << " s\n" << std::flush;
+                run.log() << "learned map F=" << F << " fit seed " << s << ": " << (loaded ? "loaded from stages/ (" : "") << "fitted in "
+                          << report.seconds << " s" << (loaded ? " in an earlier session)" : "") << "\n" << std::flush;
                 if (!quiet)
-                    std::printf("fitted learned feature maps F=%lld (fit seed %zu) in %.1f s\n", static_cast<long long>(F), s, report.seconds);
+                    std::printf("%s learned feature maps F=%lld (fit seed %zu) in %.1f s%s\n", loaded ? "loaded the" : "fitted",
+                                static_cast<long long>(F), s, report.seconds, loaded ? " (fitted in an earlier session)" : "");
                 add({Method::learned, "learned F=" + std::to_string(F), static_cast<std::size_t>(F), s, icl::RopeConvention::rotate_then_map,
                      maps_of(std::move(maps)), icl::kernel_bytes(F, D), (D * F / 2.0 + F) * kBytes});
             }
@@ -179,182 +211,134 @@ PromptPairs draw_pairs(const config::Config& cfg, const tasks::InductionHeadSpec
     return pairs;
 }
 
-// Scores every row on the pairs, in chunks; kernel rows with large F in smaller sub-batches (memory of the terms).
-// diagnostics (may be null) accumulates the attention statistics of M_old on [X'; X].
-std::vector<RowScores> score_rows(const config::Config& cfg, model::Transformer<double>& net, const std::vector<Row>& rows,
-                                  const std::vector<tasks::PromptPair>& pairs, Diagnostics* diagnostics) {
+// Scores every row on the B pairs from `first` into `out` (its diagnostics too, when wanted); kernel rows with
+// large F in smaller sub-batches (memory of the terms). False when stopped (StageStore::stop_requested) between rows.
+bool score_chunk(const config::Config& cfg, model::Transformer<double>& net, const std::vector<Row>& rows,
+                 const std::vector<tasks::PromptPair>& pairs, std::size_t first, std::size_t B, bool diagnose, const StageStore& store,
+                 ChunkScores& out) {
     const model::ModelSpec& spec = net.spec();
-    const std::size_t M = cfg.get_int("iclaa.prompt_length"), N = cfg.get_int("iclaa.input_length"), P = pairs.size();
-    const std::size_t chunk = cfg.get_int("iclaa.batch_size"), V = spec.vocab, H = spec.heads, L = spec.layers, D = spec.head_dim();
-    std::vector<RowScores> scores(rows.size());
+    const std::size_t M = cfg.get_int("iclaa.prompt_length"), N = cfg.get_int("iclaa.input_length");
+    const std::size_t V = spec.vocab, H = spec.heads, L = spec.layers, D = spec.head_dim();
+    const auto chunk_start = std::chrono::steady_clock::now();
+    out = ChunkScores{};
+    out.rows.assign(rows.size(), {});
+    out.conversion_seconds.assign(rows.size(), 0.0);
     std::vector<std::int32_t> prompts, inputs, whole;
-    for (std::size_t first = 0; first < P; first += chunk) {
-        const std::size_t B = std::min(chunk, P - first);
-        prompts.clear();
-        inputs.clear();
-        whole.clear();
-        for (std::size_t b = 0; b < B; ++b) {
-            const auto& pair = pairs[first + b];
-            prompts.insert(prompts.end(), pair.prompt.begin(), pair.prompt.end());
-            inputs.insert(inputs.end(), pair.input.begin(), pair.input.end());
-            whole.insert(whole.end(), pair.prompt.begin(), pair.prompt.end());
-            whole.insert(whole.end(), pair.input.begin(), pair.input.end());
-        }
-        // the reference: M_old on [X'; X] at X's positions (and its attention, for the diagnostics)
-        net.capture_qkv(diagnostics != nullptr);
-        net.forward(whole.data(), B, M + N);
-        net.capture_qkv(false);
-        std::vector<double> reference(B * N * V);
-        for (std::size_t b = 0; b < B; ++b)
-            std::copy(net.logits() + (b * (M + N) + M) * V, net.logits() + (b * (M + N) + M + N) * V, reference.begin() + b * N * V);
-        if (diagnostics) accumulate_diagnostics(*diagnostics, net, B, M, N);
-        const icl::PromptKeysValues kv = icl::capture_prompt_keys_values(net, prompts.data(), B, M);
-        for (std::size_t r = 0; r < rows.size(); ++r) {
-            const Row& row = rows[r];
-            const double term_bytes = (row.maps ? row.size * (D + 1) : 2 * M * D) * 8.0 * L * H;
-            const std::size_t sub = std::max<std::size_t>(1, std::min<std::size_t>(B, static_cast<std::size_t>(2.5e8 / term_bytes)));
-            for (std::size_t s0 = 0; s0 < B; s0 += sub) {
-                const std::size_t S = std::min(sub, B - s0);
-                const auto start = std::chrono::steady_clock::now();
-                icl::PromptTerms terms = icl::empty_prompt_terms(L, S * H);
-                for (std::size_t b = 0; b < S; ++b) add_row_terms(terms, b, row, kv, s0 + b, net.rope());
-                scores[r].conversion_seconds += seconds_since(start);
-                const auto logits = icl::logits_with_terms(net, terms, inputs.data() + s0 * N, S, N);
-                for (std::size_t b = 0; b < S; ++b)
-                    scores[r].pairs.push_back(
-                        score_pair(pairs[first + s0 + b], logits.data() + b * N * V, reference.data() + (s0 + b) * N * V, N, V));
-            }
+    for (std::size_t b = 0; b < B; ++b) {
+        const auto& pair = pairs[first + b];
+        prompts.insert(prompts.end(), pair.prompt.begin(), pair.prompt.end());
+        inputs.insert(inputs.end(), pair.input.begin(), pair.input.end());
+        whole.insert(whole.end(), pair.prompt.begin(), pair.prompt.end());
+        whole.insert(whole.end(), pair.input.begin(), pair.input.end());
+    }
+    // the reference: M_old on [X'; X] at X's positions (and its attention, for the diagnostics)
+    net.capture_qkv(diagnose);
+    net.forward(whole.data(), B, M + N);
+    net.capture_qkv(false);
+    std::vector<double> reference(B * N * V);
+    for (std::size_t b = 0; b < B; ++b)
+        std::copy(net.logits() + (b * (M + N) + M) * V, net.logits() + (b * (M + N) + M + N) * V, reference.begin() + b * N * V);
+    if (diagnose) {
+        Diagnostics diagnostics(L, H);
+        accumulate_diagnostics(diagnostics, net, B, M, N);
+        out.share = std::move(diagnostics.share);
+        out.norm = std::move(diagnostics.norm);
+    }
+    const icl::PromptKeysValues kv = icl::capture_prompt_keys_values(net, prompts.data(), B, M);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        if (store.stop_requested()) return false;  // the chunk is abandoned; a resume scores it again
+        const Row& row = rows[r];
+        const double term_bytes = (row.maps ? row.size * (D + 1) : 2 * M * D) * 8.0 * L * H;
+        const std::size_t sub = std::max<std::size_t>(1, std::min<std::size_t>(B, static_cast<std::size_t>(2.5e8 / term_bytes)));
+        for (std::size_t s0 = 0; s0 < B; s0 += sub) {
+            const std::size_t S = std::min(sub, B - s0);
+            const auto start = std::chrono::steady_clock::now();
+            icl::PromptTerms terms = icl::empty_prompt_terms(L, S * H);
+            for (std::size_t b = 0; b < S; ++b) add_row_terms(terms, b, row, kv, s0 + b, net.rope());
+            out.conversion_seconds[r] += seconds_since(start);
+            const auto logits = icl::logits_with_terms(net, terms, inputs.data() + s0 * N, S, N);
+            for (std::size_t b = 0; b < S; ++b)
+                out.rows[r].push_back(
+                    score_pair(pairs[first + s0 + b], logits.data() + b * N * V, reference.data() + (s0 + b) * N * V, N, V));
         }
     }
-    return scores;
+    out.seconds = seconds_since(chunk_start);
+    return true;
 }
 
-void declare_keys(config::Schema& schema) {
-    schema.add_string_free("source.run_dir", "",
-                           "a finished induction-head run (softmax attention) whose trained model to use; its task.* and "
-                           "model.* apply and nothing is trained. Empty: train the model here with the task/model/train keys")
-        .add_string("iclaa.prompt", "chain", {"chain", "pairs"},
-                    "ICL prompt X': chain = a sample path of the task's chain showing every trigger with its successor; "
-                    "pairs = the bigrams 'trigger successor' once each among uniform non-trigger letters")
-        .add_int("iclaa.prompt_length", 32, 2, 1 << 16, "M: tokens of the ICL prompt X'")
-        .add_int("iclaa.input_length", 32, 1, 1 << 16, "N: tokens of the input X (M + N <= task.seq_len)")
-        .add_int("iclaa.pairs", 1000, 1, 1 << 24, "test (prompt, input) pairs, from the seed's sub-stream 4: every table and claim")
-        .add_int("iclaa.validation_pairs", 200, 0, 1 << 24,
-                 "validation (prompt, input) pairs, from the seed's sub-stream 9 and disjoint from the test pairs: they pick "
-                 "the learned map's F (the lowest mean relative logit error) and are reported nowhere else; >= 1 with learned maps")
-        .add_int("iclaa.batch_size", 50, 1, 1 << 16, "pairs per forward pass")
-        .add_string_list("iclaa.feature_maps", {"prf", "orf", "elu1", "learned"}, {"prf", "orf", "elu1", "learned"},
-                         "kernel feature maps compared: prf / orf = Performer positive (orthogonal) random features with "
-                         "the softmax kernel's scale D^-1/4 (spec §1.2 (A3)), elu1 = elu+1 of the raw q, k, learned = the "
-                         "two-sided exponential map fitted by mixed-attention distillation (spec §4.1)")
-        .add_int_list("iclaa.random_features", {16, 64, 256, 1024, 4096}, 2, 1 << 20, "F of the prf / orf rows")
-        .add_int("iclaa.feature_seeds", 3, 1, 1000, "independent feature draws per prf / orf F (mean ± sd over them)")
-        .add_int("iclaa.claim_features", 0, 0, 1 << 20, "F of the prf / orf rows the G claims judge (0: the largest random F)")
-        .add_int_list("iclaa.keep_tokens", {2, 4, 8, 16}, 1, 1 << 16, "k of the truncated-cache rows (recent-k, heavy-k)")
-        .add_int_list("iclaa.learned.features", {16, 64, 256}, 2, 1 << 16, "F of the learned maps (even)")
-        .add_int("iclaa.learned.fit_seeds", 2, 1, 1000,
-                 "independent fits per learned F (initialization and sequences; fit seed 0 is the fit of earlier runs); "
-                 "each pair's error is averaged over them")
-        .add_int("iclaa.learned.steps", 300, 1, 1 << 24, "Adam steps of each learned map's fit")
-        .add_float("iclaa.learned.lr", 1e-2, 0.0, 10.0, "Adam learning rate of the fit")
-        .add_int("iclaa.learned.batch", 32, 1, 1 << 16, "task sequences per fit step (never a test prompt)")
-        .add_int("iclaa.learned.split_min", 8, 1, 1 << 16, "smallest pseudo-prompt length of the fit's splits")
-        .add_int("iclaa.learned.split_max", 48, 1, 1 << 16, "largest pseudo-prompt length (< task.seq_len)")
-        .add_int("iclaa.bootstrap", 1000, 0, 1 << 20, "bootstrap resamples of the 95% interval of the mean error")
-        .add_bool("iclaa.hybrid", true,
-                  "hybrid rows: the exact cache of the k most recent prompt tokens (each iclaa.keep_tokens) plus the "
-                  "smallest learned map for the older tokens (LoLCATs' window + linear attention, spec §2.3)");
-    schema.add_rule([](const config::Config& cfg) {
-        for (const auto F : cfg.get_int_list("iclaa.learned.features"))
-            if (F % 2 != 0) cfg.fail({"iclaa.learned.features"}, "learned maps need an even F, got " + std::to_string(F));
-        const auto M = cfg.get_int("iclaa.prompt_length");
-        for (const auto k : cfg.get_int_list("iclaa.keep_tokens"))
-            if (k >= M)  // k = M keeps the whole prompt: the exact cache's row, not a truncation
-                cfg.fail({"iclaa.keep_tokens", "iclaa.prompt_length"}, "iclaa.keep_tokens: " + std::to_string(k) +
-                                                                           " tokens do not truncate the prompt, iclaa.prompt_length = " +
-                                                                           std::to_string(M) + " (each k must be smaller)");
-        const auto claim_F = cfg.get_int("iclaa.claim_features");
-        const auto random = cfg.get_int_list("iclaa.random_features");
-        if (claim_F != 0 && std::find(random.begin(), random.end(), claim_F) == random.end())
-            cfg.fail({"iclaa.claim_features", "iclaa.random_features"}, "iclaa.claim_features is not one of iclaa.random_features");
-        const auto maps = cfg.get_string_list("iclaa.feature_maps");
-        if (std::find(maps.begin(), maps.end(), "learned") != maps.end() && cfg.get_int("iclaa.validation_pairs") < 1)
-            cfg.fail({"iclaa.validation_pairs", "iclaa.feature_maps"},
-                     "iclaa.validation_pairs must be >= 1 with learned maps: their F is picked on the validation pairs");
-        if (cfg.get_int("iclaa.learned.split_min") > cfg.get_int("iclaa.learned.split_max"))
-            cfg.fail({"iclaa.learned.split_min", "iclaa.learned.split_max"}, "split_min must not exceed split_max");
-        if (!cfg.get_string("source.run_dir").empty()) return;
-        const auto T = cfg.get_int("task.seq_len");
-        if (cfg.get_int("iclaa.prompt_length") + cfg.get_int("iclaa.input_length") > T)
-            cfg.fail({"iclaa.prompt_length", "iclaa.input_length", "task.seq_len"},
-                     "prompt_length + input_length exceeds the training length task.seq_len = " + std::to_string(T) +
-                         " (RoPE offsets the model never saw)");
-        if (cfg.get_int("iclaa.learned.split_max") >= T)
-            cfg.fail({"iclaa.learned.split_max", "task.seq_len"}, "split_max must be below task.seq_len");
-        try {
-            icl::check_iclaa_assumptions(model_spec_from_config(cfg, tasks::kInductionVocab, T));
-        } catch (const InputError& error) {
-            cfg.fail({"model.attention", "model.mask", "model.isolate_queries"}, error.what());
+// Scores every row on the pairs, in chunks of iclaa.batch_size, each chunk a stored unit "<pair_set>_pairs_<first>"
+// (loaded when stored, else scored and stored); diagnostics (may be null) accumulates the attention statistics of
+// M_old on [X'; X]. False when stopped before every chunk was scored.
+bool score_rows(const config::Config& cfg, model::Transformer<double>& net, const std::vector<Row>& rows,
+                const std::vector<tasks::PromptPair>& pairs, Diagnostics* diagnostics, Stages& stages, const std::string& pair_set,
+                std::vector<RowScores>& scores) {
+    const std::size_t P = pairs.size(), chunk = cfg.get_int("iclaa.batch_size");
+    const std::size_t layer_heads = diagnostics ? diagnostics->layers * diagnostics->heads : 0;
+    scores.assign(rows.size(), {});
+    for (std::size_t first = 0; first < P; first += chunk) {
+        if (stages.store.stop_requested()) return false;
+        const std::size_t B = std::min(chunk, P - first);
+        const std::string name = chunk_unit_name(pair_set, first);
+        ChunkScores done;
+        if (load_chunk(stages.store, name, rows, B, layer_heads, done)) {
+            stages.earlier_seconds += done.seconds;
+        } else {
+            if (!score_chunk(cfg, net, rows, pairs, first, B, diagnostics != nullptr, stages.store, done)) return false;
+            save_chunk(stages.store, name, rows, done);
         }
-    });
-    schema.add_rule([](const config::Config& cfg) {
-        const std::string dir = cfg.get_string("source.run_dir");
-        if (!dir.empty() && !std::filesystem::exists(std::filesystem::path(dir) / kResultsFile))
-            cfg.fail({"source.run_dir"}, "'" + dir + "' holds no finished run (no " + kResultsFile + ")");
-    });
-}
-
-// Training (without source.run_dir); the feature maps of every prf / orf row held at once (a (D, F) draw per layer and
-// head, feature_seeds draws per F) plus one sub-batch's prompt terms (F (D + 1) per layer and head); per pair and row
-// the prompt's and the input's features and state products (4 D F per token, layer and head); the learned fits.
-// The model size comes from this config's model keys (with source.run_dir: the source's, assumed alike).
-RunEstimate estimate(const config::Config& cfg) {
-    const bool trains = cfg.get_string("source.run_dir").empty();
-    RunEstimate e = trains ? estimate_training(cfg) : RunEstimate{};
-    const double L = static_cast<double>(cfg.get_int("model.layers")), H = static_cast<double>(cfg.get_int("model.heads"));
-    const double D = static_cast<double>(cfg.get_int("model.width")) / H;
-    const double M = static_cast<double>(cfg.get_int("iclaa.prompt_length")), N = static_cast<double>(cfg.get_int("iclaa.input_length"));
-    const double pairs = static_cast<double>(cfg.get_int("iclaa.pairs")), seeds = static_cast<double>(cfg.get_int("iclaa.feature_seeds"));
-    const auto maps = cfg.get_string_list("iclaa.feature_maps");
-    const double random_kinds = static_cast<double>(std::count(maps.begin(), maps.end(), "prf") + std::count(maps.begin(), maps.end(), "orf"));
-    double features = 0, largest = D;
-    for (const auto F : cfg.get_int_list("iclaa.random_features"))
-        features += random_kinds * seeds * static_cast<double>(F), largest = std::max(largest, static_cast<double>(F));
-    const double fit_seeds = static_cast<double>(cfg.get_int("iclaa.learned.fit_seeds"));
-    double learned_features = 0;
-    if (std::count(maps.begin(), maps.end(), "learned"))
-        for (const auto F : cfg.get_int_list("iclaa.learned.features")) {
-            learned_features += fit_seeds * static_cast<double>(F), largest = std::max(largest, static_cast<double>(F));
-            e.flops += fit_seeds * static_cast<double>(cfg.get_int("iclaa.learned.steps") * cfg.get_int("iclaa.learned.batch")) *
-                       static_cast<double>(cfg.get_int("task.seq_len")) * L * H * 12.0 * D * static_cast<double>(F);
+        for (std::size_t r = 0; r < rows.size(); ++r) {
+            scores[r].pairs.insert(scores[r].pairs.end(), done.rows[r].begin(), done.rows[r].end());
+            scores[r].conversion_seconds += done.conversion_seconds[r];
         }
-    features += learned_features;
-    const double gib = 1024.0 * 1024.0 * 1024.0;
-    e.memory_gib = std::max(e.memory_gib, (features * L * H * D + largest * (D + 1) * L * H) * 8.0 / gib +
-                                              static_cast<double>(cfg.get_int("iclaa.batch_size")) * (M + N) * 60.0 * L * D * H * 8.0 / gib);
-    e.flops += pairs * (M + N) * L * H * 4.0 * D * features;
-    e.flops += static_cast<double>(cfg.get_int("iclaa.validation_pairs")) * (M + N) * L * H * 4.0 * D * learned_features;
-    e.keys = {"iclaa.random_features", "iclaa.feature_seeds", "iclaa.pairs", "iclaa.learned.fit_seeds", "model.width", "train.steps"};
-    return e;
+        for (std::size_t i = 0; i < layer_heads; ++i) {
+            diagnostics->share[i].insert(diagnostics->share[i].end(), done.share[i].begin(), done.share[i].end());
+            diagnostics->norm[i].insert(diagnostics->norm[i].end(), done.norm[i].begin(), done.norm[i].end());
+        }
+    }
+    return true;
 }
 
-void evaluate(const config::Config& cfg, const config::Config& model_cfg, model::Transformer<double>& net, RunFolder& run, bool quiet) {
+// The ICLAA work after training, in stored units (iclaa_stages.hpp): the learned fits, then the validation and the
+// test scoring in chunks; at the end the tables into run.results(). Returns "" when complete, else (stopped by a
+// signal or --stop-after-units, every finished unit stored) where it stopped.
+std::string evaluate(const config::Config& cfg, const config::Config& model_cfg, model::Transformer<double>& net, RunFolder& run,
+                     StageStore& store, bool quiet) {
     const auto start = std::chrono::steady_clock::now();
     const std::vector<io::Claim> claims = declare_claims(cfg);  // ids and rules, before anything is measured
     const tasks::InductionHeadSpec task = induction_spec_from_config(model_cfg);
-    Methods methods = build_methods(cfg, net, task, quiet, run);
+    Stages stages{store};
+    Methods methods = build_methods(cfg, net, task, quiet, run, stages);
     const PromptPairs pairs = draw_pairs(cfg, task);
     // validation: the no-prompt row and every learned fit, on the validation pairs only (they pick the learned F)
+    const auto maps = cfg.get_string_list("iclaa.feature_maps");
+    const bool learned = std::find(maps.begin(), maps.end(), "learned") != maps.end();
+    const std::size_t chunk = cfg.get_int("iclaa.batch_size"), fits = learned ? cfg.get_int_list("iclaa.learned.features").size() *
+                                                                                     static_cast<std::size_t>(cfg.get_int("iclaa.learned.fit_seeds"))
+                                                                               : 0;
+    const std::size_t units = fits + (learned ? (pairs.validation.size() + chunk - 1) / chunk : 0) + (pairs.test.size() + chunk - 1) / chunk;
+    const auto stopped = [&] {
+        const std::string where = "with " + std::to_string(store.loaded() + store.saved()) + " of " + std::to_string(units) +
+                                  " units of the ICLAA work stored in " + store.dir().string() +
+                                  " (learned-map fits, then chunks of validation and test pairs)";
+        run.log() << "stopped " << where << "\n" << std::flush;
+        return where;
+    };
+    if (methods.stopped) return stopped();
     std::vector<Row> validation_rows;
     for (const Row& row : methods.rows)
         if (row.method == Method::before || row.method == Method::learned) validation_rows.push_back(row);
     LearnedSelection selection;
     if (validation_rows.size() > 1) {
-        selection = select_learned(validation_rows, score_rows(cfg, net, validation_rows, pairs.validation, nullptr));
+        std::vector<RowScores> validation_scores;
+        if (!score_rows(cfg, net, validation_rows, pairs.validation, nullptr, stages, "validation", validation_scores)) return stopped();
+        selection = select_learned(validation_rows, validation_scores);
         selection.redrawn = pairs.redrawn;
         run.log() << "learned map: F=" << selection.features[selection.picked] << " picked on " << pairs.validation.size()
                   << " validation pairs\n" << std::flush;
     }
+    Diagnostics diagnostics(net.spec().layers, net.spec().heads);
+    std::vector<RowScores> scores;
+    if (!score_rows(cfg, net, methods.rows, pairs.test, &diagnostics, stages, "test", scores)) return stopped();
     if (!pairs.validation.empty()) {  // /tables/validation_pairs: the pairs that picked the learned F (and nothing else)
         std::vector<std::string> prompt, input;
         for (const auto& pair : pairs.validation) {
@@ -363,17 +347,20 @@ void evaluate(const config::Config& cfg, const config::Config& model_cfg, model:
         }
         run.results().write_columns("/tables/validation_pairs", {{"prompt", prompt}, {"input", input}});
     }
-    Diagnostics diagnostics(net.spec().layers, net.spec().heads);
-    const std::vector<RowScores> scores = score_rows(cfg, net, methods.rows, pairs.test, &diagnostics);
     Rng bootstrap = Rng(static_cast<std::uint64_t>(cfg.get_int("seed"))).derive(kBootstrap);
+    // the work's wall time: this session's and that of the units it loaded from earlier sessions
     write_results(cfg, net.spec(), methods.rows, scores, pairs.test, diagnostics, methods.fits, selection, claims, bootstrap,
-                  seconds_since(start), run, quiet);
+                  seconds_since(start) + stages.earlier_seconds, run, quiet);
+    return "";
 }
 
 RunOutcome run_iclaa(const RunContext& context) {
     const config::Config& cfg = context.config;
     const RunOptions& options = context.options;
     const std::string source_dir = cfg.get_string("source.run_dir");
+    // SIGINT/SIGTERM/SIGHUP: training stops at its next step with a checkpoint, the fits and the scoring at their next
+    // step or row with every finished unit stored; the command exits with 128 + the signal and `--resume` continues.
+    InterruptScope interruptible;
     if (source_dir.empty()) {
         RunFolder run(cfg, options);
         const InductionTraining training = train_induction_model(cfg, options, run);
@@ -383,8 +370,12 @@ RunOutcome run_iclaa(const RunContext& context) {
                                        model::Transformer<double>::Mode::inference);
         ICLAB_CHECK(net.params.size() == training.parameters.size(), "trained parameters do not fit the model");
         std::copy(training.parameters.begin(), training.parameters.end(), net.params.begin());
-        evaluate(cfg, cfg, net, run, options.quiet);
+        // checkpoint.h5 holds the trained model (its final checkpoint): a resume trains no step and continues here
+        StageStore store(run, options, parameter_fingerprint(net.params), "trained here, " + std::to_string(training.steps_total) + " steps");
+        const std::string stopped = evaluate(cfg, cfg, net, run, store, options.quiet);
+        if (!stopped.empty()) return {run.path(), false, training.steps_total, training.steps_total};
         run.commit();
+        store.remove_all();
         return {run.path(), true, training.steps_total, training.steps_total};
     }
     ICLAB_INPUT_CHECK(options.stop_after == 0, "--stop-after stops training, and with source.run_dir nothing is trained");
@@ -399,8 +390,22 @@ RunOutcome run_iclaa(const RunContext& context) {
     run.log() << "model: the trained parameters of " << source_dir << " (no training here)\n";
     run.results().set_attr("source_run_dir", std::filesystem::absolute(source_dir).string());
     run.results().set_attr("source_config", loaded.config.to_yaml());
-    evaluate(cfg, loaded.config, *loaded.model, run, options.quiet);
+    StageStore store(run, options, parameter_fingerprint(loaded.model->params),
+                     "the trained parameters of " + std::filesystem::absolute(source_dir).string());
+    const std::string stopped = evaluate(cfg, loaded.config, *loaded.model, run, store, options.quiet);
+    if (!stopped.empty()) {
+        // Nothing is trained here, so no checkpoint exists: a marker checkpoint (0 of 0 steps) makes the folder one
+        // that `iclab run --resume` (and a sweep) continues; it is removed once the run is complete.
+        const auto marker = run.open_checkpoint();
+        marker->set_attr("kind", "iclaa on source.run_dir: nothing trained; its finished units are in stages/");
+        marker->set_attr("next_step", std::int64_t{0});
+        marker->set_attr("total_steps", std::int64_t{0});
+        marker->commit();
+        return {run.path(), false, 0, 0};
+    }
     run.commit();
+    std::filesystem::remove(run.checkpoint_path());
+    store.remove_all();
     return {run.path(), true, 0, 0};
 }
 

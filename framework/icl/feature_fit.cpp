@@ -260,6 +260,10 @@ LayerHeadMaps fit_feature_maps(model::Transformer<double>& model, const Sequence
                     report->final_loss[l][h] = loss.loss();
                 }
             }
+        if (settings.stop && step + 1 < settings.steps && settings.stop()) {
+            if (report != nullptr) report->stopped = true, report->seconds = seconds_since(start);
+            return {};
+        }
     }
     LayerHeadMaps maps(L);
     for (std::size_t l = 0; l < L; ++l)

@@ -53,16 +53,21 @@ struct FeatureFitSettings {
     double lr = 1e-2;           // Adam
     std::size_t batch = 32;     // sequences per step
     std::size_t split_min = 8, split_max = 48;
+    // Checked after every step (may be empty): true abandons the fit, which then returns no maps (an interrupted
+    // run stops within a step instead of finishing a fit of many minutes; its resume fits it again from the start).
+    std::function<bool()> stop;
 };
 struct FeatureFitReport {
     std::vector<std::vector<double>> final_loss;  // [l][h]: L of the last step
     std::vector<std::vector<double>> first_loss;  // [l][h]: L of the first step
     double seconds = 0.0;
+    bool stopped = false;  // abandoned by FeatureFitSettings::stop (the maps returned are empty)
 };
 // Draws `batch` sequences of `time` tokens into tokens (batch·time) from rng.
 using SequenceSampler = std::function<void(std::vector<std::int32_t>& tokens, std::size_t batch, Rng& rng)>;
 
-// Fits every layer's and head's map independently (layers see the frozen model's own q, k, v).
+// Fits every layer's and head's map independently (layers see the frozen model's own q, k, v). Empty maps when
+// settings.stop abandoned the fit.
 LayerHeadMaps fit_feature_maps(model::Transformer<double>& model, const SequenceSampler& sample, std::size_t time,
                                const FeatureFitSettings& settings, Rng& rng, FeatureFitReport* report);
 

@@ -23,6 +23,12 @@ struct RunEstimate {
 // (quick lsa_gd 12 s, quick gd_duals 2 s, paper induction_head 6 min, paper bias_training ~11.5 min a run on one
 // thread, cpu2 prefix_vs_causal, paper iclca_exactness 89 min); a loaded machine is slower.
 constexpr double kNominalFlopsPerSecond = 5e10;
+// Work after training that runs as fp64 loops over small per-head blocks (ICLAA's learned-map fits and scoring: the
+// feature maps with their exps, the per-sample distillation, GEMMs of a few dozen rows, double-precision forwards)
+// counts this many nominal FLOPs per FLOP: measured 3.8-7.6 GFLOP/s on one thread of this machine under load (issue 21:
+// quick iclaa fits 2.3e12 FLOP in 306 s and scoring 3.7e11 in ~60 s; paper fits 1.9e13 in 3130 s, paper scoring
+// 1.3e13 in 58 min), against the nominal 50.
+constexpr double kFp64LoopWeight = 8.0;
 // Work refused outright: ~23 days at the nominal rate (the largest paper profile is ~1e15 FLOP).
 constexpr double kMaxRunFlops = 1e17;
 // Runs of at least this much work print their estimate before starting (~10 s at the nominal rate).

@@ -159,6 +159,7 @@ RunFolder::RunFolder(const config::Config& cfg, const RunOptions& options) {
         // Only an --overwrite run reuses a folder: a checkpoint of the run it replaces must not be resumed.
         std::filesystem::remove(checkpoint_path());
         std::filesystem::remove(path_ / kLiveCurvesFile);
+        std::filesystem::remove_all(path_ / kStagesDir);  // the replaced run's stored units (stage_store.hpp)
         std::filesystem::remove(path_ / (std::string(kCheckpointFile) + ".partial"));
         {
             std::ofstream config_file(path_ / kConfigFile);

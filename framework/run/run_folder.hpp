@@ -31,6 +31,7 @@ inline const char* kLogFile = "log.txt";
 inline const char* kResultsFile = "results.h5";
 inline const char* kCheckpointFile = "checkpoint.h5";
 inline const char* kLiveCurvesFile = "curves.csv";  // the Trainer's evaluations as they happen
+inline const char* kStagesDir = "stages";           // finished units after training, for resume (stage_store.hpp)
 
 // What identifies a run across interruptions: written into every checkpoint.h5 and, from there, into
 // the results.h5 of a resumed run, so it carries the same root attributes as an uninterrupted one.

@@ -14,10 +14,15 @@ struct RunOptions {
     // Stop after this step (1-based count of finished steps) with a checkpoint and without results.h5,
     // as if interrupted there; 0: train to train.steps (`iclab run --stop-after`).
     std::size_t stop_after = 0;
+    // Stop after this many units of a staged experiment's work after training (ICLAA: learned-map fits, chunks of
+    // evaluated pairs; framework/run/stage_store.hpp) are stored in this session, as if interrupted there; 0: no such
+    // stop (`iclab run --stop-after-units`).
+    std::size_t stop_after_units = 0;
 };
 
 // What a run did: its folder, and whether it completed (results.h5 written) or stopped early
-// (RunOptions::stop_after) after `steps_done` steps.
+// (RunOptions::stop_after, stop_after_units, or a signal) after `steps_done` steps (steps_done = steps_total:
+// stopped after its training, in the work a staged experiment stores in units).
 struct RunOutcome {
     std::filesystem::path run_dir;
     bool completed = false;
