@@ -277,9 +277,12 @@ template <class T>
 void embedding_forward(T* out, const std::int32_t* tokens, const T* table, std::size_t rows, std::size_t channels,
                        std::size_t vocab) {
     const profile::Scope scope(profile::Kind::input);
-    for (std::size_t n = 0; n < rows; ++n) {
+    for (std::size_t n = 0; n < rows; ++n)  // checked first: no exception may leave the parallel loop below
         ICLAB_CHECK(tokens[n] >= 0 && static_cast<std::size_t>(tokens[n]) < vocab,
                     "token id " << tokens[n] << " outside the vocabulary of " << vocab);
+    // a copy per row: the threads share the rows of a large batch
+#pragma omp parallel for schedule(static) if (rows * channels >= kColumnParallelMin * 4)
+    for (std::size_t n = 0; n < rows; ++n) {
         const T* row = table + static_cast<std::size_t>(tokens[n]) * channels;
         T* y = out + n * channels;
         for (std::size_t c = 0; c < channels; ++c) y[c] = row[c];

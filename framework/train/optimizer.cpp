@@ -88,10 +88,11 @@ void Optimizer<T>::step(std::vector<T>& params, const std::vector<T>& grads, dou
             for (std::size_t i = first; i < last; ++i) p[i] = std::max(p[i], T(0));
     };
     // The flat buffer in fixed chunks of kChunk elements (a chunk may span tensors), shared by the threads in one
-    // parallel region when the model is large (one region per step: a GPT-2 embedding alone is 50257 x C); small models
-    // stay on one thread. Which thread updates an element changes none of its bits.
+    // parallel region (one per step; it was one per tensor, and tensors under 2^16 elements ran on one thread: the
+    // paper induction-head model's optimizer step took as long with 2 threads as with 1); a model of one chunk stays on
+    // one thread. Which thread updates an element changes none of its bits.
     constexpr std::size_t kChunk = 8192;
-    constexpr std::size_t kParallelMin = 1 << 16;
+    constexpr std::size_t kParallelMin = 2 * kChunk;
     const std::size_t total = layout_.total(), chunks = (total + kChunk - 1) / kChunk;
     const auto& entries = layout_.entries();
 #pragma omp parallel for schedule(static) if (total >= kParallelMin)
