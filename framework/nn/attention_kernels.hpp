@@ -244,19 +244,11 @@ template <class T>
 inline void reduce_bias_gradients(T* d_b_kv, T* d_b_d, const std::vector<T>& partial_bkv, const std::vector<T>& partial_bd,
                                   std::size_t B, std::size_t H, std::size_t F, std::size_t D) {
 #pragma omp for schedule(static) nowait
-    for (std::size_t h = 0; h < H; ++h) {  // d b_D: small, one loop per head
-        for (std::size_t f = 0; f < F; ++f) {
-            T sum = d_b_d[h * F + f];
-            for (std::size_t b = 0; b < B; ++b) sum += partial_bd[(b * H + h) * F + f];
-            d_b_d[h * F + f] = sum;
-        }
-    }
-#pragma omp for schedule(static) nowait
-    for (std::size_t hf = 0; hf < H * F; ++hf) {  // d b_KV by rows (h, f) of D elements: slot (b, h) row f is b·H·F + hf
-        T* out = d_b_kv + hf * D;
+    for (std::size_t h = 0; h < H; ++h) {  // by heads: per b one contiguous pass over the head's F·D (and F) slots
         for (std::size_t b = 0; b < B; ++b) {
-            const T* row = partial_bkv.data() + (b * H * F + hf) * D;
-            for (std::size_t d = 0; d < D; ++d) out[d] += row[d];
+            const std::size_t bh = b * H + h;
+            for (std::size_t i = 0; i < F * D; ++i) d_b_kv[h * F * D + i] += partial_bkv[bh * F * D + i];
+            for (std::size_t f = 0; f < F; ++f) d_b_d[h * F + f] += partial_bd[bh * F + f];
         }
     }
 }
