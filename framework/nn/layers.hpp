@@ -1,7 +1,8 @@
 #pragma once
 // Elementwise and row-wise layers as llm.c-style forward/backward pairs.
 // Shapes: N rows (= B*T tokens), C channels, V vocabulary, I/O input/output widths.
-// Every backward ACCUMULATES (+=) into its gradient outputs; callers zero gradients first.
+// Every backward ACCUMULATES (+=) into its gradient outputs; callers zero gradients first (except where a flag says the
+// input gradient is written: linear_backward, layernorm_backward).
 #include <cstddef>
 #include <cstdint>
 
@@ -18,7 +19,8 @@ template <class T>
 void residual_layernorm_forward(T* out, T* mean, T* rstd, T* sum, const T* residual, const T* gamma, const T* beta,
                                 std::size_t rows, std::size_t channels, double eps = 1e-5);
 // d_in (N, C) +=, d_gamma (C) +=, d_beta (C) += <- d_out (N, C), in, gamma, mean, rstd. accumulate = false: d_in is
-// written (as 0 + value: the bits of accumulating into a zeroed buffer), not accumulated
+// written (as 0 + value: the bits of accumulating into a zeroed buffer), not accumulated. d_in may not alias d_out or in
+// (the parameter gradients read them while other rows of d_in are written)
 template <class T>
 void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T* in, const T* gamma, const T* mean,
                         const T* rstd, std::size_t rows, std::size_t channels, bool accumulate = true);
