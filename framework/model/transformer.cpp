@@ -369,14 +369,17 @@ void Transformer<T>::forward_trunk() {
         }
         // mid = [input +] att [W_o + b_o]; without an MLP, mid is the block's output (written there directly), and
         // with a pre-LN MLP the residual add runs inside LN2's pass (nn::residual_layernorm_forward, bit-identical)
+        // (the residual add: in the projection's parallel region, or a pass of its own without a projection)
         T* mid = spec_.mlp ? a.mid.data() : output;
-        if (spec_.output_projection)
-            nn::linear_forward(mid, a.att.data(), P + o.w_o, P + o.b_o, N, C, C);
-        else
-            std::copy(a.att.begin(), a.att.end(), mid);
         const bool fused_residual = spec_.residual && spec_.mlp && spec_.layernorm;
-        if (spec_.residual && !fused_residual)
-            for (std::size_t i = 0; i < N * C; ++i) mid[i] += input[i];
+        const bool residual_here = spec_.residual && !fused_residual;
+        if (spec_.output_projection) {
+            nn::linear_forward(mid, a.att.data(), P + o.w_o, P + o.b_o, N, C, C, residual_here ? input : nullptr);
+        } else {
+            std::copy(a.att.begin(), a.att.end(), mid);
+            if (residual_here)
+                for (std::size_t i = 0; i < N * C; ++i) mid[i] += input[i];
+        }
         if (spec_.mlp) {
             const T* normed_mid = a.mid.data();
             if (fused_residual)
@@ -388,9 +391,8 @@ void Transformer<T>::forward_trunk() {
             if (spec_.layernorm) normed_mid = a.ln2.data();
             nn::linear_forward<T>(a.fc.data(), normed_mid, P + o.w_fc, nullptr, N, C, hidden);
             nn::bias_gelu_forward(a.fc_gelu.data(), a.fc.data(), P + o.b_fc, N, hidden);  // fc += b_fc; gelu (fused)
-            nn::linear_forward(output, a.fc_gelu.data(), P + o.w_proj, P + o.b_proj, N, hidden, C);
-            if (spec_.residual)
-                for (std::size_t i = 0; i < N * C; ++i) output[i] += a.mid[i];
+            nn::linear_forward(output, a.fc_gelu.data(), P + o.w_proj, P + o.b_proj, N, hidden, C,
+                               spec_.residual ? a.mid.data() : nullptr);  // output = h W_proj + b_proj [+ mid]
         }
     }
     const T* final_stream = final_input_.data();

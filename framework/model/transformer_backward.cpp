@@ -55,53 +55,60 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
     };
 
     // Read-out, then the final norm: d_residual = d(loss)/d(residual stream), carried down through the blocks.
-    zeroed(d_norm_, N * C);
+    // Buffers a product or a norm writes in full are not zeroed first: written with β = 0 (or accumulate = false) they
+    // get the bits of the accumulation into zeros they replace (+0 + x; OpenBLAS's β = 0 zero-fills and then adds).
     const T* final_stream = spec_.final_norm() ? final_norm_.data() : final_input_.data();
-    if (spec_.tie_embeddings) {  // logits = s wteᵀ: d s (N, C) += d_out (N, V) · wte (V, C); d wte (V, C) += d_outᵀ · s
+    if (spec_.tie_embeddings) {  // logits = s wteᵀ: d s (N, C) = d_out (N, V) · wte (V, C); d wte (V, C) += d_outᵀ · s
+        d_norm_.resize(N * C);
         nn::gemm<T>(nn::matrix(d_norm_.data(), N, C), nn::matrix(d_outputs, N, out), nn::matrix(P + output_offset_, out, C),
-                    false, false, T(1), T(1));
+                    false, false, T(1), T(0));
         nn::gemm<T>(nn::matrix(G + output_offset_, out, C), nn::matrix(d_outputs, N, out), nn::matrix(final_stream, N, C), true,
                     false, T(1), T(1));
     } else if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
+        d_norm_.resize(N * C);
         nn::linear_backward<T>(d_norm_.data(), G + output_offset_, grad_at(output_bias_offset_), d_outputs,
-                               final_stream, P + output_offset_, N, C, out);
+                               final_stream, P + output_offset_, N, C, out, false);
     } else {
+        zeroed(d_norm_, N * C);
         for (std::size_t n = 0; n < N; ++n)
             for (std::size_t c = 0; c < out; ++c) d_norm_[n * C + (C - out) + c] += d_outputs[n * out + c];
     }
-    zeroed(d_residual_, N * C);
+    d_residual_.resize(N * C);
     if (spec_.final_norm())
         nn::layernorm_backward(d_residual_.data(), G + final_gamma_offset_, G + final_beta_offset_, d_norm_.data(),
-                               final_input_.data(), P + final_gamma_offset_, final_mean_.data(), final_rstd_.data(), N, C);
+                               final_input_.data(), P + final_gamma_offset_, final_mean_.data(), final_rstd_.data(), N, C,
+                               false);
     else
         std::copy(d_norm_.begin(), d_norm_.end(), d_residual_.begin());
     // A sublayer y = [u +] f(norm(u)): the branch reads d_y first; then d_u = [d_y +] normᵀ (d branch input).
     const auto into_stream = [&](const T* normed_input_grad, const T* input, std::size_t gamma, std::size_t beta,
                                  const T* mean, const T* rstd) {
-        if (!spec_.residual) std::fill(d_residual_.begin(), d_residual_.end(), T(0));
-        if (spec_.layernorm)
-            nn::layernorm_backward(d_residual_.data(), G + gamma, G + beta, normed_input_grad, input, P + gamma, mean, rstd, N, C);
-        else
+        if (spec_.layernorm) {  // without a residual d_u = normᵀ(...) alone: written (accumulate = false)
+            nn::layernorm_backward(d_residual_.data(), G + gamma, G + beta, normed_input_grad, input, P + gamma, mean, rstd, N, C,
+                                   spec_.residual);
+        } else {
+            if (!spec_.residual) std::fill(d_residual_.begin(), d_residual_.end(), T(0));
             for (std::size_t i = 0; i < N * C; ++i) d_residual_[i] += normed_input_grad[i];
+        }
     };
     for (std::size_t l = spec_.layers; l-- > 0;) {
         BlockActivations& a = blocks_[l];
         const BlockOffsets& o = block_offsets_[l];
         if (spec_.mlp) {  // output = [mid +] MLP(LN2(mid))
-            zeroed(d_hidden_, N * hidden);
+            d_hidden_.resize(N * hidden);
             nn::linear_backward(d_hidden_.data(), G + o.w_proj, G + o.b_proj, d_residual_.data(), a.fc_gelu.data(),
-                                P + o.w_proj, N, hidden, C);
+                                P + o.w_proj, N, hidden, C, false);
             d_hidden_pre_.resize(N * hidden);  // written in full: d_pre = gelu' ⊙ d_hidden, and d b_fc (fused)
             nn::gelu_bias_backward(d_hidden_pre_.data(), G + o.b_fc, d_hidden_.data(), a.fc.data(), N, hidden);
-            zeroed(d_norm_, N * C);
+            d_norm_.resize(N * C);
             nn::linear_backward<T>(d_norm_.data(), G + o.w_fc, nullptr, d_hidden_pre_.data(),
-                                spec_.layernorm ? a.ln2.data() : a.mid.data(), P + o.w_fc, N, C, hidden);
+                                spec_.layernorm ? a.ln2.data() : a.mid.data(), P + o.w_fc, N, C, hidden, false);
             into_stream(d_norm_.data(), a.mid.data(), o.ln2_gamma, o.ln2_beta, a.ln2_mean.data(), a.ln2_rstd.data());
         }
         // mid = [input +] Attn(LN1(input)) [W_o + b_o]
-        zeroed(d_att_, N * C);
+        d_att_.resize(N * C);
         if (spec_.output_projection)
-            nn::linear_backward(d_att_.data(), G + o.w_o, G + o.b_o, d_residual_.data(), a.att.data(), P + o.w_o, N, C, C);
+            nn::linear_backward(d_att_.data(), G + o.w_o, G + o.b_o, d_residual_.data(), a.att.data(), P + o.w_o, N, C, C, false);
         else
             std::copy(d_residual_.begin(), d_residual_.end(), d_att_.begin());
         const bool quadratic_linear = spec_.attention != ModelSpec::Attention::softmax && !recurrent;
@@ -118,9 +125,9 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
         else
             nn::linear_attention_backward(d_qkv_.data(), G + o.b_kv, G + o.b_d, d_att_.data(), a.qkv.data(), P + o.b_kv,
                                           P + o.b_d, at(o.random), a.att.data(), a.attention, shape, options);
-        zeroed(d_norm_, N * C);
+        d_norm_.resize(N * C);
         nn::linear_backward(d_norm_.data(), G + o.w_qkv, grad_at(o.b_qkv), d_qkv_.data(),
-                            spec_.layernorm ? a.ln1.data() : a.input.data(), P + o.w_qkv, N, C, 3 * C);
+                            spec_.layernorm ? a.ln1.data() : a.input.data(), P + o.w_qkv, N, C, 3 * C, false);
         into_stream(d_norm_.data(), a.input.data(), o.ln1_gamma, o.ln1_beta, a.ln1_mean.data(), a.ln1_rstd.data());
     }
     if (position_offset_ != kAbsent) {  // dE_pos[t] += Σ_b d x_0[b, t]

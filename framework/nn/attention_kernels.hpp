@@ -236,16 +236,21 @@ inline void normalizer_backward(T* d_phi_q, T* d_phi_k, T* d_bd, const T* d_den,
     for (std::size_t j = 0; j < time; ++j) axpy(d_phi_k + j * F, T(1), buckets.data() + j * F, F);
 }
 
-// Bias gradients summed over the batch in a fixed order: partial_* hold one slot per (b, h).
+// Bias gradients summed over the batch in a fixed order: partial_* hold one slot per (b, h); every element (h, i) is
+// summed over b = 0, 1, ... in order (the serial loop's order). Called by every thread of the attention's parallel
+// region after its (b, h) loop, the threads share the elements (orphaned worksharing; no barrier at the end). Only
+// call it there: outside a region of the caller's own, the loops would bind to an enclosing team.
 template <class T>
 inline void reduce_bias_gradients(T* d_b_kv, T* d_b_d, const std::vector<T>& partial_bkv, const std::vector<T>& partial_bd,
                                   std::size_t B, std::size_t H, std::size_t F, std::size_t D) {
-    for (std::size_t b = 0; b < B; ++b)
-        for (std::size_t h = 0; h < H; ++h) {
+#pragma omp for schedule(static) nowait
+    for (std::size_t h = 0; h < H; ++h) {  // by heads: per b one contiguous pass over the head's F·D (and F) slots
+        for (std::size_t b = 0; b < B; ++b) {
             const std::size_t bh = b * H + h;
             for (std::size_t i = 0; i < F * D; ++i) d_b_kv[h * F * D + i] += partial_bkv[bh * F * D + i];
             for (std::size_t f = 0; f < F; ++f) d_b_d[h * F + f] += partial_bd[bh * F + f];
         }
+    }
 }
 
 }  // namespace iclab::nn::kernels

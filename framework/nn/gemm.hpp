@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -116,10 +117,44 @@ struct GemmCounter {
 };
 inline GemmCounter gemm_counter;  // the process's one counter (C++17 inline variable)
 
+// ---- Work that shares a product's parallel region (issue 23) ---------------------------------------
+// GemmExtras::epilogue(first, rows) runs on rows [first, first + rows) of C as soon as they are final, by the thread
+// that computed them (in cache, inside the product's parallel region: no pass of its own). It may touch only those
+// rows of C (and memory no other part of the call touches). Each row is passed exactly once, so an epilogue that
+// adds a bias gives, element for element, the bits of the same add run after the product.
+// GemmExtras::side(part), part < side_parts: independent work run in the same parallel region, the parts shared by
+// the threads before the product's own blocks (e.g. linear_backward's bias gradient by column chunks). A part may
+// not touch C or depend on the product or on another part.
+// Both are for products called from serial code; inside a parallel region everything runs on the calling thread.
+template <class T>
+struct GemmExtras {
+    std::function<void(std::size_t first, std::size_t rows)> epilogue;
+    std::size_t side_parts = 0;
+    std::function<void(std::size_t part)> side;
+};
+
 namespace detail {
 template <class T>
+inline void run_epilogue(const GemmExtras<T>* extras, std::size_t first, std::size_t rows) {
+    if (extras == nullptr || !extras->epilogue) return;
+    const profile::Scope scope(profile::Kind::elementwise);
+    extras->epilogue(first, rows);
+}
+// The side parts, shared by the team of the enclosing region (nowait: the product's blocks follow at once).
+template <class T>
+inline void run_side_parts(const GemmExtras<T>* extras) {
+    if (extras == nullptr || extras->side_parts == 0) return;
+#pragma omp for schedule(static) nowait
+    for (std::size_t part = 0; part < extras->side_parts; ++part) {
+        const profile::Scope scope(profile::Kind::elementwise);
+        extras->side(part);
+    }
+}
+
+template <class T>
 void gemm_compute(T* out, std::size_t out_ld, const T* a, std::size_t a_cols, const T* b, std::size_t b_cols,
-                  std::size_t m, std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta) {
+                  std::size_t m, std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta,
+                  const GemmExtras<T>* extras = nullptr) {
     // a_cols, b_cols, out_ld: the leading dimensions (row strides) of a, b and out
     const int lda = static_cast<int>(std::max<std::size_t>(a_cols, 1)), ldb = static_cast<int>(std::max<std::size_t>(b_cols, 1));
     const int ldc = static_cast<int>(out_ld);
@@ -132,54 +167,69 @@ void gemm_compute(T* out, std::size_t out_ld, const T* a, std::size_t a_cols, co
         thread_local std::vector<T> scratch;
         if (scratch.size() < inner_blocks * m * n) scratch.resize(inner_blocks * m * n);
         T* const partial = scratch.data();  // the calling thread's buffer, shared with the team below
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
-        for (std::size_t p = 0; p < inner_blocks; ++p) {
-            const std::size_t first = p * kGemmInnerBlock, terms = std::min(kGemmInnerBlock, k - first);
-            // columns [first, first + terms) of op(a), rows [first, first + terms) of op(b)
-            const T* a_block = transpose_a ? a + first * a_cols : a + first;
-            const T* b_block = transpose_b ? b + first : b + first * b_cols;
-            blas_gemm(transpose_a, transpose_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(terms), alpha,
-                      a_block, lda, b_block, ldb, T(0), partial + p * m * n, static_cast<int>(n));
-        }
-        if (out_ld == n) {
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
-            for (std::size_t i = 0; i < m * n; ++i) {
-                T sum = beta == T(0) ? T(0) : beta * out[i];
-                for (std::size_t p = 0; p < inner_blocks; ++p) sum += partial[p * m * n + i];
-                out[i] = sum;
+        // one region: the side parts, the partial products, a barrier, then their sums
+#pragma omp parallel if (!omp_in_parallel())
+        {
+            run_side_parts(extras);
+#pragma omp for schedule(static)
+            for (std::size_t p = 0; p < inner_blocks; ++p) {
+                const std::size_t first = p * kGemmInnerBlock, terms = std::min(kGemmInnerBlock, k - first);
+                // columns [first, first + terms) of op(a), rows [first, first + terms) of op(b)
+                const T* a_block = transpose_a ? a + first * a_cols : a + first;
+                const T* b_block = transpose_b ? b + first : b + first * b_cols;
+                blas_gemm(transpose_a, transpose_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(terms), alpha,
+                          a_block, lda, b_block, ldb, T(0), partial + p * m * n, static_cast<int>(n));
             }
-        } else {  // the same sums, rows of out out_ld apart
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
-            for (std::size_t r = 0; r < m; ++r)
-                for (std::size_t c = 0; c < n; ++c) {
-                    T sum = beta == T(0) ? T(0) : beta * out[r * out_ld + c];
-                    for (std::size_t p = 0; p < inner_blocks; ++p) sum += partial[p * m * n + r * n + c];
-                    out[r * out_ld + c] = sum;
+            if (out_ld == n) {
+#pragma omp for schedule(static)
+                for (std::size_t i = 0; i < m * n; ++i) {
+                    T sum = beta == T(0) ? T(0) : beta * out[i];
+                    for (std::size_t p = 0; p < inner_blocks; ++p) sum += partial[p * m * n + i];
+                    out[i] = sum;
                 }
+            } else {  // the same sums, rows of out out_ld apart
+#pragma omp for schedule(static)
+                for (std::size_t r = 0; r < m; ++r)
+                    for (std::size_t c = 0; c < n; ++c) {
+                        T sum = beta == T(0) ? T(0) : beta * out[r * out_ld + c];
+                        for (std::size_t p = 0; p < inner_blocks; ++p) sum += partial[p * m * n + r * n + c];
+                        out[r * out_ld + c] = sum;
+                    }
+            }
+            if (extras != nullptr && extras->epilogue) {
+#pragma omp for schedule(static) nowait
+                for (std::size_t r = 0; r < m; ++r) run_epilogue(extras, r, 1);
+            }
         }
         return;
     }
     if (blocks == 1) {
+        if (extras != nullptr)
+            for (std::size_t part = 0; part < extras->side_parts; ++part) extras->side(part);
         blas_gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, out, ldc);
+        run_epilogue(extras, 0, m);
         return;
     }
-#pragma omp parallel for schedule(static) if (!omp_in_parallel())
-    for (std::size_t block = 0; block < blocks; ++block) {
-        const std::size_t first = block * kGemmRowBlock, rows = std::min(kGemmRowBlock, m - first);
-        // rows [first, first + rows) of op(a): rows of a, or columns of a when transposed
-        const T* a_block = transpose_a ? a + first : a + first * a_cols;
-        blas_gemm(transpose_a, transpose_b, static_cast<int>(rows), n, k, alpha, a_block, lda, b, ldb, beta,
-                  out + first * out_ld, ldc);
+#pragma omp parallel if (!omp_in_parallel())
+    {
+        run_side_parts(extras);
+#pragma omp for schedule(static)
+        for (std::size_t block = 0; block < blocks; ++block) {
+            const std::size_t first = block * kGemmRowBlock, rows = std::min(kGemmRowBlock, m - first);
+            // rows [first, first + rows) of op(a): rows of a, or columns of a when transposed
+            const T* a_block = transpose_a ? a + first : a + first * a_cols;
+            blas_gemm(transpose_a, transpose_b, static_cast<int>(rows), n, k, alpha, a_block, lda, b, ldb, beta,
+                      out + first * out_ld, ldc);
+            run_epilogue(extras, first, rows);
+        }
     }
 }
 }  // namespace detail
 
-// out = alpha * op(a) · op(b) + beta * out. transpose_a / transpose_b apply op = transpose.
-// kernel: SmallGemm::openblas (default; the row/inner blocking above) or SmallGemm::blocked (small_gemm.hpp, one serial
-// call: for the per-(batch, head) attention products, opt-in through model.small_gemm; rounds differently).
+namespace detail {
 template <class T>
-void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b,
-          T alpha = T(1), T beta = T(0), SmallGemm kernel = SmallGemm::openblas) {
+void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b, T alpha,
+                  T beta, SmallGemm kernel, const GemmExtras<T>* extras) {
     const std::size_t m = transpose_a ? a.cols : a.rows;
     const std::size_t k = transpose_a ? a.rows : a.cols;
     const std::size_t k_b = transpose_b ? b.cols : b.rows;
@@ -189,35 +239,51 @@ void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool tra
                 "gemm: output is " << out.rows << "x" << out.cols << " but op(a)·op(b) is " << m << "x" << n);
     ICLAB_CHECK(out.leading() >= out.cols && a.leading() >= a.cols && b.leading() >= b.cols,
                 "gemm: a row stride is smaller than its row");
-    if (m == 0 || n == 0) return;
     // small: called inside a parallel region (per (batch, head)); omp_get_level counts a team of one thread too
     const profile::Scope scope(profile::profiler.enabled && omp_get_level() > 0 ? profile::Kind::gemm_small
                                                                                 : profile::Kind::gemm_large);
     const std::size_t ldc = out.leading();
-    if (k == 0) {  // BLAS would be asked for an empty inner product: define the result ourselves
-        for (std::size_t r = 0; r < m; ++r)
-            for (std::size_t c = 0; c < n; ++c) {
-                T& y = out.data[r * ldc + c];
-                y = beta == T(0) ? T(0) : beta * y;
-            }
+    if (m == 0 || n == 0 || k == 0 || kernel == SmallGemm::blocked) {  // one serial call (and the extras serially)
+        if (extras != nullptr)
+            for (std::size_t part = 0; part < extras->side_parts; ++part) extras->side(part);
+        if (m == 0 || n == 0) return;
+        if (k == 0) {  // BLAS would be asked for an empty inner product: define the result ourselves
+            for (std::size_t r = 0; r < m; ++r)
+                for (std::size_t c = 0; c < n; ++c) {
+                    T& y = out.data[r * ldc + c];
+                    y = beta == T(0) ? T(0) : beta * y;
+                }
+        } else {
+            const double start = gemm_counter.enabled ? omp_get_wtime() : 0.0;
+            small_gemm_blocked(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b,
+                               alpha, beta);
+            if (gemm_counter.enabled) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
+        }
+        run_epilogue(extras, 0, m);
         return;
     }
-    if (kernel == SmallGemm::blocked) {
-        const double start = gemm_counter.enabled ? omp_get_wtime() : 0.0;
-        small_gemm_blocked(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha,
-                           beta);
-        if (gemm_counter.enabled) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
-        return;
-    }
-    if (gemm_counter.enabled) {
-        const double start = omp_get_wtime();
-        detail::gemm_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha,
-                             beta);
-        gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
-        return;
-    }
-    detail::gemm_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha,
-                             beta);
+    // (the counted time includes any extras: they run inside the product's parallel region)
+    const double start = gemm_counter.enabled ? omp_get_wtime() : 0.0;
+    gemm_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha, beta,
+                 extras);
+    if (gemm_counter.enabled) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
+}
+}  // namespace detail
+
+// out = alpha * op(a) · op(b) + beta * out. transpose_a / transpose_b apply op = transpose.
+// kernel: SmallGemm::openblas (default; the row/inner blocking above) or SmallGemm::blocked (small_gemm.hpp, one serial
+// call: for the per-(batch, head) attention products, opt-in through model.small_gemm; rounds differently).
+template <class T>
+void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b,
+          T alpha = T(1), T beta = T(0), SmallGemm kernel = SmallGemm::openblas) {
+    detail::gemm_checked(out, a, b, transpose_a, transpose_b, alpha, beta, kernel, static_cast<const GemmExtras<T>*>(nullptr));
+}
+
+// The same (OpenBLAS) with an epilogue and/or side work in the product's parallel region (GemmExtras above).
+template <class T>
+void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b, T alpha, T beta,
+          const GemmExtras<T>& extras) {
+    detail::gemm_checked(out, a, b, transpose_a, transpose_b, alpha, beta, SmallGemm::openblas, &extras);
 }
 
 template <class T>

@@ -55,6 +55,22 @@ inline void for_column_chunks(std::size_t rows, std::size_t columns, Body body) 
     for (std::size_t chunk = 0; chunk < chunks; ++chunk)
         body(chunk * kColumnChunk, std::min(columns, (chunk + 1) * kColumnChunk));
 }
+
+// sums (cols) += Σ_n rows_data[n·stride + c] for c < cols (at most kColumnChunk), each column in row order n = 0, 1, ...:
+// the additions of `sums[c] += x` run row by row, in registers instead of through memory (the same bits).
+template <class T>
+inline void sum_rows_into(T* sums, const T* data, std::size_t rows, std::size_t cols, std::size_t stride) {
+    T acc[kColumnChunk];
+    for (std::size_t c = 0; c < cols; ++c) acc[c] = sums[c];
+    if (cols == kColumnChunk) {
+        for (std::size_t n = 0; n < rows; ++n)
+            for (std::size_t c = 0; c < kColumnChunk; ++c) acc[c] += data[n * stride + c];
+    } else {
+        for (std::size_t n = 0; n < rows; ++n)
+            for (std::size_t c = 0; c < cols; ++c) acc[c] += data[n * stride + c];
+    }
+    for (std::size_t c = 0; c < cols; ++c) sums[c] = acc[c];
+}
 }  // namespace
 
 template <class T>
@@ -81,7 +97,7 @@ void residual_layernorm_forward(T* out, T* mean, T* rstd, T* sum, const T* resid
 
 template <class T>
 void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T* in, const T* gamma, const T* mean,
-                        const T* rstd, std::size_t rows, std::size_t channels) {
+                        const T* rstd, std::size_t rows, std::size_t channels, bool accumulate) {
     const profile::Scope scope(profile::Kind::norm);
     const std::size_t chunks = (channels + kColumnChunk - 1) / kColumnChunk;
     // One parallel region, two loops: d_in by rows, then the parameter gradients by fixed column chunks.
@@ -89,7 +105,7 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
     {
         // d_in: per row, independent. With xhat = (x - mean) * rstd and g = d_out * gamma:
         // d_x = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
         for (std::size_t n = 0; n < rows; ++n) {
             const T* x = in + n * channels;
             const T* dy = d_out + n * channels;
@@ -101,24 +117,38 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
                                        }) /
                                        channels;
             T* dx = d_in + n * channels;
+            // accumulate = false: written as 0 + value, the bits of accumulating into a zeroed buffer
+            const T start = T(0);
             for (std::size_t c = 0; c < channels; ++c) {
                 const double xhat = (x[c] - row_mean) * row_rstd;
                 const double g = static_cast<double>(dy[c]) * gamma[c];
-                dx[c] += static_cast<T>(row_rstd * (g - mean_g - xhat * mean_g_xhat));
+                dx[c] = (accumulate ? dx[c] : start) + static_cast<T>(row_rstd * (g - mean_g - xhat * mean_g_xhat));
             }
         }
         // Parameter gradients sum over rows in row order per channel (the serial loop's order: the result does not
-        // depend on the thread count); the threads share fixed chunks of channels.
+        // depend on the thread count); the threads share fixed chunks of channels, each summed in registers (no stores
+        // per row into d_gamma / d_beta, whose chunk edges may share a cache line between the threads). Independent of
+        // d_in (nowait above).
 #pragma omp for schedule(static)
         for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
-            const std::size_t first = chunk * kColumnChunk, last = std::min(channels, first + kColumnChunk);
+            const std::size_t first = chunk * kColumnChunk, count = std::min(channels, first + kColumnChunk) - first;
+            T acc_gamma[kColumnChunk], acc_beta[kColumnChunk];
+            for (std::size_t c = 0; c < count; ++c) {
+                acc_gamma[c] = d_gamma[first + c];
+                acc_beta[c] = d_beta[first + c];
+            }
             for (std::size_t n = 0; n < rows; ++n) {
-                const T* x = in + n * channels;
-                const T* dy = d_out + n * channels;
-                for (std::size_t c = first; c < last; ++c) {
-                    d_gamma[c] += (x[c] - mean[n]) * rstd[n] * dy[c];
-                    d_beta[c] += dy[c];
+                const T* x = in + n * channels + first;
+                const T* dy = d_out + n * channels + first;
+                const T row_mean = mean[n], row_rstd = rstd[n];
+                for (std::size_t c = 0; c < count; ++c) {
+                    acc_gamma[c] += (x[c] - row_mean) * row_rstd * dy[c];
+                    acc_beta[c] += dy[c];
                 }
+            }
+            for (std::size_t c = 0; c < count; ++c) {
+                d_gamma[first + c] = acc_gamma[c];
+                d_beta[first + c] = acc_beta[c];
             }
         }
     }
@@ -126,33 +156,51 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
 
 template <class T>
 void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
-                    std::size_t out_dim) {
+                    std::size_t out_dim, const T* residual) {
     const profile::Scope scope(profile::Kind::elementwise);
-    gemm<T>(matrix(out, rows, out_dim), matrix(in, rows, in_dim), matrix(weight, in_dim, out_dim), false, false);
-    if (bias == nullptr) return;
-    for (std::size_t n = 0; n < rows; ++n) {
-        T* y = out + n * out_dim;
-        for (std::size_t o = 0; o < out_dim; ++o) y[o] += bias[o];
+    if (bias == nullptr && residual == nullptr) {
+        gemm<T>(matrix(out, rows, out_dim), matrix(in, rows, in_dim), matrix(weight, in_dim, out_dim), false, false);
+        return;
     }
+    // y = x W, then y += b, then y += residual, element by element in that order (the order of the separate passes
+    // this replaces), on each block of rows as soon as the product has written it
+    GemmExtras<T> extras;
+    extras.epilogue = [=](std::size_t first, std::size_t count) {
+        for (std::size_t n = first; n < first + count; ++n) {
+            T* y = out + n * out_dim;
+            if (bias != nullptr)
+                for (std::size_t o = 0; o < out_dim; ++o) y[o] += bias[o];
+            if (residual != nullptr) {
+                const T* r = residual + n * out_dim;
+                for (std::size_t o = 0; o < out_dim; ++o) y[o] += r[o];
+            }
+        }
+    };
+    gemm<T>(matrix(out, rows, out_dim), matrix(in, rows, in_dim), matrix(weight, in_dim, out_dim), false, false, T(1), T(0),
+            extras);
 }
 
 template <class T>
 void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, std::size_t rows,
-                     std::size_t in_dim, std::size_t out_dim) {
+                     std::size_t in_dim, std::size_t out_dim, bool accumulate_d_in) {
     const profile::Scope scope(profile::Kind::elementwise);
-    // d_in (N, I) += d_out (N, O) · W^T ;  d_W (I, O) += in^T (I, N) · d_out (N, O)
+    // d_bias (O) += Σ_n d_out (N, O) by fixed column chunks, each column summed over the rows in row order (the serial
+    // loop's order): run as side work of the first product's parallel region (a region of its own cost more than it
+    // saved on a loaded machine)
+    GemmExtras<T> extras;
+    if (d_bias != nullptr) {
+        extras.side_parts = (out_dim + kColumnChunk - 1) / kColumnChunk;
+        extras.side = [=](std::size_t part) {
+            const std::size_t first = part * kColumnChunk, last = std::min(out_dim, first + kColumnChunk);
+            sum_rows_into(d_bias + first, d_out + first, rows, last - first, out_dim);
+        };
+    }
+    // d_in (N, I) (+)= d_out (N, O) · W^T ;  d_W (I, O) += in^T (I, N) · d_out (N, O)
     if (d_in != nullptr)
         gemm<T>(matrix(d_in, rows, in_dim), matrix(d_out, rows, out_dim), matrix(weight, in_dim, out_dim), false, true,
-                T(1), T(1));
+                T(1), accumulate_d_in ? T(1) : T(0), extras);
     gemm<T>(matrix(d_weight, in_dim, out_dim), matrix(in, rows, in_dim), matrix(d_out, rows, out_dim), true, false,
-            T(1), T(1));
-    if (d_bias == nullptr) return;
-    // Serial: one pass of N·O adds is cheaper than a parallel region's fork/join when the other core is busy
-    // (measured under load: 10x slower split over 2 threads).
-    for (std::size_t n = 0; n < rows; ++n) {
-        const T* dy = d_out + n * out_dim;
-        for (std::size_t o = 0; o < out_dim; ++o) d_bias[o] += dy[o];
-    }
+            T(1), T(1), d_in != nullptr ? GemmExtras<T>{} : extras);
 }
 
 namespace {
@@ -229,9 +277,12 @@ template <class T>
 void embedding_forward(T* out, const std::int32_t* tokens, const T* table, std::size_t rows, std::size_t channels,
                        std::size_t vocab) {
     const profile::Scope scope(profile::Kind::input);
-    for (std::size_t n = 0; n < rows; ++n) {
+    for (std::size_t n = 0; n < rows; ++n)  // checked first: no exception may leave the parallel loop below
         ICLAB_CHECK(tokens[n] >= 0 && static_cast<std::size_t>(tokens[n]) < vocab,
                     "token id " << tokens[n] << " outside the vocabulary of " << vocab);
+    // a copy per row: the threads share the rows of a large batch
+#pragma omp parallel for schedule(static) if (rows * channels >= kColumnParallelMin * 4)
+    for (std::size_t n = 0; n < rows; ++n) {
         const T* row = table + static_cast<std::size_t>(tokens[n]) * channels;
         T* y = out + n * channels;
         for (std::size_t c = 0; c < channels; ++c) y[c] = row[c];
@@ -322,10 +373,10 @@ void squared_error_backward(T* d_out, const T* out, const T* target, const T* we
     template void bias_gelu_forward<T>(T*, T*, const T*, std::size_t, std::size_t);                                  \
     template void gelu_bias_backward<T>(T*, T*, const T*, const T*, std::size_t, std::size_t);                       \
     template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, std::size_t,  \
-                                        std::size_t);                                                               \
-    template void linear_forward<T>(T*, const T*, const T*, const T*, std::size_t, std::size_t, std::size_t);       \
+                                        std::size_t, bool);                                                         \
+    template void linear_forward<T>(T*, const T*, const T*, const T*, std::size_t, std::size_t, std::size_t, const T*); \
     template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, std::size_t, std::size_t,            \
-                                     std::size_t);                                                                  \
+                                     std::size_t, bool);                                                            \
     template void gelu_forward<T>(T*, const T*, std::size_t);                                                       \
     template void gelu_backward<T>(T*, const T*, const T*, std::size_t);                                            \
     template void embedding_forward<T>(T*, const std::int32_t*, const T*, std::size_t, std::size_t, std::size_t);  \

@@ -1,7 +1,8 @@
 #pragma once
 // Elementwise and row-wise layers as llm.c-style forward/backward pairs.
 // Shapes: N rows (= B*T tokens), C channels, V vocabulary, I/O input/output widths.
-// Every backward ACCUMULATES (+=) into its gradient outputs; callers zero gradients first.
+// Every backward ACCUMULATES (+=) into its gradient outputs; callers zero gradients first (except where a flag says the
+// input gradient is written: linear_backward, layernorm_backward).
 #include <cstddef>
 #include <cstdint>
 
@@ -17,20 +18,25 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* gamma, co
 template <class T>
 void residual_layernorm_forward(T* out, T* mean, T* rstd, T* sum, const T* residual, const T* gamma, const T* beta,
                                 std::size_t rows, std::size_t channels, double eps = 1e-5);
-// d_in (N, C) +=, d_gamma (C) +=, d_beta (C) += <- d_out (N, C), in, gamma, mean, rstd
+// d_in (N, C) +=, d_gamma (C) +=, d_beta (C) += <- d_out (N, C), in, gamma, mean, rstd. accumulate = false: d_in is
+// written (as 0 + value: the bits of accumulating into a zeroed buffer), not accumulated. d_in may not alias d_out or in
+// (the parameter gradients read them while other rows of d_in are written)
 template <class T>
 void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T* in, const T* gamma, const T* mean,
-                        const T* rstd, std::size_t rows, std::size_t channels);
+                        const T* rstd, std::size_t rows, std::size_t channels, bool accumulate = true);
 
 // ---- Linear layer, row-vector convention y = x W + b --------------------------------------------
-// out (N, O) <- in (N, I), weight (I, O), bias (O) or nullptr
+// out (N, O) <- in (N, I), weight (I, O), bias (O) or nullptr, [+ residual (N, O)]: y = x W + b + r, added in that
+// order in the product's parallel region, each block of rows while it is in cache (bit-identical to the bias add and a
+// residual add as separate passes after the product)
 template <class T>
 void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
-                    std::size_t out_dim);
-// d_in (N, I) +=, d_weight (I, O) +=, d_bias (O) += (d_in / d_bias may be nullptr)
+                    std::size_t out_dim, const T* residual = nullptr);
+// d_in (N, I) +=, d_weight (I, O) +=, d_bias (O) += (d_in / d_bias may be nullptr). accumulate_d_in = false: d_in is
+// written, not accumulated (the same bits as accumulating into a zeroed buffer: the product with β = 0 adds to +0)
 template <class T>
 void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, std::size_t rows,
-                     std::size_t in_dim, std::size_t out_dim);
+                     std::size_t in_dim, std::size_t out_dim, bool accumulate_d_in = true);
 
 // ---- GELU, tanh approximation (Hendrycks & Gimpel; GPT-2): 0.5 x (1 + tanh u), u = sqrt(2/π)(x + 0.044715 x³),
 // computed as x σ(2u) (the same function); float uses a vectorizable exp (vector_math.hpp, tests/test_gelu.cpp)

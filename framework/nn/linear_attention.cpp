@@ -168,8 +168,9 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
             head_features_backward(d_k, 3 * C, d_phi_k.data(), d_rot_k.data(), k, 3 * C, phi_k, shape, options, map, scratch,
                                    x_rows);
         }
+        // (after the loop's barrier: every slot written) the threads share the reduction
+        reduce_bias_gradients(d_b_kv, d_b_d, partial_bkv, partial_bd, B, H, F, D);
     }
-    reduce_bias_gradients(d_b_kv, d_b_d, partial_bkv, partial_bd, B, H, F, D);
 }
 
 template <class T>

@@ -144,8 +144,9 @@ void linear_attention_recurrent_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T*
                                    scratch, x_rows);
             scatter_head(d_qkv, d_q.data(), d_k.data(), d_v.data(), b, h, shape);
         }
+        // (after the loop's barrier: every slot written) the threads share the reduction
+        reduce_bias_gradients(d_b_kv, d_b_d, partial_bkv, partial_bd, B, H, F, D);
     }
-    reduce_bias_gradients(d_b_kv, d_b_d, partial_bkv, partial_bd, B, H, F, D);
 }
 
 template <class T>

@@ -54,20 +54,15 @@ void Optimizer<T>::step(std::vector<T>& params, const std::vector<T>& grads, dou
     ++steps_;
     const double bias1 = 1.0 - std::pow(spec_.beta1, static_cast<double>(steps_));
     const double bias2 = 1.0 - std::pow(spec_.beta2, static_cast<double>(steps_));
-    // Every element is updated on its own, so threads share the elements of large tensors (a GPT-2 embedding is
-    // 50257 x C) without changing a bit of the result; small tensors stay on one thread.
-    constexpr std::size_t kParallelMin = 1 << 16;
-    for (const auto& entry : layout_.entries()) {
-        if (!entry.trainable) continue;
-        T* p = params.data() + entry.offset;
-        const T* g = grads.data() + entry.offset;
-        T* m = m_.data() + entry.offset;
+    // Elements [first, last) of one trainable tensor; every element is updated on its own.
+    const auto update = [&](const model::ParameterInfo& entry, std::size_t first, std::size_t last) {
+        T* p = params.data();
+        const T* g = grads.data();
+        T* m = m_.data();
         const double decay = entry.weight_decay ? spec_.weight_decay : 0.0;
-        const bool parallel = entry.size >= kParallelMin;
         switch (spec_.kind) {
             case OptimizerKind::sgd:
-#pragma omp parallel for schedule(static) if (parallel)
-                for (std::size_t i = 0; i < entry.size; ++i) {
+                for (std::size_t i = first; i < last; ++i) {
                     const double grad = g[i] + decay * p[i];
                     m[i] = static_cast<T>(spec_.momentum * m[i] + grad);
                     p[i] -= static_cast<T>(lr * m[i]);
@@ -75,10 +70,9 @@ void Optimizer<T>::step(std::vector<T>& params, const std::vector<T>& grads, dou
                 break;
             case OptimizerKind::adam:
             case OptimizerKind::adamw: {
-                T* v = v_.data() + entry.offset;
+                T* v = v_.data();
                 const bool decoupled = spec_.kind == OptimizerKind::adamw;
-#pragma omp parallel for schedule(static) if (parallel)
-                for (std::size_t i = 0; i < entry.size; ++i) {
+                for (std::size_t i = first; i < last; ++i) {
                     const double grad = decoupled ? g[i] : g[i] + decay * p[i];
                     m[i] = static_cast<T>(spec_.beta1 * m[i] + (1.0 - spec_.beta1) * grad);
                     v[i] = static_cast<T>(spec_.beta2 * v[i] + (1.0 - spec_.beta2) * grad * grad);
@@ -91,7 +85,24 @@ void Optimizer<T>::step(std::vector<T>& params, const std::vector<T>& grads, dou
             }
         }
         if (entry.nonnegative)
-            for (std::size_t i = 0; i < entry.size; ++i) p[i] = std::max(p[i], T(0));
+            for (std::size_t i = first; i < last; ++i) p[i] = std::max(p[i], T(0));
+    };
+    // The flat buffer in fixed chunks of kChunk elements (a chunk may span tensors), shared by the threads in one
+    // parallel region (one per step; it was one per tensor, and tensors under 2^16 elements ran on one thread: the
+    // paper induction-head model's optimizer step took as long with 2 threads as with 1); a model of one chunk stays on
+    // one thread. Which thread updates an element changes none of its bits.
+    constexpr std::size_t kChunk = 8192;
+    constexpr std::size_t kParallelMin = 2 * kChunk;
+    const std::size_t total = layout_.total(), chunks = (total + kChunk - 1) / kChunk;
+    const auto& entries = layout_.entries();
+#pragma omp parallel for schedule(static) if (total >= kParallelMin)
+    for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
+        const std::size_t lo = chunk * kChunk, hi = std::min(total, lo + kChunk);
+        for (const auto& entry : entries) {  // entries are in offset order
+            if (entry.offset >= hi) break;
+            if (!entry.trainable || entry.offset + entry.size <= lo) continue;
+            update(entry, std::max(lo, entry.offset), std::min(hi, entry.offset + entry.size));
+        }
     }
 }
 
