@@ -142,7 +142,7 @@ TEST_CASE("iclca_exactness claims: declared from the settings, judged on every p
     CHECK(r[2].verdict == Verdict::inconclusive);    // a non-finite error is no pass
     CHECK(r[3].verdict == Verdict::not_reproduced);  // 1.5e-5 on one pair of three
     CHECK(r[3].on_side == 2);
-    CHECK(r[4].verdict == Verdict::inconclusive);    // not run: no value
+    CHECK(r[4].verdict == Verdict::not_run);         // no value at all
     CHECK_THAT(r[4].note, Catch::Contains("not run"));
     CHECK(r[3].units == std::vector<std::int64_t>{0, 1, 2});
     tables[1][0].fp32.errors.pop_back();

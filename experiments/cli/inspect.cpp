@@ -39,7 +39,7 @@ void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwr
     const std::vector<fs::path> runs = run::find_runs(paths);
     ICLAB_INPUT_CHECK(!runs.empty(), "iclab claims: no finished run (config.yaml and results.h5) under the folders given");
     const auto pooled = run::pool_run_claims(runs, &experiments::catalog());
-    std::size_t counts[3] = {0, 0, 0}, total = 0;
+    std::size_t counts[4] = {0, 0, 0, 0}, total = 0;
     for (const auto& p : pooled) {
         std::printf("%s (%s, %zu run%s)\n", p.setting.c_str(), p.experiment.c_str(), p.runs.size(), p.runs.size() == 1 ? "" : "s");
         for (const auto& r : p.claims) {
@@ -51,7 +51,8 @@ void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwr
                         r.claim.id.c_str(), r.interval.mean, interval, r.on_side, r.values.size(), r.claim.rule.text().c_str());
         }
     }
-    std::printf("%zu claims: %zu reproduced, %zu not reproduced, %zu inconclusive\n", total, counts[0], counts[1], counts[2]);
+    std::printf("%zu claims: %zu reproduced, %zu not reproduced, %zu inconclusive, %zu not run\n", total, counts[0], counts[1], counts[2],
+                counts[3]);
     if (!out.empty()) {
         run::write_csv(run::claims_table(pooled), out);
         std::printf("%s\n", out.string().c_str());

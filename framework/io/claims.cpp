@@ -137,6 +137,7 @@ const char* verdict_name(Verdict verdict) {
         case Verdict::reproduced: return "reproduced";
         case Verdict::not_reproduced: return "not reproduced";
         case Verdict::inconclusive: return "inconclusive";
+        case Verdict::not_run: return "not run";
     }
     ICLAB_CHECK(false, "unknown verdict");
 }
@@ -274,6 +275,11 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
             return r;  // inconclusive
         }
     r.interval = t_interval95(r.values);
+    if (n == 0) {  // nothing measured (a paired claim whose other arm never ran): not evidence of any kind
+        r.verdict = Verdict::not_run;
+        r.note = "no value";
+        return r;
+    }
     if (claim.pair.paired() && !claim.pair.arm.empty()) {
         if (claim.pair.ranked())
             r.note = "one arm (" + claim.pair.key + " = " + claim.pair.arm + ") of a ranked claim: `iclab claims` ranks it with the runs of " +
@@ -286,10 +292,6 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
     for (double v : r.values) r.on_side += claim.rule.on_claimed_side(v) ? 1 : 0;
     const ClaimRule& rule = claim.rule;
     using Test = ClaimRule::Test;
-    if (n == 0) {
-        r.note = "no value";
-        return r;
-    }
     if (rule.test == Test::interval_above || rule.test == Test::interval_below || rule.test == Test::interval_within) {
         if (n < 2) {
             r.note = "one value: no interval";
@@ -356,7 +358,7 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
                      {"pair_combine", pair_combine}, {"pair_arm", pair_arm}, {"pair_arms", pair_arms}, {"pooling", pooling}, {"selection", selection}},
                     {{"interval", "two-sided 95 % Student-t interval of the mean over the units (n >= 2)"},
                      {"verdicts", "reproduced: the declared rule holds; not reproduced: it fails; inconclusive: the rule cannot "
-                                  "decide (interval straddles its edge, too few values, a non-finite value)"},
+                                  "decide (interval straddles its edge, too few values, a non-finite value); not run: no value at all"},
                      {"pairs", "pair_key set: a paired claim; this run's value is the raw value of arm pair_arm, the rule applies "
                                "to second - first (difference) or ln(second / first) (log_ratio) of one seed's two runs, or (rank_falls, arms "
                                "in pair_arms) to the exact one-sided p-value of Kendall's tau between the arms and the values of one "

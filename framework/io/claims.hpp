@@ -11,6 +11,7 @@
 //   not reproduced  the rule fails (for interval rules: the interval lies wholly on the wrong side)
 //   inconclusive    the rule cannot decide: a 95 % interval straddles the threshold or band edge, fewer values than
 //                   the rule needs, or a non-finite value
+//   not run         no value at all (e.g. a paired claim whose other arm ran for no seed): nothing was measured
 // The interval is the two-sided 95 % Student-t interval of the mean, mean ± t(0.975, n−1)·s/√n (n ≥ 2).
 #include <cstddef>
 #include <cstdint>
@@ -31,7 +32,7 @@ enum class ClaimKind {
 const char* claim_kind_name(ClaimKind kind);
 ClaimKind claim_kind_from_name(const std::string& name);  // throws InputError naming the value
 
-enum class Verdict { reproduced, not_reproduced, inconclusive };
+enum class Verdict { reproduced, not_reproduced, inconclusive, not_run };
 const char* verdict_name(Verdict verdict);
 
 // The decision rule over the values x_1..x_n of one claim, fixed before the run.
@@ -136,7 +137,7 @@ struct ClaimResult {
     std::string selection;
 };
 
-// Evaluates the declared rule on the values (one per unit); check_claim first. One arm of a paired claim (pair.arm
+// Evaluates the declared rule on the values (one per unit); check_claim first. No value at all: not run. One arm of a paired claim (pair.arm
 // set) is inconclusive with a note: its values are raw, the rule applies to the paired values.
 ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, std::vector<double> values);
 

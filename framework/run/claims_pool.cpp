@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
 #include <map>
 #include <set>
 #include <sstream>
@@ -153,9 +154,14 @@ WideTable claims_table(const std::vector<PooledClaims>& pooled) {
     for (const PooledClaims& p : pooled)
         for (const io::ClaimResult& r : p.claims) {
             const io::Claim& c = r.claim;
-            std::string units;
+            std::string units, values;
             if (c.unit == "seed") {
                 for (std::size_t i = 0; i < r.units.size(); ++i) units += (i ? "," : "") + std::to_string(r.units[i]);
+                char text[32];
+                for (std::size_t i = 0; i < r.values.size(); ++i) {
+                    std::snprintf(text, sizeof text, "%s%.3g", i ? ", " : "", r.values[i]);
+                    values += text;
+                }
             } else {
                 units = std::to_string(r.units.size()) + " instances";
             }
@@ -165,7 +171,8 @@ WideTable claims_table(const std::vector<PooledClaims>& pooled) {
                            {"units", units}, {"n", static_cast<double>(r.values.size())}, {"mean", r.interval.mean},
                            {"ci95_low", r.interval.low}, {"ci95_high", r.interval.high},
                            {"on_claimed_side", static_cast<double>(r.on_side)}, {"paper_value", c.paper_value},
-                           {"verdict", io::verdict_name(r.verdict)}, {"note", r.note}, {"readme", c.readme}});
+                           {"verdict", io::verdict_name(r.verdict)}, {"note", r.note}, {"readme", c.readme},
+                           {"test", io::rule_test_name(c.rule.test)}, {"values", values}});
         }
     return table;
 }

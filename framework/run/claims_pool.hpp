@@ -29,7 +29,9 @@ struct PooledClaims {
 std::vector<PooledClaims> pool_run_claims(const std::vector<std::filesystem::path>& run_dirs, const Catalog* catalog = nullptr);
 
 // One row per claim of every setting: setting, experiment, runs, and the columns of /claims (the statement followed
-// by "[picked on validation data: <selection>]" when the runs picked something on validation data).
+// by "[picked on validation data: <selection>]" when the runs picked something on validation data), then the rule's
+// test (io::rule_test_name) and, for claims over seeds, the values in unit order ("0.412, 1.2, -2.4": 3 significant
+// digits; empty for claims over instances).
 WideTable claims_table(const std::vector<PooledClaims>& pooled);
 
 }  // namespace iclab::run

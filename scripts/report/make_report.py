@@ -1,12 +1,14 @@
 """The reproduction report: at the top one claims table per paper (every declared claim, pooled over seeds by
-`iclab claims`, with its kind, source, rule, seeds, our value with its 95 % interval, the paper's value only where
-the paper printed one, and the verdict), then one section per experiment in paper order with its figures and its
+`iclab claims`, with its kind, source, rule (and what x is), seeds, the per-seed values, how many values lie on the
+claimed side for a count rule, our value with its 95 % interval, the paper's value only where the paper printed one,
+and the verdict), then one section per experiment in paper order with its figures and its
 raw tables folded. Writes OUT/index.html, OUT/report.md, OUT/reproduction.md (the page scripts/reproduce.sh commits
 as docs/reproduction.md), OUT/claims.csv and OUT/figures/*.png.
 
     /usr/bin/python3 scripts/report/make_report.py RUN_OR_SWEEP_DIR... --out results/report [--iclab build/iclab]
 
-Verdicts (one vocabulary, framework/io/claims.hpp): reproduced / not reproduced / inconclusive. Declared claims
+Verdicts (one vocabulary, framework/io/claims.hpp): reproduced / not reproduced / inconclusive / not run (no value at
+all, e.g. a paired claim whose other arm never ran). Declared claims
 come from each run's /claims; a table that has no declared claims but a `paper_bands` attribute ("OURS PAPER ratio
 T" or "OURS PAPER abs T") adds one printed-number row per table row with a paper value (one run, no interval).
 Nothing else is recomputed: every number is a run's results.h5.
@@ -136,22 +138,41 @@ def ours_text(c):
 
 
 def seeds_text(c):
-    return c["units"] if c.get("unit") == "seed" else c["units"]
+    return c["units"]
+
+
+def rule_text(c):
+    """The declared rule and what one value x is (the claim's metric, with its unit where it names one)."""
+    return f"{c['rule']}; x = {c['metric']}" if c.get("metric") else c["rule"]
+
+
+def per_seed_text(c):
+    """The values `iclab claims` pooled, in seed order, 3 significant digits; empty for claims over instances."""
+    return c.get("values", "")
+
+
+def side_text(c):
+    """'k/n' on the claimed side, for count rules (`x ... in >= k values`) as `iclab claims` counted them."""
+    if not c.get("test", "").startswith("count_") or c["verdict"] == "not run":
+        return ""
+    return f"{int(float(c['on_claimed_side']))}/{int(float(c['n']))}"
 
 
 def paper_text(c):
     return fmt(c["paper_value"]) if c["kind"] == "matches a printed number" else ""
 
 
-CLAIM_COLUMNS = ["claim", "source", "kind", "rule", "seeds / instances", "ours (mean [95 % t-interval])", "paper", "verdict",
-                 "explained in"]
+CLAIM_COLUMNS = ["claim", "source", "kind", "rule", "seeds / instances", "per seed", "on the claimed side",
+                 "ours (mean [95 % t-interval])", "paper", "verdict", "explained in"]
+VERDICT_CELL = CLAIM_COLUMNS.index("verdict")
+VERDICT_CLASS = {"reproduced": "ok", "not reproduced": "bad", "inconclusive": "unsure", "not run": "na"}
 
 
 def claim_cells(c, link_prefix):
     readme = c.get("readme", "")
     link = (link_prefix + readme) if readme else ""
-    return [f"{c['id']}: {c['statement']}", c["source"], c["kind"], c["rule"], seeds_text(c), ours_text(c), paper_text(c),
-            c["verdict"], (readme, link)]
+    return [f"{c['id']}: {c['statement']}", c["source"], c["kind"], rule_text(c), seeds_text(c), per_seed_text(c), side_text(c),
+            ours_text(c), paper_text(c), c["verdict"], (readme, link)]
 
 
 def claims_html(claims, link_prefix):
@@ -166,7 +187,7 @@ def claims_html(claims, link_prefix):
                 tds.append(f'<td><a href="{html.escape(link)}">{html.escape(os.path.basename(os.path.dirname(text)) or text)}</a></td>'
                            if link else "<td></td>")
                 continue
-            cls = {"reproduced": "ok", "not reproduced": "bad", "inconclusive": "unsure"}.get(value) if i == 7 else None
+            cls = VERDICT_CLASS.get(value) if i == VERDICT_CELL else None
             tds.append(f'<td class="{cls}">{html.escape(value)}</td>' if cls else f'<td class="l">{html.escape(value)}</td>')
         rows.append("<tr>" + "".join(tds) + "</tr>")
     return f'<div class="scroll"><table class="claims"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
@@ -179,7 +200,8 @@ def claims_md(claims, link_prefix):
         cells = claim_cells(c, link_prefix)
         text, link = cells[-1]
         cells[-1] = f"[{os.path.basename(os.path.dirname(text)) or text}]({link})" if link else ""
-        cells[7] = f"**{cells[7]}**" if cells[7] != "reproduced" else cells[7]
+        if cells[VERDICT_CELL] != "reproduced":
+            cells[VERDICT_CELL] = f"**{cells[VERDICT_CELL]}**"
         lines.append("| " + " | ".join(esc(v) for v in cells) + " |")
     return "\n".join(lines)
 
@@ -194,7 +216,12 @@ def by_paper(claims):
 def counts_text(claims):
     counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
     return (f"{len(claims)} claims: {counts['reproduced']} reproduced, {counts['not reproduced']} not reproduced, "
-            f"{counts['inconclusive']} inconclusive")
+            f"{counts['inconclusive']} inconclusive, {counts['not run']} not run")
+
+
+VERDICTS_TEXT = ("reproduced = the declared rule holds; not reproduced = it fails; inconclusive = the rule cannot decide "
+                 "(one seed, an interval straddling its edge); not run = no value at all (e.g. a paired claim whose other "
+                 "arm never ran)")
 
 
 def readme_blocks(claims, title, page):
@@ -210,16 +237,18 @@ def readme_blocks(claims, title, page):
     for readme, group in groups.items():
         failed = [c["id"] for c in group if c["verdict"] == "not reproduced"]
         unsure = [c["id"] for c in group if c["verdict"] == "inconclusive"]
+        absent = [c["id"] for c in group if c["verdict"] == "not run"]
         link = os.path.relpath(page, os.path.dirname(readme))
         lines = [f"Generated by `scripts/reproduce.sh` from the report \"{title}\"; do not edit. Statements, sources and kinds "
                  f"of these claims: [{os.path.basename(page)}]({link}).", "",
                  f"**{counts_text(group)}.** " + (f"Not reproduced: {'; '.join(failed)}." if failed else "Every decided claim is reproduced.")
-                 + (f" Inconclusive: {'; '.join(unsure)}." if unsure else ""), "",
-                 "| claim | config | rule | seeds / instances | ours (mean [95 % t-interval]) | paper | verdict |",
-                 "|---|---|---|---|---|---|---|"]
+                 + (f" Inconclusive: {'; '.join(unsure)}." if unsure else "") + (f" Not run: {'; '.join(absent)}." if absent else ""),
+                 "", "| claim | config | rule | seeds / instances | per seed | on the claimed side | ours (mean [95 % t-interval]) "
+                 "| paper | verdict |", "|---|---|---|---|---|---|---|---|---|"]
         for c in group:
             verdict = c["verdict"] if c["verdict"] == "reproduced" else f"**{c['verdict']}**"
-            cells = [c["id"], c["setting"], c["rule"], seeds_text(c), ours_text(c), paper_text(c), verdict]
+            cells = [c["id"], c["setting"], rule_text(c), seeds_text(c), per_seed_text(c), side_text(c), ours_text(c), paper_text(c),
+                     verdict]
             lines.append("| " + " | ".join(esc(v) for v in cells) + " |")
         blocks[readme] = "\n".join(lines)
     return blocks
@@ -375,12 +404,10 @@ def main():
                                SECTION_OF.get(c.get("experiment", ""), (99,))[0]))
     summary = counts_text(claims)
     prov = provenance(runs)
-    md = [f"# {args.title}", "", f"**{summary}** (verdicts: reproduced = the declared rule holds; not reproduced = it fails; "
-          "inconclusive = the rule cannot decide, e.g. one seed or an interval straddling its edge)", ""]
+    md = [f"# {args.title}", "", f"**{summary}** (verdicts: {VERDICTS_TEXT})", ""]
     md += [f"- {k}: {v}" for k, v in prov] + [""]
     body = [f"<h1>{html.escape(args.title)}</h1>", f"<p class='summary'><b>{html.escape(summary)}</b>. Verdicts: "
-            "<i>reproduced</i> = the declared rule holds; <i>not reproduced</i> = it fails; <i>inconclusive</i> = the "
-            "rule cannot decide (one seed, an interval straddling its edge).</p>"]
+            f"{html.escape(VERDICTS_TEXT)}.</p>"]
     toc = ["<nav><b>Claims:</b> " + " · ".join(f'<a href="#claims-{anchor(p)}">{html.escape(p)}</a>' for p, _ in by_paper(claims)) +
            "<br><b>Sections:</b> "]
     link_html = "file://" + ROOT + "/"
@@ -414,7 +441,7 @@ def main():
              "table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:12px} th,td{border:1px solid #bbb;padding:2px 6px;"
              "text-align:right;vertical-align:top} td.l{text-align:left} table.claims td{text-align:left;max-width:38em} "
              "th{background:#eee;position:sticky;top:0} td.ok{background:#d9f2d9} td.bad{background:#f6cccc} "
-             "td.unsure{background:#fff2c6} img{width:100%;max-width:1400px} figure{margin:1em 0} nav{line-height:1.8}")
+             "td.unsure{background:#fff2c6} td.na{background:#e4e4e4} img{width:100%;max-width:1400px} figure{margin:1em 0} nav{line-height:1.8}")
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     with open(os.path.join(out_dir, "index.html"), "w") as f:
@@ -431,8 +458,8 @@ def write_reproduction_page(out_dir, claims, prov, runs, title, profile):
     """OUT/reproduction.md: what scripts/reproduce.sh commits as docs/reproduction.md (links relative to docs/)."""
     lines = [f"# {title}", "", "Generated by `scripts/reproduce.sh` from the report (scripts/report/make_report.py); do not edit.",
              f"`scripts/reproduce.sh --profile {profile} --check` fails when any verdict below changes.", "",
-             f"**{counts_text(claims)}.** Verdicts: reproduced = the declared rule holds; not reproduced = it fails; "
-             "inconclusive = the rule cannot decide (one seed, an interval straddling its edge). Kinds: *matches a printed "
+             f"**{counts_text(claims)}.** Verdicts: {VERDICTS_TEXT}. Per seed: the values the rule judged, in seed order "
+             "(none for claims over instances); on the claimed side: k/n values for count rules. Kinds: *matches a printed "
              "number* (the paper's value is shown), *reproduces a qualitative claim* and *own check* (no paper value).", ""]
     lines += [f"- {k}: {v}" for k, v in prov] + [""]
     for paper, group in by_paper(claims):

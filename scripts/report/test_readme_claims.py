@@ -1,10 +1,12 @@
 """ctest report_readme_claims: a README's generated claims block is appended once, replaced in place on the next
-report (text around it kept), per profile; broken markers are refused; the block lists the not-reproduced claims."""
+report (text around it kept), per profile; broken markers are refused; the block lists the not-reproduced claims.
+The claims tables (README block, page, HTML) show the per-seed values and, for count rules, k/n on the claimed side
+as `iclab claims` wrote them, and count the not-run claims apart."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from make_report import readme_blocks  # noqa: E402
+from make_report import claims_html, claims_md, counts_text, readme_blocks  # noqa: E402
 from readme_claims import replace_block  # noqa: E402
 
 readme = "# x\n\ntext before\n"
@@ -34,4 +36,27 @@ text = blocks["experiments/vo_trained/README.md"]
 assert "Not reproduced: VO-T loss gap." in text and "(../../docs/reproduction.md)" in text, text
 assert "| VO-T model_cos | configs/quick/vo_trained.yaml |" in text and "**not reproduced**" in text, text
 assert "0.9991 [0.9989, 0.9994]" in text, text
+# a sign count over seeds: 2 of 3 seeds positive, the mean negative; what x is follows the rule
+sign = dict(claim, id="003-T3 LR SL-L2", statement="prefix < causal", source="Table 3", rule="x > 0 in >= 2 values", test="count_above", metric="ln(causal / prefix) test MSE",
+            units="0,1,2", values="0.412, 1.2, -2.4", n="3", on_claimed_side="2", mean="-0.2627", ci95_low="-4.8",
+            ci95_high="4.3", verdict="reproduced", readme="experiments/prefix_vs_causal/README.md#x")
+never = dict(sign, id="003-T7 LR SL-L2", units="", values="", n="0", on_claimed_side="0", mean="nan", ci95_low="nan",
+             ci95_high="nan", verdict="not run")
+over_instances = dict(sign, id="002-T1", unit="instance", units="300 instances", values="", n="300", on_claimed_side="297",
+                      test="count_at_most", verdict="not reproduced")
+text = readme_blocks([sign, never, over_instances], "report T", "docs/reproduction_paper.md")["experiments/prefix_vs_causal/README.md"]
+assert "**3 claims: 1 reproduced, 1 not reproduced, 0 inconclusive, 1 not run.**" in text, text
+assert "Not run: 003-T7 LR SL-L2." in text, text
+assert ("| 003-T3 LR SL-L2 | configs/quick/vo_trained.yaml | x > 0 in >= 2 values; x = ln(causal / prefix) test MSE | 0,1,2 "
+        "| 0.412, 1.2, -2.4 | 2/3 | -0.2627 [-4.8, 4.3] |  | reproduced |") in text, text
+assert "| 003-T7 LR SL-L2 | configs/quick/vo_trained.yaml | x > 0 in >= 2 values; x = ln(causal / prefix) test MSE |  |  |  | n/a |  | **not run** |" in text, text
+assert "| 300 instances |  | 297/300 |" in text, text
+# an interval rule shows its values but no k/n
+assert "| 0,1,2 |  |  | 0.9991 [0.9989, 0.9994] |" in blocks["experiments/vo_trained/README.md"]
+assert counts_text([sign, never]) == "2 claims: 1 reproduced, 0 not reproduced, 0 inconclusive, 1 not run"
+page = claims_md([sign, never], "../")
+assert "| 0,1,2 | 0.412, 1.2, -2.4 | 2/3 | -0.2627 [-4.8, 4.3] |  | reproduced |" in page, page
+assert "| **not run** |" in page, page
+table = claims_html([sign, never], "file:///x/")
+assert '<td class="l">0.412, 1.2, -2.4</td><td class="l">2/3</td>' in table and '<td class="na">not run</td>' in table, table
 print("readme_claims: blocks appended, replaced, refused and built as stated")

@@ -1,13 +1,14 @@
 """The claims of a reproduction (what `iclab claims` pooled, plus the paper-band rows of tables without declared
 claims) and the verdict keys that `scripts/reproduce.sh --check` compares with the committed docs/reproduction.md.
 
-One verdict vocabulary (framework/io/claims.hpp): reproduced / not reproduced / inconclusive.
+One verdict vocabulary (framework/io/claims.hpp): reproduced / not reproduced / inconclusive / not run. A claim going
+from "not run" to any other verdict (or back) is a difference like any other.
 """
 import csv
 import math
 import re
 
-VERDICTS = ("reproduced", "not reproduced", "inconclusive")
+VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not run")
 PAPER_ORDER = ("000", "002", "003", "004", "von Oswald 2023")
 PAPER_TITLES = {
     "000": "Paper 000: exact conversion of ICL to weights (Chen et al., ICML 2024)",

@@ -27,6 +27,11 @@ for pool in 50 100 150 200; do
     prefix_vs_causal.pool_eval_sequences=50 'prefix_vs_causal.test_examples=[3]' prefix_vs_causal.claims=false \
     'prefix_vs_causal.figure6_pools=[50, 100, 150, 200]' "task.pool_sequences=$pool" "output.dir=$tmp/runs" --quiet >/dev/null
 done
+# one arm (prefix) of paper 003 Part B's paired claims, its causal run never made: those claims are "not run" (a folder
+# of its own: the Figure 6 script below reads $tmp/runs)
+"$iclab" run configs/quick/prefix_vs_causal.yaml task.x_dim=3 task.examples=6 task.queries=3 model.layers=2 model.width=16 \
+  train.steps=30 train.batch_size=16 eval.every=30 eval.sequences=64 prefix_vs_causal.first_sequences=32 \
+  'prefix_vs_causal.test_examples=[3]' model.mask=prefix "output.dir=$tmp/one_arm" --quiet >/dev/null
 # seed 1's run as if made before the schema gained model.attention_form (at its default): still one setting with seed 0
 seed1=$(grep -l '^seed: 1$' "$tmp"/runs/*/config.yaml)
 grep -q 'attention_form: "auto"' "$seed1" && sed -i '/attention_form: "auto"/d' "$seed1"
@@ -39,7 +44,7 @@ with h5py.File(sys.argv[1], "r+") as f:
     assert '  attention_form: "auto"\n' in text
     f.attrs["config"] = text.replace('  attention_form: "auto"\n', "")
 PY
-/usr/bin/python3 scripts/report/make_report.py "$tmp/runs" --out "$tmp/report" --iclab "$iclab" >/dev/null
+/usr/bin/python3 scripts/report/make_report.py "$tmp/runs" "$tmp/one_arm" --out "$tmp/report" --iclab "$iclab" >/dev/null
 page=$tmp/report/index.html
 grep -q '<table class="claims">' "$page"
 # the first table of the page is a claims table, before any section
@@ -52,6 +57,33 @@ grep -q '000-T1 205K fp32: mean error as printed' "$page"  # Table 1's declared 
 grep -q '000-T1 205K fp32: ICLCA exact' "$page"          # and its own check
 grep -q '003-F6 LR SL-L2 prefix: test error falls with the pool' "$page"  # the ranked Figure 6 claim, listed
 grep -q '003-F6 LR SL-L2 prefix: test error falls with the pool	inconclusive' "$tmp/report/reproduction.md"
+# per-seed values and k/n on the claimed side as `iclab claims --out` wrote them; "not run" apart from inconclusive
+grep -q '003-T3 LR SL-L2: prefix < causal	not run' "$tmp/report/reproduction.md"
+/usr/bin/python3 - "$tmp" <<'PY'
+import csv, html, re, sys
+tmp = sys.argv[1]
+rows = {r["id"]: r for r in csv.DictReader(open(tmp + "/report/claims.csv"))}
+t2 = rows["000-T2 M_old, ICL"]
+assert t2["units"] == "0,1" and len(t2["values"].split(", ")) == 2, t2
+assert t2["test"] == "interval_within", t2
+exact = rows["000-T1 205K fp32: ICLCA exact"]
+assert exact["unit"] == "instance" and exact["values"] == "" and exact["test"].startswith("count_"), exact
+k, n = int(float(exact["on_claimed_side"])), int(float(exact["n"]))
+assert rows["003-T3 LR SL-L2: prefix < causal"]["verdict"] == "not run"
+page = open(tmp + "/report/index.html").read()
+# the T2 row shows its two per-seed values; the exactness row its k/n, no per-value list
+row = lambda cid: next(r for r in re.findall(r"<tr>.*?</tr>", page) if html.escape(cid) + ":" in r)
+assert f'<td class="l">{html.escape(t2["values"])}</td>' in row("000-T2 M_old, ICL"), row("000-T2 M_old, ICL")
+assert f'<td class="l">{k}/{n}</td>' in row("000-T1 205K fp32: ICLCA exact"), row("000-T1 205K fp32: ICLCA exact")
+assert '<td class="na">not run</td>' in row("003-T3 LR SL-L2: prefix < causal")
+# the headline counts the not-run claims apart, and the counts add up
+md = open(tmp + "/report/reproduction.md").read()
+m = re.search(r"\*\*(\d+) claims: (\d+) reproduced, (\d+) not reproduced, (\d+) inconclusive, (\d+) not run\.\*\*", md)
+assert m, md[:600]
+total, *counts = map(int, m.groups())
+verdicts = [r["verdict"] for r in rows.values()]
+assert counts[3] == verdicts.count("not run") >= 4 and sum(counts) == total, m.groups()
+PY
 # the declared p (C++, framework/io/rank_test.hpp) equals the independent Python rank test on the same runs
 /usr/bin/python3 - "$tmp" <<'PY'
 import csv, re, subprocess, sys

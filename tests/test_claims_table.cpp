@@ -1,0 +1,74 @@
+// What the reproduction report reads from `iclab claims --out` (framework/run/claims_pool.hpp claims_table): a claim
+// with no value at all is "not run", not "inconclusive"; a paired claim whose other arm never ran is not run; the
+// table carries the rule's test and the per-seed values (3 significant digits), none for a claim over instances.
+#include <catch2/catch.hpp>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "framework/io/claims.hpp"
+#include "framework/run/claims_pool.hpp"
+
+using namespace iclab::io;
+
+namespace {
+
+Claim sign_claim() {
+    Claim c;
+    c.id = "sign";
+    c.paper = "003";
+    c.source = "Table 1";
+    c.kind = ClaimKind::qualitative;
+    c.statement = "causal worse than prefix";
+    c.metric = "ln(causal / prefix) of the test MSE";
+    c.rule = ClaimRule::count_above(0.0, 2);
+    return c;
+}
+
+std::string text_of(const iclab::run::WideTable& t, std::size_t row, const std::string& column) {
+    return std::get<std::string>(t.cell(row, column));
+}
+
+}  // namespace
+
+TEST_CASE("claims: no value at all is not run, fewer than needed is inconclusive", "[claims]") {
+    const ClaimResult none = evaluate_claim(sign_claim(), {}, {});
+    CHECK(none.verdict == Verdict::not_run);
+    CHECK(std::string(verdict_name(none.verdict)) == "not run");
+    CHECK(evaluate_claim(sign_claim(), {0}, {1.0}).verdict == Verdict::inconclusive);  // one seed of a 2-of-n rule
+    // a paired claim whose causal arm ran for no seed: every prefix value is left out, nothing is measured
+    Claim arm = sign_claim();
+    arm.pair.key = "model.mask", arm.pair.first = "prefix", arm.pair.second = "causal", arm.pair.arm = "prefix";
+    arm.pair.combine = ClaimPair::Combine::log_ratio;
+    const auto pooled = pool_claims({{"p0", {evaluate_claim(arm, {0}, {0.5})}}, {"p1", {evaluate_claim(arm, {1}, {0.7})}}});
+    REQUIRE(pooled.size() == 1);
+    CHECK(pooled[0].values.empty());
+    CHECK(pooled[0].verdict == Verdict::not_run);
+    CHECK_THAT(pooled[0].note, Catch::Contains("left out: seed 0 (prefix), 1 (prefix)"));
+    // one arm alone with no value is not run either (not "one arm of a paired claim")
+    CHECK(evaluate_claim(arm, {}, {}).verdict == Verdict::not_run);
+}
+
+TEST_CASE("claims: the claims table lists the rule's test and the per-seed values", "[claims]") {
+    iclab::run::PooledClaims p;
+    p.setting = "configs/quick/x.yaml", p.experiment = "x";
+    // 2 of 3 seeds on the claimed side, the mean negative (the case a reader must be able to check)
+    p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {0.41234, 1.2, -2.4}));
+    Claim instances = sign_claim();
+    instances.id = "exact", instances.unit = "instance", instances.rule = ClaimRule::count_at_most(1e-5);
+    p.claims.push_back(evaluate_claim(instances, {0, 1, 2}, {1e-7, 2e-7, 3e-7}));
+    p.claims.push_back(evaluate_claim(sign_claim(), {}, {}));
+    const auto t = iclab::run::claims_table({p});
+    REQUIRE(t.rows() == 3);
+    CHECK(text_of(t, 0, "values") == "0.412, 1.2, -2.4");
+    CHECK(text_of(t, 0, "units") == "0,1,2");
+    CHECK(text_of(t, 0, "test") == "count_above");
+    CHECK(std::get<double>(t.cell(0, "on_claimed_side")) == 2.0);
+    CHECK(std::get<double>(t.cell(0, "n")) == 3.0);
+    CHECK(text_of(t, 0, "verdict") == "reproduced");
+    CHECK(text_of(t, 1, "values").empty());  // over instances: the count only
+    CHECK(text_of(t, 1, "units") == "3 instances");
+    CHECK(text_of(t, 1, "test") == "count_at_most");
+    CHECK(text_of(t, 2, "verdict") == "not run");
+    CHECK(text_of(t, 2, "values").empty());
+}
