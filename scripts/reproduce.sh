@@ -68,12 +68,16 @@ status=0
 sweeps=()
 part=0
 finished=0; total=0
+listings=results/report/unfinished  # each part's --dry-run listing: the partial page lists the jobs not finished
+rm -rf "$listings"
 for file in "${files[@]}"; do
   part=$((part + 1))
   if [ "$report_only" -eq 1 ]; then
     listing=$(build/iclab sweep "$file" --dry-run 2>/dev/null)
     finished=$((finished + $(grep -c '^finished ' <<<"$listing" || true)))
-    total=$((total + $(grep -c -E '^(finished|pending|interrupted|stale) ' <<<"$listing" || true)))
+    total=$((total + $(grep -c -E '^(finished|pending|interrupted|stale|running) ' <<<"$listing" || true)))
+    mkdir -p "$listings"
+    printf '%s\n%s\n' "$file" "$listing" > "$listings/$(printf '%02d' "$part").listing"
     sweep=$(tail -n 1 <<<"$listing")
     [ -d "$sweep" ] && sweeps+=("$sweep")
     continue
@@ -88,7 +92,8 @@ if [ "$report_only" -eq 1 ]; then
   [ "${#sweeps[@]}" -gt 0 ] || { echo "reproduce: --report-only: no run of profile $profile has started" >&2; exit 1; }
   title="$title (partial: $finished of $total jobs finished)"
 fi
-/usr/bin/python3 scripts/report/make_report.py "${sweeps[@]}" --out results/report --title "$title" --page "$page" --profile "$profile"
+/usr/bin/python3 scripts/report/make_report.py "${sweeps[@]}" --out results/report --title "$title" --page "$page" --profile "$profile" \
+  --unfinished "$listings"
 wall=$(( $(date +%s) - start ))
 [ "$report_only" -eq 1 ] || printf '\nWall time of scripts/reproduce.sh --profile %s --jobs %s: %d min %02d s on %s (%s cores).\n' "$profile" "$jobs" \
   $((wall / 60)) $((wall % 60)) "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(nproc)" >> results/report/reproduction.md
