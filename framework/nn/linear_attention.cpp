@@ -169,11 +169,13 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
             gemm<T>(matrix(part_bkv, F, D), matrix<const T>(rot_q, TT, F), matrix<const T>(d_num.data(), TT, D), true, false,
                     T(1), T(0), sg);
             // Denominator (kernel normalizer) contributions go straight to d φ (it uses unrotated features).
-            std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));
-            std::fill(d_phi_k.begin(), d_phi_k.end(), T(0));
-            if (options.normalize)
+            if (options.normalize) {  // writes d φq, d φk (every element)
                 normalizer_backward(d_phi_q.data(), d_phi_k.data(), part_bd, d_den.data(), phi_q, phi_k, b_d + h * F, TT, F,
                                     options.mask, key_sum, buckets);
+            } else {
+                std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));
+                std::fill(d_phi_k.begin(), d_phi_k.end(), T(0));
+            }
             // Back through RoPE (d φ += R_tᵀ d rot) and φ into d_qkv.
             head_features_backward(d_q, 3 * C, d_phi_q.data(), d_rot_q.data(), q, 3 * C, phi_q, shape, options, map, scratch,
                                    x_rows);
