@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "framework/nn/attention_kernels.hpp"
@@ -133,4 +134,83 @@ TEST_CASE("attention with b_KV = 0 skips its products without changing a bit", "
             check_zero_bias_skip<float>(variant);
             check_zero_bias_skip<double>(variant);
         }
+}
+
+namespace {
+// The accumulating normalizer backward that normalizer_backward replaced (written out: zeroed d φ buffers, a zeroed
+// bucket buffer, suffix sums, then d φk += buckets).
+template <class T>
+void normalizer_backward_accumulating(T* d_phi_q, T* d_phi_k, T* d_bd, const T* d_den, const T* phi_q, const T* phi_k,
+                                      const T* head_bd, std::size_t time, std::size_t F, const nn::AttentionMask& mask) {
+    using nn::kernels::axpy;
+    std::fill(d_phi_q, d_phi_q + time * F, T(0));
+    std::fill(d_phi_k, d_phi_k + time * F, T(0));
+    std::vector<T> key_sum(head_bd, head_bd + F), buckets(time * F, T(0));
+    std::size_t summed = 0;
+    for (std::size_t i = 0; i < time; ++i) {
+        const std::size_t visible = mask.visible_prefix(i, time);
+        for (; summed < visible; ++summed) axpy(key_sum.data(), T(1), phi_k + summed * F, F);
+        axpy(d_phi_q + i * F, d_den[i], key_sum.data(), F);
+        axpy(d_bd, d_den[i], phi_q + i * F, F);
+        if (visible > 0) axpy(buckets.data() + (visible - 1) * F, d_den[i], phi_q + i * F, F);
+        if (mask.self_extra(i, time)) {
+            axpy(d_phi_q + i * F, d_den[i], phi_k + i * F, F);
+            axpy(d_phi_k + i * F, d_den[i], phi_q + i * F, F);
+        }
+    }
+    for (std::size_t j = time; j-- > 1;) axpy(buckets.data() + (j - 1) * F, T(1), buckets.data() + j * F, F);
+    for (std::size_t j = 0; j < time; ++j) axpy(d_phi_k + j * F, T(1), buckets.data() + j * F, F);
+}
+
+template <class T>
+void check_fused_backward_passes(std::size_t time, std::size_t F, const MaskVariant& mask_variant, std::size_t prefix) {
+    Rng rng(83 + time);
+    nn::AttentionMask mask;
+    mask.kind = mask_variant.kind;
+    mask.isolate_queries = mask_variant.isolate;
+    mask.query_self = mask_variant.self;
+    mask.prefix_length = prefix;
+    const std::vector<T> phi_q = cast<T>(random_vector(time * F, rng)), phi_k = cast<T>(random_vector(time * F, rng)),
+                         d_den = cast<T>(random_vector(time, rng)), head_bd = cast<T>(random_vector(F, rng));
+    std::vector<T> q_old(time * F), k_old(time * F), bd_old(F, T(0.5));
+    std::vector<T> q_new(time * F, std::numeric_limits<T>::quiet_NaN()), k_new = q_new, bd_new = bd_old;
+    std::vector<T> key_sum, buckets(time * F + 3, std::numeric_limits<T>::quiet_NaN());  // stale contents: written first
+    normalizer_backward_accumulating(q_old.data(), k_old.data(), bd_old.data(), d_den.data(), phi_q.data(), phi_k.data(),
+                                     head_bd.data(), time, F, mask);
+    nn::kernels::normalizer_backward(q_new.data(), k_new.data(), bd_new.data(), d_den.data(), phi_q.data(), phi_k.data(),
+                                     head_bd.data(), time, F, mask, key_sum, buckets);
+    INFO("T " << time << " F " << F << " mask " << nn::mask_kind_name(mask.kind) << (mask.isolate_queries ? " isolated" : "")
+              << " prefix " << prefix);
+    CHECK(same_bits(q_old.data(), q_new.data(), q_old.size()));
+    CHECK(same_bits(k_old.data(), k_new.data(), k_old.size()));
+    CHECK(same_bits(bd_old.data(), bd_new.data(), bd_old.size()));
+    // elementwise feature maps' backward row, written in one pass against fill + feature_map_backward + (0 +)
+    const std::vector<T> x = cast<T>(random_vector(time * F, rng)), d_phi = cast<T>(random_vector(time * F, rng));
+    for (auto map : {nn::FeatureMap::elu1, nn::FeatureMap::identity, nn::FeatureMap::relu}) {
+        nn::FeatureMapParams<T> params;
+        params.map = map;
+        std::vector<T> phi(time * F), old_rows(time * F, T(0)), new_rows(time * F, std::numeric_limits<T>::quiet_NaN()), scratch;
+        nn::feature_map_forward(phi.data(), x.data(), time, F, params);
+        for (std::size_t t = 0; t < time; ++t) {
+            nn::feature_map_backward(old_rows.data() + t * F, d_phi.data() + t * F, x.data() + t * F, phi.data() + t * F, 1, F,
+                                     params, scratch);
+            for (std::size_t f = 0; f < F; ++f) old_rows[t * F + f] = T(0) + old_rows[t * F + f];
+            nn::feature_map_backward_fresh(new_rows.data() + t * F, d_phi.data() + t * F, x.data() + t * F, phi.data() + t * F,
+                                           F, map);
+        }
+        INFO(nn::feature_map_name(map));
+        CHECK(same_bits(old_rows.data(), new_rows.data(), old_rows.size()));
+    }
+}
+}  // namespace
+
+TEST_CASE("normalizer backward and feature backward rows written in one pass equal the accumulating forms bit for bit",
+          "[attention][in_place]") {
+    for (const MaskVariant& mask : all_masks())
+        for (std::size_t time : {std::size_t(1), std::size_t(9), std::size_t(64)})
+            for (std::size_t F : {std::size_t(4), std::size_t(32)}) {
+                check_fused_backward_passes<float>(time, F, mask, time / 2);
+                check_fused_backward_passes<double>(time, F, mask, time / 2);
+                check_fused_backward_passes<float>(time, F, mask, 0);
+            }
 }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -75,6 +76,58 @@ void check_blocked_product(std::size_t m, std::size_t n, std::size_t k, bool ta,
     for (std::size_t i = 0; i < a.size(); ++i)
         if (i % lda >= a_cols) REQUIRE(a[i] == sentinel);  // inputs untouched (padding kept)
     CHECK(worst <= 1.0);
+}
+
+// The causal triangles (small_gemm.hpp Triangle) against the full blocked product on the same data, byte for byte.
+// lower_a / upper_a: a square op(A) (m, m) with exact zeros on its masked side, and NaN where a row panel must not read
+// (p ≥ its last row + 1, resp. p < its first row); lower_out: the full product with its j > i entries set to +0, on an
+// output filled with NaN first (entries above the diagonal are +0 or, in tiles skipped whole, still NaN).
+template <class T>
+void check_triangles(std::size_t m, std::size_t n, bool ta, bool tb, T beta, Rng& rng) {
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    const std::size_t Mr = nn::detail::kSmallMr;
+    auto same = [](const std::vector<T>& x, const std::vector<T>& y) { return std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0; };
+    std::vector<T> b(m * n), c0(m * n);  // op(B) (m, n) stored (n, m) when transposed
+    for (auto& x : b) x = static_cast<T>(rng.normal());
+    for (auto& x : c0) x = static_cast<T>(rng.normal());
+    const std::size_t ldb = tb ? m : n;
+    for (const nn::Triangle triangle : {nn::Triangle::lower_a, nn::Triangle::upper_a}) {
+        std::vector<T> a(m * m), a_poisoned(m * m);  // op(A)[i, p] at a[i·m + p], or a[p·m + i] when transposed
+        for (std::size_t i = 0; i < m; ++i)
+            for (std::size_t p = 0; p < m; ++p) {
+                const bool zero = triangle == nn::Triangle::lower_a ? p > i : p < i;
+                const bool unread = triangle == nn::Triangle::lower_a ? p >= (i / Mr + 1) * Mr : p < (i / Mr) * Mr;
+                const T value = zero ? T(0) : static_cast<T>(rng.normal());
+                a[ta ? p * m + i : i * m + p] = value;
+                a_poisoned[ta ? p * m + i : i * m + p] = unread ? nan : value;
+            }
+        std::vector<T> full = c0, part = c0;
+        nn::small_gemm_blocked(full.data(), n, a.data(), m, b.data(), ldb, m, n, m, ta, tb, T(1), beta);
+        nn::small_gemm_blocked(part.data(), n, a_poisoned.data(), m, b.data(), ldb, m, n, m, ta, tb, T(1), beta, triangle);
+        INFO("m " << m << " n " << n << " ta " << ta << " tb " << tb << " beta " << beta << " triangle " << static_cast<int>(triangle));
+        CHECK(same(full, part));
+    }
+    // lower_out: C (m, n) = op(A) (m, k) op(B) (k, n), entries j > i masked
+    const std::size_t k = 5 + m % 7;
+    std::vector<T> a(m * k), bk(k * n);
+    for (auto& x : a) x = static_cast<T>(rng.normal());
+    for (auto& x : bk) x = static_cast<T>(rng.normal());
+    std::vector<T> full = c0, part(m * n, nan);
+    nn::small_gemm_blocked(full.data(), n, a.data(), ta ? m : k, bk.data(), tb ? k : n, m, n, k, ta, tb, T(1), T(0));
+    nn::small_gemm_blocked(part.data(), n, a.data(), ta ? m : k, bk.data(), tb ? k : n, m, n, k, ta, tb, T(1), T(0),
+                           nn::Triangle::lower_out);
+    std::size_t differ = 0, not_masked = 0, unwritten = 0;
+    for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j) {
+            const T x = part[i * n + j];
+            if (j <= i) differ += std::memcmp(&x, &full[i * n + j], sizeof(T)) != 0;
+            else not_masked += !(std::isnan(x) || (x == T(0) && !std::signbit(x)));
+            unwritten += std::isnan(x);
+        }
+    INFO("lower_out m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb);
+    CHECK(differ == 0);
+    CHECK(not_masked == 0);
+    if (m >= 64 && n > 32) CHECK(unwritten > 0);  // the tiles of columns ≥ 32 for rows < 8 were skipped
 }
 
 template <class T>
@@ -158,6 +211,19 @@ TEST_CASE("blocked small gemm is within the summation error bound of the exact p
 
 TEST_CASE("blocked small gemm is within the summation error bound of the exact product (fp64)", "[gemm][small_gemm]") {
     check_all_shapes<double>(32);
+}
+
+TEST_CASE("blocked small gemm's causal triangles equal the full product byte for byte", "[gemm][small_gemm][triangle]") {
+    Rng rng(33);
+    for (std::size_t m : {1, 3, 8, 17, 63, 64, 65})
+        for (std::size_t n : {1, 5, 32, 33})
+            for (bool ta : {false, true})
+                for (bool tb : {false, true}) {
+                    check_triangles<float>(m, n, ta, tb, 0.0f, rng);
+                    check_triangles<float>(m, n, ta, tb, 1.0f, rng);
+                    check_triangles<double>(m, n, ta, tb, 0.0, rng);
+                    check_triangles<double>(m, n, ta, tb, 1.0, rng);
+                }
 }
 
 TEST_CASE("model with the blocked small gemm matches finite differences (fp64)", "[gradients][model][small_gemm]") {

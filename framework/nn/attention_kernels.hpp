@@ -159,13 +159,10 @@ inline void head_features_backward(T* d_x, std::size_t d_x_stride, T* d_phi, con
             for (std::size_t d = 0; d < D; ++d) d_x[t * d_x_stride + d] = T(0) + flat[t * D + d];
         return;
     }
-    // elementwise maps row by row, in place: d_x_t = 0, d_x_t += (∂φ/∂x_t)ᵀ d φ_t
-    for (std::size_t t = 0; t < TT; ++t) {
-        T* row = d_x + t * d_x_stride;
-        std::fill(row, row + D, T(0));
-        feature_map_backward(row, d_phi + t * F, x + t * x_stride, phi + t * F, 1, D, map, scratch);
-        for (std::size_t d = 0; d < D; ++d) row[d] = T(0) + row[d];  // scatter_head's add into the zeroed d_qkv
-    }
+    // elementwise maps row by row, in place: d_x_t = 0 + (∂φ/∂x_t)ᵀ d φ_t (the bits of feature_map_backward into a
+    // zeroed row), then + 0 (scatter_head's add into the zeroed d_qkv), in one pass per row
+    for (std::size_t t = 0; t < TT; ++t)
+        feature_map_backward_fresh(d_x + t * d_x_stride, d_phi + t * F, x + t * x_stride, phi + t * F, D, map.map);
 }
 
 // Whether a head's b_KV (F, D) is all zeros. Then the products with it, rq b_KV (forward) and d_num b_KVᵀ (backward),
@@ -211,29 +208,54 @@ inline void normalizer_forward(T* den, const T* phi_q, const T* phi_k, const T* 
 }
 
 // Its backward for one head, given d_den (T):
-//   d φq_i += d_den_i [Σ_{j∈V(i)} φk_j + b_D];  d b_D += Σ_i d_den_i φq_i;  d φk_j += Σ_{i: j∈V(i)} d_den_i φq_i.
+//   d φq_i = d_den_i [Σ_{j∈V(i)} φk_j + b_D];  d b_D += Σ_i d_den_i φq_i;  d φk_j = Σ_{i: j∈V(i)} d_den_i φq_i.
 // The last sum runs over the i with visible_prefix(i) > j (a suffix in i): bucket d_den_i φq_i at
 // visible_prefix(i) − 1, then take suffix sums over the buckets. O(T·F).
+// d_phi_q, d_phi_k (T, F) are written, every element, with the bits of the same updates accumulated into zeroed
+// buffers (0 + the first term, then the others in the same order); d_bd is accumulated. One pass forward in i, one
+// backward in j (the suffix sums and d φk together); no zero fills.
 template <class T>
 inline void normalizer_backward(T* d_phi_q, T* d_phi_k, T* d_bd, const T* d_den, const T* phi_q, const T* phi_k,
                                 const T* head_bd, std::size_t time, std::size_t F, const AttentionMask& mask,
                                 std::vector<T>& key_sum, std::vector<T>& buckets) {
     key_sum.assign(head_bd, head_bd + F);
-    buckets.assign(time * F, T(0));
-    std::size_t summed = 0;
+    if (buckets.size() < time * F) buckets.resize(time * F);
+    T* const ks = key_sum.data();
+    std::size_t summed = 0, started = 0;  // buckets [0, started) hold a value; visible_prefix is non-decreasing in i
     for (std::size_t i = 0; i < time; ++i) {
         const std::size_t visible = mask.visible_prefix(i, time);
-        for (; summed < visible; ++summed) axpy(key_sum.data(), T(1), phi_k + summed * F, F);
-        axpy(d_phi_q + i * F, d_den[i], key_sum.data(), F);
-        axpy(d_bd, d_den[i], phi_q + i * F, F);
-        if (visible > 0) axpy(buckets.data() + (visible - 1) * F, d_den[i], phi_q + i * F, F);
-        if (mask.self_extra(i, time)) {
-            axpy(d_phi_q + i * F, d_den[i], phi_k + i * F, F);
-            axpy(d_phi_k + i * F, d_den[i], phi_q + i * F, F);
+        for (; summed < visible; ++summed) axpy(ks, T(1), phi_k + summed * F, F);
+        const T g = d_den[i];
+        const T* pq = phi_q + i * F;
+        T* dq = d_phi_q + i * F;
+        for (std::size_t f = 0; f < F; ++f) dq[f] = T(0) + g * ks[f];
+        for (std::size_t f = 0; f < F; ++f) d_bd[f] += g * pq[f];
+        if (visible > 0) {
+            T* bucket = buckets.data() + (visible - 1) * F;
+            if (visible > started) {  // its first term; the buckets in between receive none (zeros)
+                std::fill(buckets.data() + started * F, bucket, T(0));
+                for (std::size_t f = 0; f < F; ++f) bucket[f] = T(0) + g * pq[f];
+                started = visible;
+            } else {
+                axpy(bucket, g, pq, F);
+            }
+        }
+        if (mask.self_extra(i, time)) axpy(dq, g, phi_k + i * F, F);
+    }
+    std::fill(buckets.data() + started * F, buckets.data() + time * F, T(0));
+    for (std::size_t j = time; j-- > 0;) {  // suffix sums (bucket_j += bucket_{j+1}), then d φk_j = [0 + self term] + bucket_j
+        T* bucket = buckets.data() + j * F;
+        if (j + 1 < time) axpy(bucket, T(1), bucket + F, F);
+        T* dk = d_phi_k + j * F;
+        if (mask.self_extra(j, time)) {
+            const T g = d_den[j];
+            const T* pq = phi_q + j * F;
+            for (std::size_t f = 0; f < F; ++f) dk[f] = T(0) + g * pq[f];
+            axpy(dk, T(1), bucket, F);
+        } else {
+            for (std::size_t f = 0; f < F; ++f) dk[f] = T(0) + bucket[f];
         }
     }
-    for (std::size_t j = time; j-- > 1;) axpy(buckets.data() + (j - 1) * F, T(1), buckets.data() + j * F, F);
-    for (std::size_t j = 0; j < time; ++j) axpy(d_phi_k + j * F, T(1), buckets.data() + j * F, F);
 }
 
 // Bias gradients summed over the batch in a fixed order: partial_* hold one slot per (b, h); every element (h, i) is

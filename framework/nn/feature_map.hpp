@@ -114,4 +114,24 @@ inline void feature_map_backward(T* d_x, const T* d_phi, const T* x, const T* ph
             T(1));
 }
 
+// One row (n elements) of an elementwise map's backward, written: d_x = 0 + (0 + (∂φ/∂x)ᵀ d_phi), the derivatives of
+// feature_map_backward above; the bits of that function into a zeroed row, then added to zeros (attention's d_qkv, which
+// the kernels write in place). One pass instead of a fill, the accumulation and the add.
+template <class T>
+inline void feature_map_backward_fresh(T* d_x, const T* d_phi, const T* x, const T* phi, std::size_t n, FeatureMap map) {
+    switch (map) {
+        case FeatureMap::identity:
+            for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + d_phi[i]);
+            return;
+        case FeatureMap::elu1:
+            for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + d_phi[i] * (x[i] > T(0) ? T(1) : phi[i]));
+            return;
+        case FeatureMap::relu:
+            for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + (x[i] > T(0) ? d_phi[i] : T(0)));
+            return;
+        case FeatureMap::performer: break;
+    }
+    ICLAB_CHECK(false, "feature_map_backward_fresh: elementwise maps only");
+}
+
 }  // namespace iclab::nn

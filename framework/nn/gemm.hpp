@@ -229,7 +229,7 @@ void gemm_compute(T* out, std::size_t out_ld, const T* a, std::size_t a_cols, co
 namespace detail {
 template <class T>
 void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b, T alpha,
-                  T beta, SmallGemm kernel, const GemmExtras<T>* extras) {
+                  T beta, SmallGemm kernel, const GemmExtras<T>* extras, Triangle triangle = Triangle::none) {
     const std::size_t m = transpose_a ? a.cols : a.rows;
     const std::size_t k = transpose_a ? a.rows : a.cols;
     const std::size_t k_b = transpose_b ? b.cols : b.rows;
@@ -239,6 +239,7 @@ void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, 
                 "gemm: output is " << out.rows << "x" << out.cols << " but op(a)·op(b) is " << m << "x" << n);
     ICLAB_CHECK(out.leading() >= out.cols && a.leading() >= a.cols && b.leading() >= b.cols,
                 "gemm: a row stride is smaller than its row");
+    ICLAB_CHECK(triangle == Triangle::none || kernel == SmallGemm::blocked, "gemm: a triangular product needs the blocked kernel");
     // small: called inside a parallel region (per (batch, head)); omp_get_level counts a team of one thread too
     const profile::Scope scope(profile::profiler.enabled && omp_get_level() > 0 ? profile::Kind::gemm_small
                                                                                 : profile::Kind::gemm_large);
@@ -256,7 +257,7 @@ void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, 
         } else {
             const double start = gemm_counter.enabled ? omp_get_wtime() : 0.0;
             small_gemm_blocked(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b,
-                               alpha, beta);
+                               alpha, beta, triangle);
             if (gemm_counter.enabled) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
         }
         run_epilogue(extras, 0, m);
@@ -273,10 +274,12 @@ void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, 
 // out = alpha * op(a) · op(b) + beta * out. transpose_a / transpose_b apply op = transpose.
 // kernel: SmallGemm::openblas (default; the row/inner blocking above) or SmallGemm::blocked (small_gemm.hpp, one serial
 // call: for the per-(batch, head) attention products, opt-in through model.small_gemm; rounds differently).
+// triangle (blocked kernel only): the causal structure the product may skip (small_gemm.hpp, Triangle).
 template <class T>
 void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b,
-          T alpha = T(1), T beta = T(0), SmallGemm kernel = SmallGemm::openblas) {
-    detail::gemm_checked(out, a, b, transpose_a, transpose_b, alpha, beta, kernel, static_cast<const GemmExtras<T>*>(nullptr));
+          T alpha = T(1), T beta = T(0), SmallGemm kernel = SmallGemm::openblas, Triangle triangle = Triangle::none) {
+    detail::gemm_checked(out, a, b, transpose_a, transpose_b, alpha, beta, kernel, static_cast<const GemmExtras<T>*>(nullptr),
+                         triangle);
 }
 
 // The same (OpenBLAS) with an epilogue and/or side work in the product's parallel region (GemmExtras above).

@@ -11,6 +11,16 @@ namespace iclab::nn {
 
 using namespace kernels;
 
+namespace {
+// The triangles (small_gemm.hpp) the per-(batch, head) products use: with the blocked kernel and the plain causal mask,
+// S and dS (lower_out) only on and below the diagonal, and the products reading them (S v, dS rk: lower_a; Sᵀ d_num,
+// dSᵀ rq: upper_a) without their zero terms, bit-identical to the full products; otherwise Triangle::none.
+auto causal_triangle(const LinearAttentionOptions& options) {
+    const bool on = options.small_gemm == SmallGemm::blocked && options.causal_triangle && options.mask.plain_causal();
+    return [on](Triangle triangle) { return on ? triangle : Triangle::none; };
+}
+}  // namespace
+
 template <class T>
 void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv, const T* b_d,
                               const T* random_features, const AttentionShape& shape, const LinearAttentionOptions& options) {
@@ -23,6 +33,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
     const T fixed_den = static_cast<T>(1.0 / options.unnormalized_scale);
     const FeatureMapParams<T> map = feature_map_params(shape, options, random_features);
     const SmallGemm sg = options.small_gemm;  // the per-(batch, head) products' kernel (model.small_gemm)
+    const auto tri = causal_triangle(options);  // the causal structure its products may skip (blocked kernel only)
 
 #pragma omp parallel
     {
@@ -52,8 +63,8 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
             // Numerator (Eq. 13) with two GEMMs: S = mask ⊙ (rq rkᵀ) (T, T);  num = rq b_KV + S v  (T, D)
             T* S = cache.keep_scores ? cache.scores.data() + bh * TT * TT : scores.data();
             gemm<T>(matrix(S, TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true, T(1),
-                    T(0), sg);
-            apply_mask(S, TT, options.mask);
+                    T(0), sg, tri(Triangle::lower_out));
+            if (tri(Triangle::lower_out) == Triangle::none) apply_mask(S, TT, options.mask);  // else masked as written
             // b_KV = 0 (its initial value; frozen unless model.attention_bias_trainable): rq b_KV is +0 throughout and
             // S v + (+0) has the bits of S v written with β = 0, so the first product is skipped (bias_kv_is_zero)
             const bool with_bkv = !(options.skip_zero_bias_kv && bias_kv_is_zero(head_bkv, F * D));
@@ -61,7 +72,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
                 gemm<T>(matrix(num.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D), false,
                         false, T(1), T(0), sg);
             gemm<T>(matrix(num.data(), TT, D), matrix<const T>(S, TT, TT), strided_matrix(v, TT, D, 3 * C), false, false, T(1),
-                    with_bkv ? T(1) : T(0), sg);
+                    with_bkv ? T(1) : T(0), sg, tri(Triangle::lower_a));
             if (options.normalize)
                 normalizer_forward(den, phi_q, phi_k, b_d + h * F, TT, F, options.mask, eps, key_sum);
             else
@@ -94,6 +105,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
     partial_bd.assign(B * H * F, T(0));
     const bool kept_scores = cache.keep_scores && cache.scores.size() == B * H * TT * TT;
     const SmallGemm sg = options.small_gemm;
+    const auto tri = causal_triangle(options);
 
 #pragma omp parallel
     {
@@ -138,30 +150,32 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
                 S = cache.scores.data() + bh * TT * TT;
             } else {
                 gemm<T>(matrix(scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false,
-                        true, T(1), T(0), sg);
-                apply_mask(scores.data(), TT, options.mask);
+                        true, T(1), T(0), sg, tri(Triangle::lower_out));
+                if (tri(Triangle::lower_out) == Triangle::none) apply_mask(scores.data(), TT, options.mask);
             }
             gemm<T>(matrix(d_scores.data(), TT, TT), matrix<const T>(d_num.data(), TT, D), strided_matrix(v, TT, D, 3 * C),
-                    false, true, T(1), T(0), sg);
-            apply_mask(d_scores.data(), TT, options.mask);
+                    false, true, T(1), T(0), sg, tri(Triangle::lower_out));
+            if (tri(Triangle::lower_out) == Triangle::none) apply_mask(d_scores.data(), TT, options.mask);
             gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_k, TT, F),
-                    false, false, T(1), T(0), sg);
+                    false, false, T(1), T(0), sg, tri(Triangle::lower_a));
             if (!(options.skip_zero_bias_kv && bias_kv_is_zero(head_bkv, F * D)))  // else + (+0): skipped (forward)
                 gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_num.data(), TT, D), matrix<const T>(head_bkv, F, D),
                         false, true, T(1), T(1), sg);
             gemm<T>(matrix(d_rot_k.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), true,
-                    false, T(1), T(0), sg);
+                    false, T(1), T(0), sg, tri(Triangle::upper_a));
             // d v written in place (β = 0: the values of the separate buffer that scatter_head added to a zeroed d_qkv)
             gemm<T>(strided_matrix(d_v, TT, D, 3 * C), matrix<const T>(S, TT, TT), matrix<const T>(d_num.data(), TT, D), true,
-                    false, T(1), T(0), sg);
+                    false, T(1), T(0), sg, tri(Triangle::upper_a));
             gemm<T>(matrix(part_bkv, F, D), matrix<const T>(rot_q, TT, F), matrix<const T>(d_num.data(), TT, D), true, false,
                     T(1), T(0), sg);
             // Denominator (kernel normalizer) contributions go straight to d φ (it uses unrotated features).
-            std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));
-            std::fill(d_phi_k.begin(), d_phi_k.end(), T(0));
-            if (options.normalize)
+            if (options.normalize) {  // writes d φq, d φk (every element)
                 normalizer_backward(d_phi_q.data(), d_phi_k.data(), part_bd, d_den.data(), phi_q, phi_k, b_d + h * F, TT, F,
                                     options.mask, key_sum, buckets);
+            } else {
+                std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));
+                std::fill(d_phi_k.begin(), d_phi_k.end(), T(0));
+            }
             // Back through RoPE (d φ += R_tᵀ d rot) and φ into d_qkv.
             head_features_backward(d_q, 3 * C, d_phi_q.data(), d_rot_q.data(), q, 3 * C, phi_q, shape, options, map, scratch,
                                    x_rows);

@@ -48,6 +48,10 @@ struct LinearAttentionOptions {
     // The per-(batch, head) products' kernel (model.small_gemm): OpenBLAS (default, the published numbers) or the
     // register-blocked small_gemm.hpp (opt-in; rounds differently).
     SmallGemm small_gemm = SmallGemm::openblas;
+    // With the blocked kernel and the plain causal mask: S and dS only on and below the diagonal, and the products that
+    // read them without their zero terms (bit-identical to the full blocked products: small_gemm.hpp, Triangle). false
+    // runs the full products (tests compare the two). The OpenBLAS kernel and the other masks always run them.
+    bool causal_triangle = true;
 };
 
 template <class T>
@@ -69,6 +73,7 @@ struct LinearAttentionCache {
     std::vector<T> den;           // (B, H, T)     den_i
     // The masked scores S = mask ⊙ (R φ(Q) (R φ(K))ᵀ) (B, H, T, T), kept when keep_scores is set (training: backward
     // reuses them instead of recomputing one T×T×F GEMM and the mask per (batch, head); the same values bit for bit).
+    // With LinearAttentionOptions::causal_triangle in effect, the tiles wholly above the diagonal are never written.
     bool keep_scores = false;
     std::vector<T> scores;
 

@@ -133,11 +133,13 @@ void linear_attention_recurrent_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T*
             }
             std::copy(d_state.begin(), d_state.end(), partial_bkv.begin() + bh * F * D);
             // Normalizer (unrotated features), then back through RoPE and φ into d_qkv.
-            std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));
-            std::fill(d_phi_k.begin(), d_phi_k.end(), T(0));
-            if (options.normalize)
+            if (options.normalize) {  // writes d φq, d φk (every element)
                 normalizer_backward(d_phi_q.data(), d_phi_k.data(), partial_bd.data() + bh * F, d_den.data(), phi_q, phi_k,
                                     b_d + h * F, TT, F, options.mask, key_sum, buckets);
+            } else {
+                std::fill(d_phi_q.begin(), d_phi_q.end(), T(0));
+                std::fill(d_phi_k.begin(), d_phi_k.end(), T(0));
+            }
             head_features_backward(d_q.data(), D, d_phi_q.data(), d_rot_q.data(), q.data(), D, phi_q, shape, options, map,
                                    scratch, x_rows);
             head_features_backward(d_k.data(), D, d_phi_k.data(), d_rot_k.data(), k.data(), D, phi_k, shape, options, map,

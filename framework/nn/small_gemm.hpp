@@ -24,6 +24,21 @@ namespace iclab::nn {
 // Which kernel runs the attention's per-(batch, head) products (model.small_gemm).
 enum class SmallGemm { openblas, blocked };
 
+// Triangular structure of a product under the causal mask (j ≤ i) that the blocked kernel may use (linear_attention.cpp).
+// With row panels [i0, i0 + rows) of C (the kMr-row panels below):
+//   lower_out: C is masked to j ≤ i. Tiles with a column j ≤ i are computed and their elements j > i written as +0 (the
+//              bits of writing them and then zeroing them); tiles wholly above the diagonal (j0 ≥ i0 + rows) are never
+//              written: the caller never reads them (the lower_a / upper_a products read only tiles written here).
+//   lower_a:   op(A)[i, p] = 0 for p > i (exact zeros in memory): panel i0 sums p < i0 + rows; the terms skipped are the
+//              last ones of each sum, products with +0.
+//   upper_a:   op(A)[i, p] = 0 for p < i: panel i0 sums p ≥ i0; the terms skipped are the first ones of each sum.
+// Every element is the full product's sum in order p = 0..k-1 minus zero terms at its start or end: the sum starts at +0
+// and +0 + (±0) = +0, so leading zero terms change no bit; x + (±0) = x for x ≠ 0, so trailing ones change none unless
+// the partial sum is exactly -0 (possible only through an FMA whose result underflows to -0: then the full sum may end
+// as +0 where this one keeps -0, equal as numbers). Non-finite inputs: the skipped products 0·inf would have been NaN
+// (such a step has a non-finite loss either way).
+enum class Triangle { none, lower_out, lower_a, upper_a };
+
 namespace detail {
 
 // Register tile: kNr = two SIMD vectors of T per row, kMr rows: kMr·2 accumulators (16 of AVX-512's 32 registers;
@@ -64,9 +79,11 @@ inline void small_gemm_tile(T (&acc)[Mr][Nr], const T* __restrict a, std::size_t
 // op(A) is read in place (full panels of kMr rows); op(B) in place where it is not transposed and a panel has
 // kNr columns. Only op(B)ᵀ panels and the edge panels (fewer than kMr rows / kNr columns) are copied, zero-padded,
 // into per-thread buffers kept between calls (no allocation in a step). The copies change no sum.
+// triangle: the causal structure the product may use (Triangle above; none: the full product).
 template <class T>
 void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, const T* b, std::size_t ldb, std::size_t m,
-                        std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta) {
+                        std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta,
+                        Triangle triangle = Triangle::none) {
     constexpr std::size_t Mr = detail::kSmallMr, Nr = detail::small_nr<T>();
     const std::size_t a_panels = (m + Mr - 1) / Mr, b_panels = (n + Nr - 1) / Nr;
     thread_local std::vector<T> a_edge, b_pack;  // kept between calls: no allocation once sized
@@ -89,28 +106,39 @@ void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, co
     alignas(64) T acc[Mr][Nr];
     for (std::size_t ip = 0; ip < a_panels; ++ip) {
         const std::size_t i0 = ip * Mr, rows = std::min(Mr, m - i0);
+        // this panel's terms p in [p_begin, p_end) and its tiles jp < tiles (Triangle)
+        const std::size_t p_begin = triangle == Triangle::upper_a ? std::min(i0, k) : 0;
+        const std::size_t p_end = triangle == Triangle::lower_a ? std::min(k, i0 + rows) : k;
+        const std::size_t tiles = triangle == Triangle::lower_out ? (std::min(n, i0 + rows) + Nr - 1) / Nr : b_panels;
         // op(a)[i0 + r, p] = a_panel[r·a_row + p·a_step]: a itself, or the zero-padded copy of an edge panel
         const T* a_panel = transpose_a ? a + i0 : a + i0 * lda;
         std::size_t a_row = transpose_a ? 1 : lda, a_step = transpose_a ? lda : 1;
         if (rows < Mr) {
-            for (std::size_t p = 0; p < k; ++p)
+            for (std::size_t p = p_begin; p < p_end; ++p)
                 for (std::size_t r = 0; r < Mr; ++r)
                     a_edge[p * Mr + r] = r < rows ? (transpose_a ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p]) : T(0);
             a_panel = a_edge.data();
             a_row = 1;
             a_step = Mr;
         }
-        for (std::size_t jp = 0; jp < b_panels; ++jp) {
+        for (std::size_t jp = 0; jp < tiles; ++jp) {
             const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
             const bool in_place = !transpose_b && cols == Nr;
-            detail::small_gemm_tile<T, Mr, Nr>(acc, a_panel, a_row, a_step, in_place ? b + j0 : b_pack.data() + jp * k * Nr,
-                                               in_place ? ldb : Nr, k);
+            const T* b_panel = in_place ? b + j0 : b_pack.data() + jp * k * Nr;
+            const std::size_t b_step = in_place ? ldb : Nr;
+            detail::small_gemm_tile<T, Mr, Nr>(acc, a_panel + p_begin * a_step, a_row, a_step, b_panel + p_begin * b_step,
+                                               b_step, p_end - p_begin);
             for (std::size_t r = 0; r < rows; ++r) {
                 T* y = out + (i0 + r) * ldc + j0;
+                // lower_out: the columns j0 + c > i0 + r are masked (+0), the others written as without a triangle
+                const std::size_t visible = i0 + r + 1;  // columns j < visible
+                const std::size_t kept =
+                    triangle != Triangle::lower_out ? cols : visible > j0 ? std::min(cols, visible - j0) : 0;
                 if (beta == T(0))
-                    for (std::size_t c = 0; c < cols; ++c) y[c] = alpha * acc[r][c];
+                    for (std::size_t c = 0; c < kept; ++c) y[c] = alpha * acc[r][c];
                 else
-                    for (std::size_t c = 0; c < cols; ++c) y[c] = alpha * acc[r][c] + beta * y[c];
+                    for (std::size_t c = 0; c < kept; ++c) y[c] = alpha * acc[r][c] + beta * y[c];
+                for (std::size_t c = kept; c < cols; ++c) y[c] = T(0);
             }
         }
     }
