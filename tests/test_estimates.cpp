@@ -22,7 +22,7 @@ using iclab::config::Schema;
 TEST_CASE("every quick and paper config has a finite estimate within the work limit", "[estimate]") {
     const auto& catalog = iclab::experiments::catalog();
     std::size_t checked = 0;
-    for (const char* folder : {"configs/quick", "configs/paper"}) {
+    for (const char* folder : {"configs/quick", "configs/paper", "configs/bench"}) {
         for (const auto& entry : fs::directory_iterator(fs::path(ICLAB_SOURCE_DIR) / folder)) {
             if (entry.path().extension() != ".yaml") continue;
             const std::string name = entry.path().stem().string();
