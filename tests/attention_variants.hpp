@@ -1,6 +1,7 @@
 #pragma once
 // The attention variants the attention tests run — every feature map x normalizer x RoPE x biases x mask the
 // config schema allows — and their random inputs.
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +92,23 @@ inline AttentionInputs random_inputs(const Variant& variant, nn::AttentionShape 
     in.options.mask.query_self = variant.query_self;
     in.options.mask.prefix_length = prefix != 0 ? prefix : shape.time / 2;
     return in;
+}
+
+// The inputs above are doubles; a float test casts them.
+template <class T>
+std::vector<T> cast(const std::vector<double>& x) {
+    return std::vector<T>(x.begin(), x.end());
+}
+
+// Bit-for-bit equality (a NaN equals the same NaN; +0 and -0 differ).
+template <class T>
+bool same_bits(const T* a, const T* b, std::size_t n) {
+    return std::memcmp(a, b, n * sizeof(T)) == 0;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+    return a.size() == b.size() && same_bits(a.data(), b.data(), a.size());
 }
 
 }  // namespace iclab::testing

@@ -18,16 +18,6 @@ using namespace iclab::testing;
 namespace {
 
 template <class T>
-std::vector<T> cast(const std::vector<double>& x) {
-    return std::vector<T>(x.begin(), x.end());
-}
-
-template <class T>
-bool same_bits(const T* a, const T* b, std::size_t n) {
-    return std::memcmp(a, b, n * sizeof(T)) == 0;
-}
-
-template <class T>
 void check_in_place(const Variant& variant) {
     Rng rng(57);
     const nn::AttentionShape base{2, 9, 3, 4};  // B, T, H, D: C = 12

@@ -35,11 +35,6 @@ double normwise_error(const std::vector<A>& a, const std::vector<double>& b) {
     return error / std::max(scale, 1e-300);  // both all-zero (d b_D when unnormalized): 0
 }
 
-template <class T>
-std::vector<T> cast(const std::vector<double>& x) {
-    return std::vector<T>(x.begin(), x.end());
-}
-
 // Forward and backward of the recurrent form in scalar type T. Gradients start from `initial_*`
 // (nonzero, so that overwriting instead of accumulating is caught).
 template <class T>

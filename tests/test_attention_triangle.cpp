@@ -21,16 +21,6 @@ using namespace iclab::testing;
 namespace {
 
 template <class T>
-std::vector<T> cast(const std::vector<double>& x) {
-    return std::vector<T>(x.begin(), x.end());
-}
-
-template <class T>
-bool same_bytes(const std::vector<T>& a, const std::vector<T>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
-template <class T>
 struct Run {
     std::vector<T> out, d_qkv, d_b_kv, d_b_d, scores;
 };
@@ -69,10 +59,10 @@ void check_triangle_equals_full(const Variant& variant, std::size_t time, std::s
         INFO(describe(variant) << " T " << time << " D " << head_dim << (keep ? " kept" : " recomputed") << " scores, "
                                << (sizeof(T) == 4 ? "float" : "double"));
         const Run<T> full = run_blocked<T>(in, d_out, false, keep), triangle = run_blocked<T>(in, d_out, true, keep);
-        CHECK(same_bytes(full.out, triangle.out));
-        CHECK(same_bytes(full.d_qkv, triangle.d_qkv));
-        CHECK(same_bytes(full.d_b_kv, triangle.d_b_kv));
-        CHECK(same_bytes(full.d_b_d, triangle.d_b_d));
+        CHECK(same_bits(full.out, triangle.out));
+        CHECK(same_bits(full.d_qkv, triangle.d_qkv));
+        CHECK(same_bits(full.d_b_kv, triangle.d_b_kv));
+        CHECK(same_bits(full.d_b_d, triangle.d_b_d));
         bool finite = true;  // the compared values are real numbers (no NaN compared with NaN)
         for (const auto* v : {&full.out, &full.d_qkv, &full.d_b_kv, &full.d_b_d})
             for (T x : *v) finite = finite && std::isfinite(static_cast<double>(x));
