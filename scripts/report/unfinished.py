@@ -62,8 +62,9 @@ def unfinished_md(parts):
         return []
     return ["## Not finished yet", "",
             f"{total - done} of {total} jobs of this profile have not finished (nominal work left about {left / 60:.1f} h at "
-            "50 GFLOP/s; measured runs on 2 cores took 1-3x their nominal time). Their claims are missing above or show as "
-            "*not run*. Each job's estimate is the experiment's own (`scripts/reproduce.sh --plan`).", "",
+            "50 GFLOP/s; measured runs took 1-7x their nominal time on one shared thread of a 2-core machine). Their "
+            "claims are missing above or show as *not run*. Each job's estimate is the experiment's own "
+            "(`scripts/reproduce.sh --plan`).", "",
             "| part | finished | not finished | nominal work left |", "|---|---|---|---|", *summary, "",
             f"<details><summary>the {len(rows)} jobs not finished</summary>", "",
             "| part | job | state | estimate (memory, work) |", "|---|---|---|---|", *rows, "", "</details>", ""]
