@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 sys.path.insert(0, os.path.dirname(__file__))
 from iclab_runs import find_runs, load_run  # noqa: E402
-from unfinished import read_parts, unfinished_md  # noqa: E402
+from unfinished import read_parts, unfinished_html, unfinished_md  # noqa: E402
 from verdicts import (PAPER_ORDER, PAPER_TITLES, VERDICTS, band_verdict, read_claims_csv,  # noqa: E402
                       verdict_keys_block)
 
@@ -418,6 +418,8 @@ def main():
         body += [f'<h2 id="claims-{anchor(paper)}">Claims — {html.escape(title)} ({html.escape(counts_text(group))})</h2>',
                  claims_html(group, link_html)]
         md += [f"## Claims — {title} ({counts_text(group)})", "", claims_md(group, ""), ""]
+    unfinished = read_parts(args.unfinished)
+    body.append(unfinished_html(unfinished))
     body.append("<h2>Provenance</h2><ul>" + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in prov) + "</ul>")
     sections = []
     for run in runs:
@@ -449,7 +451,7 @@ def main():
     with open(os.path.join(out_dir, "index.html"), "w") as f:
         f.write(f"<!doctype html><html><head><meta charset='utf-8'><title>iclab report</title><style>{style}</style></head>"
                 f"<body>{''.join(body)}</body></html>\n")
-    write_reproduction_page(out_dir, claims, prov, runs, args.title, args.profile, unfinished_md(read_parts(args.unfinished)))
+    write_reproduction_page(out_dir, claims, prov, runs, args.title, args.profile, unfinished_md(unfinished))
     with open(os.path.join(out_dir, "readme_blocks.json"), "w") as f:
         json.dump(readme_blocks(claims, args.title, args.page), f, indent=1, sort_keys=True)
     print(os.path.join(out_dir, "index.html"))

@@ -5,7 +5,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from unfinished import estimate_minutes, parse_listing, read_parts, unfinished_md  # noqa: E402
+from unfinished import estimate_minutes, parse_listing, read_parts, unfinished_html, unfinished_md  # noqa: E402
 
 listing = """iclab: sweep /x/results/sweeps/reproduce_paper: 2 of 3 jobs to run, estimated about 1 GiB
 finished    paper_lsa_gd  (about 0.0973 GiB, 1.3e+12 FLOP (about 25 s at 50 GFLOP/s))
@@ -27,6 +27,9 @@ with tempfile.TemporaryDirectory() as tmp:
     assert "2 of 3 jobs" in md and "about 3.8 h" in md, md      # (108 + 120) min
     assert "| configs/reproduce/paper.yaml | paper_bias_training | pending |" in md and "paper_lsa_gd" not in md
     assert "| configs/reproduce/paper.yaml | 1 of 3 | 1 running, 1 pending | 3.8 h |" in md, md
+    page = unfinished_html(parts)
+    assert page.startswith("<h2 id='unfinished'>Not finished yet</h2>") and page.count("<table>") == 2, page
+    assert "<td class='l'>paper_bias_training</td>" in page and "<details>" in page and "paper_lsa_gd" not in page
     done = [("configs/reproduce/paper.yaml", [("finished", "a", "")])]
-    assert unfinished_md(done) == [] and read_parts(os.path.join(tmp, "absent")) == []
+    assert unfinished_md(done) == [] and unfinished_html(done) == "" and read_parts(os.path.join(tmp, "absent")) == []
 print("report_unfinished: ok")

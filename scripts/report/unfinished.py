@@ -4,6 +4,7 @@ The input is `iclab sweep FILE --dry-run` of each part of the profile (one listi
 PART.listing with the part's sweep file on its first line): one line per job, `STATE  NAME  (estimate)`. The page then
 says what is still to run, part by part, with the experiment's own estimate, so a reader of a partial page knows which
 claims are missing because their runs have not finished (they show as "not run" or are absent)."""
+import html
 import os
 import re
 
@@ -68,3 +69,34 @@ def unfinished_md(parts):
             "| part | finished | not finished | nominal work left |", "|---|---|---|---|", *summary, "",
             f"<details><summary>the {len(rows)} jobs not finished</summary>", "",
             "| part | job | state | estimate (memory, work) |", "|---|---|---|---|", *rows, "", "</details>", ""]
+
+
+def unfinished_html(parts):
+    """The same for the HTML report: a heading, the per-part summary table and the folded job list ('' when done)."""
+    md = unfinished_md(parts)
+    if not md:
+        return ""
+    out, table = [], []
+
+    def flush():
+        if table:
+            cells = [[c.strip() for c in row.strip("|").split(" | ")] for row in table if not row.startswith("|---")]
+            head, body = cells[0], cells[1:]
+            out.append("<div class='scroll'><table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr>" +
+                       "".join("<tr>" + "".join(f"<td class='l'>{html.escape(c)}</td>" for c in row) + "</tr>" for row in body) +
+                       "</table></div>")
+            table.clear()
+
+    for line in md:
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush()
+        if line.startswith("## "):
+            out.append(f"<h2 id='unfinished'>{html.escape(line[3:])}</h2>")
+        elif line.startswith("<"):
+            out.append(line)  # <details>, <summary>: written above by unfinished_md
+        elif line:
+            out.append(f"<p>{html.escape(line)}</p>")
+    flush()
+    return "".join(out)
