@@ -393,6 +393,34 @@ TEST_CASE("transformer gradients match finite differences with tied embeddings (
         }
 }
 
+// iclab's own kernel for every product (model.large_gemm and model.small_gemm: blocked): the linear layers, read-in,
+// read-out and tied output through gemm.hpp's cells, the attention's per-head products through one serial call each.
+TEST_CASE("transformer gradients match finite differences with the blocked kernel for every product", "[gradients][model][large_gemm]") {
+    for (int variant = 0; variant < 3; ++variant) {
+        auto spec = small_spec(nn::FeatureMap::elu1, true, variant == 0, true);
+        spec.large_gemm = nn::SmallGemm::blocked;
+        spec.small_gemm = nn::SmallGemm::blocked;
+        if (variant == 1) {  // paper 003's model: vectors, linear read-in/out, softmax, learned positions, isolated queries
+            spec.attention = model::ModelSpec::Attention::softmax;
+            spec.positions = model::ModelSpec::Positions::learned;
+            spec.mask = nn::MaskKind::prefix;
+            spec.isolate_queries = true;
+            spec.input = model::ModelSpec::Input::vectors;
+            spec.input_dim = 5;
+            spec.output_dim = 3;
+        }
+        if (variant == 2) {  // GPT-2's tied output product
+            spec.attention = model::ModelSpec::Attention::softmax;
+            spec.positions = model::ModelSpec::Positions::learned;
+            spec.mask = nn::MaskKind::causal;
+            spec.tie_embeddings = true;
+        }
+        DYNAMIC_SECTION((variant == 0 ? "linear attention, rope, mlp" : variant == 1 ? "vectors, softmax, prefix" : "gpt2 tied")) {
+            check_model_gradients(spec, variant == 0, 12);
+        }
+    }
+}
+
 // Tying is the untied model with unembedding.w = wteᵀ: the same logits (to rounding of the two GEMM orders).
 TEST_CASE("tied embeddings give the logits of an untied model whose unembedding is wte transposed", "[model][gpt2]") {
     auto spec = small_spec(nn::FeatureMap::elu1, true, false, true);

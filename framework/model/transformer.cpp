@@ -298,7 +298,7 @@ void Transformer<T>::forward(const T* vectors, std::size_t batch, std::size_t ti
     vectors_.assign(vectors, vectors + N * spec_.input_dim);
     if (spec_.read_in == ModelSpec::ReadIn::linear)
         nn::linear_forward(block_input(0), vectors, params.data() + input_offset_, params.data() + input_bias_offset_, N,
-                           spec_.input_dim, C);
+                           spec_.input_dim, C, static_cast<const T*>(nullptr), spec_.large_gemm);
     else
         std::copy(vectors, vectors + N * C, block_input(0));
     forward_trunk();
@@ -341,7 +341,7 @@ void Transformer<T>::forward_trunk() {
                                   N, C, spec_.layernorm_eps);
             normed = a.ln1.data();
         }
-        nn::linear_forward(a.qkv.data(), normed, P + o.w_qkv, at(o.b_qkv), N, C, 3 * C);
+        nn::linear_forward<T>(a.qkv.data(), normed, P + o.w_qkv, at(o.b_qkv), N, C, 3 * C, nullptr, spec_.large_gemm);
         if (capture_qkv_) captured_qkv_[l].assign(a.qkv.begin(), a.qkv.end());
         soft.prompt = softmax_prompt_ != nullptr && !softmax_prompt_->empty() ? &(*softmax_prompt_)[l] : nullptr;
         if (spec_.attention == ModelSpec::Attention::softmax)
@@ -374,7 +374,8 @@ void Transformer<T>::forward_trunk() {
         const bool fused_residual = spec_.residual && spec_.mlp && spec_.layernorm;
         const bool residual_here = spec_.residual && !fused_residual;
         if (spec_.output_projection) {
-            nn::linear_forward(mid, a.att.data(), P + o.w_o, P + o.b_o, N, C, C, residual_here ? input : nullptr);
+            nn::linear_forward(mid, a.att.data(), P + o.w_o, P + o.b_o, N, C, C, residual_here ? input : nullptr,
+                               spec_.large_gemm);
         } else {
             std::copy(a.att.begin(), a.att.end(), mid);
             if (residual_here)
@@ -389,10 +390,10 @@ void Transformer<T>::forward_trunk() {
                 nn::layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.mid.data(), P + o.ln2_gamma,
                                       P + o.ln2_beta, N, C, spec_.layernorm_eps);
             if (spec_.layernorm) normed_mid = a.ln2.data();
-            nn::linear_forward<T>(a.fc.data(), normed_mid, P + o.w_fc, nullptr, N, C, hidden);
+            nn::linear_forward<T>(a.fc.data(), normed_mid, P + o.w_fc, nullptr, N, C, hidden, nullptr, spec_.large_gemm);
             nn::bias_gelu_forward(a.fc_gelu.data(), a.fc.data(), P + o.b_fc, N, hidden);  // fc += b_fc; gelu (fused)
             nn::linear_forward(output, a.fc_gelu.data(), P + o.w_proj, P + o.b_proj, N, hidden, C,
-                               spec_.residual ? a.mid.data() : nullptr);  // output = h W_proj + b_proj [+ mid]
+                               spec_.residual ? a.mid.data() : nullptr, spec_.large_gemm);  // h W_proj + b_proj [+ mid]
         }
     }
     const T* final_stream = final_input_.data();
@@ -404,9 +405,10 @@ void Transformer<T>::forward_trunk() {
     const std::size_t out = spec_.output_size();
     if (spec_.tie_embeddings) {  // logits (N, V) = LN_f(x) (N, C) · wteᵀ, wte (V, C)
         nn::gemm<T>(nn::matrix(outputs_.data(), N, out), nn::matrix(final_stream, N, C), nn::matrix(P + output_offset_, out, C),
-                    false, true);
+                    false, true, T(1), T(0), spec_.large_gemm);
     } else if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
-        nn::linear_forward<T>(outputs_.data(), final_stream, P + output_offset_, at(output_bias_offset_), N, C, out);
+        nn::linear_forward<T>(outputs_.data(), final_stream, P + output_offset_, at(output_bias_offset_), N, C, out, nullptr,
+                              spec_.large_gemm);
     } else {  // slice: the last d_out channels
         for (std::size_t n = 0; n < N; ++n)
             std::copy(final_stream + n * C + (C - out), final_stream + (n + 1) * C, outputs_.data() + n * out);

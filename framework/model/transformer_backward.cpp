@@ -49,6 +49,7 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
     const nn::LinearAttentionOptions options = attention_options();
     const nn::SoftmaxAttentionOptions<T> soft = softmax_options();
     const bool recurrent = use_recurrent_form();
+    const nn::SmallGemm kernel = spec_.large_gemm;  // the products over the whole batch (model.large_gemm)
     const auto zeroed = [](std::vector<T>& buffer, std::size_t size) {
         const profile::Scope scope(profile::Kind::allocation);
         buffer.assign(size, T(0));
@@ -61,13 +62,13 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
     if (spec_.tie_embeddings) {  // logits = s wteᵀ: d s (N, C) = d_out (N, V) · wte (V, C); d wte (V, C) += d_outᵀ · s
         d_norm_.resize(N * C);
         nn::gemm<T>(nn::matrix(d_norm_.data(), N, C), nn::matrix(d_outputs, N, out), nn::matrix(P + output_offset_, out, C),
-                    false, false, T(1), T(0));
+                    false, false, T(1), T(0), kernel);
         nn::gemm<T>(nn::matrix(G + output_offset_, out, C), nn::matrix(d_outputs, N, out), nn::matrix(final_stream, N, C), true,
-                    false, T(1), T(1));
+                    false, T(1), T(1), kernel);
     } else if (spec_.input == ModelSpec::Input::tokens || spec_.read_out == ModelSpec::ReadOut::linear) {
         d_norm_.resize(N * C);
         nn::linear_backward<T>(d_norm_.data(), G + output_offset_, grad_at(output_bias_offset_), d_outputs,
-                               final_stream, P + output_offset_, N, C, out, false);
+                               final_stream, P + output_offset_, N, C, out, false, kernel);
     } else {
         zeroed(d_norm_, N * C);
         for (std::size_t n = 0; n < N; ++n)
@@ -97,18 +98,19 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
         if (spec_.mlp) {  // output = [mid +] MLP(LN2(mid))
             d_hidden_.resize(N * hidden);
             nn::linear_backward(d_hidden_.data(), G + o.w_proj, G + o.b_proj, d_residual_.data(), a.fc_gelu.data(),
-                                P + o.w_proj, N, hidden, C, false);
+                                P + o.w_proj, N, hidden, C, false, kernel);
             d_hidden_pre_.resize(N * hidden);  // written in full: d_pre = gelu' ⊙ d_hidden, and d b_fc (fused)
             nn::gelu_bias_backward(d_hidden_pre_.data(), G + o.b_fc, d_hidden_.data(), a.fc.data(), N, hidden);
             d_norm_.resize(N * C);
             nn::linear_backward<T>(d_norm_.data(), G + o.w_fc, nullptr, d_hidden_pre_.data(),
-                                spec_.layernorm ? a.ln2.data() : a.mid.data(), P + o.w_fc, N, C, hidden, false);
+                                spec_.layernorm ? a.ln2.data() : a.mid.data(), P + o.w_fc, N, C, hidden, false, kernel);
             into_stream(d_norm_.data(), a.mid.data(), o.ln2_gamma, o.ln2_beta, a.ln2_mean.data(), a.ln2_rstd.data());
         }
         // mid = [input +] Attn(LN1(input)) [W_o + b_o]
         d_att_.resize(N * C);
         if (spec_.output_projection)
-            nn::linear_backward(d_att_.data(), G + o.w_o, G + o.b_o, d_residual_.data(), a.att.data(), P + o.w_o, N, C, C, false);
+            nn::linear_backward(d_att_.data(), G + o.w_o, G + o.b_o, d_residual_.data(), a.att.data(), P + o.w_o, N, C, C, false,
+                                kernel);
         else
             std::copy(d_residual_.begin(), d_residual_.end(), d_att_.begin());
         const bool quadratic_linear = spec_.attention != ModelSpec::Attention::softmax && !recurrent;
@@ -127,7 +129,7 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
                                           P + o.b_d, at(o.random), a.att.data(), a.attention, shape, options);
         d_norm_.resize(N * C);
         nn::linear_backward(d_norm_.data(), G + o.w_qkv, grad_at(o.b_qkv), d_qkv_.data(),
-                            spec_.layernorm ? a.ln1.data() : a.input.data(), P + o.w_qkv, N, C, 3 * C, false);
+                            spec_.layernorm ? a.ln1.data() : a.input.data(), P + o.w_qkv, N, C, 3 * C, false, kernel);
         into_stream(d_norm_.data(), a.input.data(), o.ln1_gamma, o.ln1_beta, a.ln1_mean.data(), a.ln1_rstd.data());
     }
     if (position_offset_ != kAbsent) {  // dE_pos[t] += Σ_b d x_0[b, t]
@@ -139,7 +141,7 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
         nn::embedding_backward(G + input_offset_, d_residual_.data(), tokens_.data(), N, C);
     else if (spec_.read_in == ModelSpec::ReadIn::linear)
         nn::linear_backward<T>(nullptr, G + input_offset_, G + input_bias_offset_, d_residual_.data(), vectors_.data(),
-                               P + input_offset_, N, spec_.input_dim, C);
+                               P + input_offset_, N, spec_.input_dim, C, true, kernel);
 }
 
 // Explicit instantiations of the members defined here.

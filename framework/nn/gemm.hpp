@@ -70,6 +70,11 @@ constexpr std::size_t kGemmRowBlock = 128;
 // B·T tokens: m = C, k = B·T) would run on one thread: it is split instead into inner blocks of this
 // many terms, whose partial products the threads share and which are then added in a fixed order.
 constexpr std::size_t kGemmInnerBlock = 1024;
+// Cells of the blocked kernel over a whole product (blocked_compute): rows of a cell when the product has fewer than
+// 4 row blocks (a multiple of the register tile's rows), and columns of a cell when it has fewer than 8 row cells (a
+// multiple of the tile's columns for float and double).
+constexpr std::size_t kBlockedMinRows = 32;
+constexpr std::size_t kBlockedColumns = 64;
 }  // namespace detail
 
 // ---- GEMM counter (`iclab bench`) ----------------------------------------------------------------
@@ -148,6 +153,46 @@ inline void run_side_parts(const GemmExtras<T>* extras) {
     for (std::size_t part = 0; part < extras->side_parts; ++part) {
         const profile::Scope scope(profile::Kind::elementwise);
         extras->side(part);
+    }
+}
+
+// The blocked kernel over a product called from serial code (model.large_gemm: blocked): C in cells of rows × columns
+// that the threads share, each one small_gemm_blocked call. Every element of C is Σ_p op(A)_ip op(B)_pj added in the
+// order p = 0..k-1 whichever cell computes it (small_gemm.hpp), so the split changes no bit: the results depend on
+// neither the thread count nor the cell sizes, which are chosen for balance (a weight gradient, m = C rows and k = B·T
+// terms, is split by columns instead of summing inner blocks). op(B)ᵀ is transposed once into a buffer kept per calling
+// thread, instead of once per cell. With an epilogue the cells are whole rows (a row is final when its cell is).
+template <class T>
+void blocked_compute(T* out, std::size_t ldc, const T* a, std::size_t lda, const T* b, std::size_t ldb, std::size_t m,
+                     std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta,
+                     const GemmExtras<T>* extras) {
+    const bool epilogue = extras != nullptr && extras->epilogue;
+    const std::size_t cell_rows = m >= 4 * kGemmRowBlock ? kGemmRowBlock : kBlockedMinRows;
+    const std::size_t row_cells = (m + cell_rows - 1) / cell_rows;
+    const std::size_t cell_cols = epilogue || row_cells >= 8 ? n : kBlockedColumns;
+    const std::size_t col_cells = (n + cell_cols - 1) / cell_cols;
+    if (transpose_b && row_cells > 1) {
+        thread_local std::vector<T> b_t;  // op(B) (k, n), rows n apart
+        if (b_t.size() < k * n) b_t.resize(k * n);
+        for (std::size_t j = 0; j < n; ++j)
+            for (std::size_t p = 0; p < k; ++p) b_t[p * n + j] = b[j * ldb + p];
+        b = b_t.data();
+        ldb = n;
+        transpose_b = false;
+    }
+#pragma omp parallel if (!omp_in_parallel() && row_cells * col_cells > 1)
+    {
+        run_side_parts(extras);
+#pragma omp for schedule(static)
+        for (std::size_t cell = 0; cell < row_cells * col_cells; ++cell) {
+            const std::size_t i0 = (cell / col_cells) * cell_rows, rows = std::min(cell_rows, m - i0);
+            const std::size_t j0 = (cell % col_cells) * cell_cols, cols = std::min(cell_cols, n - j0);
+            const T* a_cell = transpose_a ? a + i0 : a + i0 * lda;
+            const T* b_cell = transpose_b ? b + j0 * ldb : b + j0;
+            small_gemm_blocked(out + i0 * ldc + j0, ldc, a_cell, lda, b_cell, ldb, rows, cols, k, transpose_a, transpose_b,
+                               alpha, beta);
+            if (epilogue) run_epilogue(extras, i0, rows);
+        }
     }
 }
 
@@ -244,6 +289,14 @@ void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, 
     const profile::Scope scope(profile::profiler.enabled && omp_get_level() > 0 ? profile::Kind::gemm_small
                                                                                 : profile::Kind::gemm_large);
     const std::size_t ldc = out.leading();
+    // the blocked kernel over a product from serial code (model.large_gemm), k > 0: cells shared by the threads
+    if (kernel == SmallGemm::blocked && triangle == Triangle::none && m > 0 && n > 0 && k > 0 && omp_get_level() == 0) {
+        const double start = gemm_counter.enabled ? omp_get_wtime() : 0.0;
+        blocked_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha,
+                        beta, extras);
+        if (gemm_counter.enabled) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
+        return;
+    }
     if (m == 0 || n == 0 || k == 0 || kernel == SmallGemm::blocked) {  // one serial call (and the extras serially)
         if (extras != nullptr)
             for (std::size_t part = 0; part < extras->side_parts; ++part) extras->side(part);
@@ -272,8 +325,9 @@ void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, 
 }  // namespace detail
 
 // out = alpha * op(a) · op(b) + beta * out. transpose_a / transpose_b apply op = transpose.
-// kernel: SmallGemm::openblas (default; the row/inner blocking above) or SmallGemm::blocked (small_gemm.hpp, one serial
-// call: for the per-(batch, head) attention products, opt-in through model.small_gemm; rounds differently).
+// kernel: SmallGemm::openblas (default; the row/inner blocking above) or SmallGemm::blocked (small_gemm.hpp; rounds
+// differently): inside a parallel region one serial call (the per-(batch, head) attention products, model.small_gemm),
+// from serial code the cells of blocked_compute shared by the threads (the linear layers, model.large_gemm).
 // triangle (blocked kernel only): the causal structure the product may skip (small_gemm.hpp, Triangle).
 template <class T>
 void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b,
@@ -282,11 +336,11 @@ void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool tra
                          triangle);
 }
 
-// The same (OpenBLAS) with an epilogue and/or side work in the product's parallel region (GemmExtras above).
+// The same with an epilogue and/or side work in the product's parallel region (GemmExtras above).
 template <class T>
 void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b, T alpha, T beta,
-          const GemmExtras<T>& extras) {
-    detail::gemm_checked(out, a, b, transpose_a, transpose_b, alpha, beta, SmallGemm::openblas, &extras);
+          const GemmExtras<T>& extras, SmallGemm kernel = SmallGemm::openblas) {
+    detail::gemm_checked(out, a, b, transpose_a, transpose_b, alpha, beta, kernel, &extras);
 }
 
 template <class T>

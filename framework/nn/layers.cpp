@@ -156,10 +156,11 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
 
 template <class T>
 void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
-                    std::size_t out_dim, const T* residual) {
+                    std::size_t out_dim, const T* residual, SmallGemm kernel) {
     const profile::Scope scope(profile::Kind::elementwise);
     if (bias == nullptr && residual == nullptr) {
-        gemm<T>(matrix(out, rows, out_dim), matrix(in, rows, in_dim), matrix(weight, in_dim, out_dim), false, false);
+        gemm<T>(matrix(out, rows, out_dim), matrix(in, rows, in_dim), matrix(weight, in_dim, out_dim), false, false, T(1), T(0),
+                kernel);
         return;
     }
     // y = x W, then y += b, then y += residual, element by element in that order (the order of the separate passes
@@ -177,12 +178,12 @@ void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::si
         }
     };
     gemm<T>(matrix(out, rows, out_dim), matrix(in, rows, in_dim), matrix(weight, in_dim, out_dim), false, false, T(1), T(0),
-            extras);
+            extras, kernel);
 }
 
 template <class T>
 void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, std::size_t rows,
-                     std::size_t in_dim, std::size_t out_dim, bool accumulate_d_in) {
+                     std::size_t in_dim, std::size_t out_dim, bool accumulate_d_in, SmallGemm kernel) {
     const profile::Scope scope(profile::Kind::elementwise);
     // d_bias (O) += Σ_n d_out (N, O) by fixed column chunks, each column summed over the rows in row order (the serial
     // loop's order): run as side work of the first product's parallel region (a region of its own cost more than it
@@ -198,9 +199,9 @@ void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* i
     // d_in (N, I) (+)= d_out (N, O) · W^T ;  d_W (I, O) += in^T (I, N) · d_out (N, O)
     if (d_in != nullptr)
         gemm<T>(matrix(d_in, rows, in_dim), matrix(d_out, rows, out_dim), matrix(weight, in_dim, out_dim), false, true,
-                T(1), accumulate_d_in ? T(1) : T(0), extras);
+                T(1), accumulate_d_in ? T(1) : T(0), extras, kernel);
     gemm<T>(matrix(d_weight, in_dim, out_dim), matrix(in, rows, in_dim), matrix(d_out, rows, out_dim), true, false,
-            T(1), T(1), d_in != nullptr ? GemmExtras<T>{} : extras);
+            T(1), T(1), d_in != nullptr ? GemmExtras<T>{} : extras, kernel);
 }
 
 namespace {
@@ -374,9 +375,10 @@ void squared_error_backward(T* d_out, const T* out, const T* target, const T* we
     template void gelu_bias_backward<T>(T*, T*, const T*, const T*, std::size_t, std::size_t);                       \
     template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, std::size_t,  \
                                         std::size_t, bool);                                                         \
-    template void linear_forward<T>(T*, const T*, const T*, const T*, std::size_t, std::size_t, std::size_t, const T*); \
+    template void linear_forward<T>(T*, const T*, const T*, const T*, std::size_t, std::size_t, std::size_t, const T*, \
+                                    SmallGemm);                                                                     \
     template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, std::size_t, std::size_t,            \
-                                     std::size_t, bool);                                                            \
+                                     std::size_t, bool, SmallGemm);                                                 \
     template void gelu_forward<T>(T*, const T*, std::size_t);                                                       \
     template void gelu_backward<T>(T*, const T*, const T*, std::size_t);                                            \
     template void embedding_forward<T>(T*, const std::int32_t*, const T*, std::size_t, std::size_t, std::size_t);  \

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "framework/nn/small_gemm.hpp"
+
 namespace iclab::nn {
 
 // ---- LayerNorm (Ba et al. 2016), eps inside the square root -----------------------------------
@@ -28,15 +30,16 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
 // ---- Linear layer, row-vector convention y = x W + b --------------------------------------------
 // out (N, O) <- in (N, I), weight (I, O), bias (O) or nullptr, [+ residual (N, O)]: y = x W + b + r, added in that
 // order in the product's parallel region, each block of rows while it is in cache (bit-identical to the bias add and a
-// residual add as separate passes after the product)
+// residual add as separate passes after the product). kernel: the products' GEMM kernel (model.large_gemm, gemm.hpp).
 template <class T>
 void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
-                    std::size_t out_dim, const T* residual = nullptr);
+                    std::size_t out_dim, const T* residual = nullptr, SmallGemm kernel = SmallGemm::openblas);
 // d_in (N, I) +=, d_weight (I, O) +=, d_bias (O) += (d_in / d_bias may be nullptr). accumulate_d_in = false: d_in is
 // written, not accumulated (the same bits as accumulating into a zeroed buffer: the product with β = 0 adds to +0)
 template <class T>
 void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, std::size_t rows,
-                     std::size_t in_dim, std::size_t out_dim, bool accumulate_d_in = true);
+                     std::size_t in_dim, std::size_t out_dim, bool accumulate_d_in = true,
+                     SmallGemm kernel = SmallGemm::openblas);
 
 // ---- GELU, tanh approximation (Hendrycks & Gimpel; GPT-2): 0.5 x (1 + tanh u), u = sqrt(2/π)(x + 0.044715 x³),
 // computed as x σ(2u) (the same function); float uses a vectorizable exp (vector_math.hpp, tests/test_gelu.cpp)

@@ -11,11 +11,13 @@
 // tile of C is accumulated in a fixed-size local array the compiler keeps in vector registers (plain loops,
 // vectorized by -O3 -march; no intrinsics, so it runs on any x86-64 or other CPU), over p = 0, 1, ..., k-1 in
 // order, then written as alpha·acc (+ beta·C when beta != 0; beta = 0 never reads C, as BLAS).
-// Every element of C is therefore Σ_p a_ip b_pj summed in the order p = 0..k-1 (with or without FMA contraction,
-// fixed at compile time): the result depends on the shape and data only, never on the thread count or on where
-// a tile falls. Error bound (standard recursive summation): |C − Ĉ| ≤ γ_k |A||B| elementwise, γ_k = k u / (1 − k u),
+// Every element of C is therefore Σ_p a_ip b_pj summed in the order p = 0..k-1, each step one fused multiply-add where
+// the target has FMA (detail::multiply_add; written out, not left to the compiler's contraction): the result depends
+// on the shape and data only, never on the thread count, on where a tile falls or on how a product is split into
+// calls (gemm.hpp's cells, tests/test_large_gemm.cpp). Error bound (standard recursive summation): |C − Ĉ| ≤ γ_k |A||B| elementwise, γ_k = k u / (1 − k u),
 // plus one rounding each for alpha and beta (tests/test_small_gemm.cpp).
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -40,6 +42,19 @@ enum class SmallGemm { openblas, blocked };
 enum class Triangle { none, lower_out, lower_a, upper_a };
 
 namespace detail {
+
+// a·b + c rounded as the target fixes it: once (std::fma) where it has FMA instructions, twice where it has none (there
+// the compiler cannot contract either). Never left to -ffp-contract: the compiler may contract one inlined copy of a
+// loop and not another, and then the same product gave other bits when inlined into the attention than through
+// gemm.hpp's cells (found on this CPU with the epilogue's alpha·acc + beta·y).
+template <class T>
+inline T multiply_add(T a, T b, T c) {
+#if defined(__FMA__)
+    return std::fma(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
 
 // Register tile: kNr = two SIMD vectors of T per row, kMr rows: kMr·2 accumulators (16 of AVX-512's 32 registers;
 // 8 of AVX2's 16).
@@ -68,7 +83,7 @@ inline void small_gemm_tile(T (&acc)[Mr][Nr], const T* __restrict a, std::size_t
         for (std::size_t r = 0; r < Mr; ++r) {
             const T x = ap[r * a_row];
 #pragma omp simd
-            for (std::size_t c = 0; c < Nr; ++c) acc[r][c] += x * bp[c];
+            for (std::size_t c = 0; c < Nr; ++c) acc[r][c] = multiply_add(x, bp[c], acc[r][c]);
         }
     }
 }
@@ -137,7 +152,7 @@ void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, co
                 if (beta == T(0))
                     for (std::size_t c = 0; c < kept; ++c) y[c] = alpha * acc[r][c];
                 else
-                    for (std::size_t c = 0; c < kept; ++c) y[c] = alpha * acc[r][c] + beta * y[c];
+                    for (std::size_t c = 0; c < kept; ++c) y[c] = detail::multiply_add(beta, y[c], alpha * acc[r][c]);
                 for (std::size_t c = kept; c < cols; ++c) y[c] = T(0);
             }
         }

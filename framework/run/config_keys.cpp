@@ -88,6 +88,10 @@ void add_model_keys(config::Schema& schema) {
         .add_string("model.small_gemm", "openblas", {"openblas", "blocked"},
                     "kernel of linear attention's per-(batch, head) products (quadratic form): openblas (default: the "
                     "published numbers) or blocked (register-blocked small GEMM, faster at T ~ 64 but rounds differently)")
+        .add_string("model.large_gemm", "openblas", {"openblas", "blocked"},
+                    "kernel of the products over the whole batch (linear layers, read-in, read-out): openblas (default: "
+                    "the published numbers) or blocked (iclab's register-blocked kernel, small_gemm.hpp, compiled for this "
+                    "CPU: faster where OpenBLAS runs an older core's kernel; rounds differently)")
         .add_rule([](const config::Config& cfg) {
             if (cfg.get_int("model.width") % cfg.get_int("model.heads") != 0)
                 cfg.fail({"model.width", "model.heads"},
@@ -272,6 +276,7 @@ model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t v
                           : form == "recurrent" ? model::ModelSpec::AttentionForm::recurrent
                                                 : model::ModelSpec::AttentionForm::automatic;
     spec.small_gemm = cfg.get_string("model.small_gemm") == "blocked" ? nn::SmallGemm::blocked : nn::SmallGemm::openblas;
+    spec.large_gemm = cfg.get_string("model.large_gemm") == "blocked" ? nn::SmallGemm::blocked : nn::SmallGemm::openblas;
     return spec;
 }
 
