@@ -111,9 +111,10 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
             nn::linear_backward(d_att_.data(), G + o.w_o, G + o.b_o, d_residual_.data(), a.att.data(), P + o.w_o, N, C, C, false);
         else
             std::copy(d_residual_.begin(), d_residual_.end(), d_att_.begin());
-        const bool quadratic_linear = spec_.attention != ModelSpec::Attention::softmax && !recurrent;
-        if (quadratic_linear)
-            d_qkv_.resize(N * 3 * C);  // linear_attention_backward writes every element
+        // softmax_attention_backward and linear_attention_backward write every element; the recurrent form accumulates
+        const bool writes_all = spec_.attention == ModelSpec::Attention::softmax || !recurrent;
+        if (writes_all)
+            d_qkv_.resize(N * 3 * C);
         else
             zeroed(d_qkv_, N * 3 * C);
         if (spec_.attention == ModelSpec::Attention::softmax)
