@@ -144,23 +144,35 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
             const SoftmaxPromptHead<T>* prompt = nullptr;
             if (options.prompt != nullptr)
                 prompt = &(*options.prompt)[options.prompt->size() == H ? h : bh];
-            for (std::size_t i = 0; i < TT; ++i) {  // row softmax over the visible keys, max-shifted
+            // Row softmax over the visible keys, max-shifted. Row i sees keys [0, seen) and, with `self`, key i ≥ seen
+            // (attention_mask.hpp); the others are +0. The sum adds the visible terms in ascending j as a loop over all
+            // j did: the +0 terms it also added change no bit (total + (+0) = total), nor does their product with inverse.
+            for (std::size_t i = 0; i < TT; ++i) {
                 T* row = probs + i * TT;
+                const std::size_t seen = options.mask.visible_prefix(i, TT);
+                const bool self = options.mask.self_extra(i, TT) && i >= seen;
                 T highest = -std::numeric_limits<T>::infinity();
-                for (std::size_t j = 0; j < TT; ++j)
-                    if (options.mask.visible(i, j, TT)) highest = std::max(highest, row[j]);
+                for (std::size_t j = 0; j < seen; ++j) highest = std::max(highest, row[j]);
+                if (self) highest = std::max(highest, row[i]);
                 if (prompt != nullptr) {
                     prompt_part(part, rq + i * r_stride, q + i * 3 * C, *prompt, D, scale);
                     highest = std::max(highest, part.shift);
                 }
                 T total = T(0);
-                for (std::size_t j = 0; j < TT; ++j) {
-                    row[j] = options.mask.visible(i, j, TT) ? std::exp(row[j] - highest) : T(0);
+                for (std::size_t j = 0; j < seen; ++j) {
+                    row[j] = std::exp(row[j] - highest);
                     total += row[j];
+                }
+                const T self_term = self ? std::exp(row[i] - highest) : T(0);
+                std::fill(row + seen, row + TT, T(0));
+                if (self) {
+                    row[i] = self_term;
+                    total += self_term;
                 }
                 if (prompt != nullptr) total += part.mass * std::exp(part.shift - highest);
                 const T inverse = total > T(0) ? T(1) / total : T(0);  // no visible key: the output is 0
-                for (std::size_t j = 0; j < TT; ++j) row[j] *= inverse;
+                for (std::size_t j = 0; j < seen; ++j) row[j] *= inverse;
+                if (self) row[i] *= inverse;
                 if (prompt != nullptr) {  // the prompt's numerator, on the same scale
                     const T factor = std::exp(part.shift - highest) * inverse;
                     for (std::size_t d = 0; d < D; ++d) prompt_out[i * D + d] = factor * part.num[d];
