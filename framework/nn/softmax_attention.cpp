@@ -27,6 +27,24 @@ void rotate_rows(T* rot, std::size_t rot_stride, const T* x, std::size_t x_strid
     for (std::size_t t = 0; t < time; ++t) rope.rotate(rot + t * rot_stride, x + t * x_stride, t, inverse);
 }
 
+// J: the keys some row sees are [0, J) (every mask: attention_mask.hpp); the products may leave out keys j ≥ J with the
+// blocked kernel (SoftmaxAttentionOptions::skip_unseen_keys), J = T otherwise. Isolated queries that do not see
+// themselves (the paper 003 configs): J = P. Without keys j ≥ J, with p_ij = +0 (j ≥ J) exactly:
+//   S, dP: only columns j < J are computed (the others are never read: softmax fills P's with +0, dP's are set to +0);
+//   P v, dS rk: sums over j < J, the full product's sums without their trailing +0·x terms (the argument of
+//     small_gemm.hpp's Triangle::lower_a: the same bits; the blocked kernel adds j = 0, 1, ... in order);
+//   d v = Pᵀ d_out, d rk = dSᵀ rq: rows j < J; rows j ≥ J are sums of ±0 terms from +0, i.e. +0, written as such.
+template <class T>
+std::size_t product_keys(const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
+    const std::size_t TT = shape.time;
+    if (options.small_gemm != SmallGemm::blocked || !options.skip_unseen_keys) return TT;
+    std::size_t keys = 0;
+    for (std::size_t i = 0; i < TT; ++i)
+        keys = std::max(keys, options.mask.self_extra(i, TT) ? std::max(i + 1, options.mask.visible_prefix(i, TT))
+                                                             : options.mask.visible_prefix(i, TT));
+    return keys;
+}
+
 template <class T>
 void check_options(const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
     if (options.rope != nullptr) {
@@ -109,6 +127,7 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
     cache.resize(shape, rope != nullptr);
     const T scale = static_cast<T>(score_scale(shape, options));
     const SmallGemm sg = options.small_gemm;  // the per-(batch, head) products' kernel (model.small_gemm)
+    const std::size_t J = product_keys(shape, options);  // keys [0, J) enter the products (product_keys)
 #pragma omp parallel
     {
         // per-thread scratch kept between calls (no allocation inside a training step); every element is written
@@ -139,8 +158,8 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
                 rk = rot_k;
                 r_stride = D;
             }
-            gemm<T>(matrix(probs, TT, TT), strided_matrix(rq, TT, D, r_stride), strided_matrix(rk, TT, D, r_stride), false,
-                    true, scale, T(0), sg);
+            gemm<T>(strided_matrix(probs, TT, J, TT), strided_matrix(rq, TT, D, r_stride), strided_matrix(rk, J, D, r_stride),
+                    false, true, scale, T(0), sg);
             const SoftmaxPromptHead<T>* prompt = nullptr;
             if (options.prompt != nullptr)
                 prompt = &(*options.prompt)[options.prompt->size() == H ? h : bh];
@@ -179,8 +198,8 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
                 }
             }
             // out = P v, written in place (the bits of the product into a buffer copied into out)
-            gemm<T>(strided_matrix(o, TT, D, C), matrix<const T>(probs, TT, TT), strided_matrix(v, TT, D, 3 * C), false, false,
-                    T(1), T(0), sg);
+            gemm<T>(strided_matrix(o, TT, D, C), strided_matrix<const T>(probs, TT, J, TT), strided_matrix(v, J, D, 3 * C), false,
+                    false, T(1), T(0), sg);
             if (prompt != nullptr)
                 for (std::size_t t = 0; t < TT; ++t)
                     for (std::size_t d = 0; d < D; ++d) o[t * C + d] += prompt_out[t * D + d];
@@ -209,6 +228,7 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
                 "softmax attention backward: the cache is not from a forward pass of this shape and RoPE setting");
     const T scale = static_cast<T>(score_scale(shape, options));
     const SmallGemm sg = options.small_gemm;
+    const std::size_t J = product_keys(shape, options);  // keys [0, J) enter the products (product_keys)
 #pragma omp parallel
     {
         thread_local std::vector<T> d_rot_q, d_rot_k, d_probs;  // kept between calls; every element written before read
@@ -231,10 +251,16 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
             const T* rk = rope != nullptr ? cache.rot_k.data() + bh * TT * D : k;
             const std::size_t r_stride = rope != nullptr ? D : 3 * C;
             // out = P v:  dP = d_out vᵀ;  d v = Pᵀ d_out
-            gemm<T>(matrix(d_probs.data(), TT, TT), strided_matrix(d_o, TT, D, C), strided_matrix(v, TT, D, 3 * C), false, true,
-                    T(1), T(0), sg);
-            gemm<T>(strided_matrix(d_v, TT, D, 3 * C), matrix<const T>(probs, TT, TT), strided_matrix(d_o, TT, D, C), true,
-                    false, T(1), T(0), sg);
+            gemm<T>(strided_matrix(d_probs.data(), TT, J, TT), strided_matrix(d_o, TT, D, C), strided_matrix(v, J, D, 3 * C),
+                    false, true, T(1), T(0), sg);
+            gemm<T>(strided_matrix(d_v, J, D, 3 * C), strided_matrix<const T>(probs, TT, J, TT), strided_matrix(d_o, TT, D, C),
+                    true, false, T(1), T(0), sg);
+            // dP's columns j ≥ J (read by the softmax step below, times p_ij = +0: set, so that no stale NaN of this
+            // thread's buffer reaches inner) and d v's rows j ≥ J: +0
+            if (J < TT) {
+                for (std::size_t i = 0; i < TT; ++i) std::fill(d_probs.data() + i * TT + J, d_probs.data() + (i + 1) * TT, T(0));
+                for (std::size_t j = J; j < TT; ++j) std::fill(d_v + j * 3 * C, d_v + (j * 3 * C) + D, T(0));
+            }
             // softmax: d s_ij = p_ij (dP_ij − Σ_j' p_ij' dP_ij'); the scale folds into the next products
             for (std::size_t i = 0; i < TT; ++i) {
                 const T* p = probs + i * TT;
@@ -247,10 +273,11 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
             T* out_q = rope != nullptr ? d_rot_q.data() : d_q;
             T* out_k = rope != nullptr ? d_rot_k.data() : d_k;
             const std::size_t out_stride = rope != nullptr ? D : 3 * C;
-            gemm<T>(strided_matrix(out_q, TT, D, out_stride), matrix<const T>(d_probs.data(), TT, TT),
-                    strided_matrix(rk, TT, D, r_stride), false, false, scale, T(0), sg);
-            gemm<T>(strided_matrix(out_k, TT, D, out_stride), matrix<const T>(d_probs.data(), TT, TT),
+            gemm<T>(strided_matrix(out_q, TT, D, out_stride), strided_matrix<const T>(d_probs.data(), TT, J, TT),
+                    strided_matrix(rk, J, D, r_stride), false, false, scale, T(0), sg);
+            gemm<T>(strided_matrix(out_k, J, D, out_stride), strided_matrix<const T>(d_probs.data(), TT, J, TT),
                     strided_matrix(rq, TT, D, r_stride), true, false, scale, T(0), sg);
+            for (std::size_t j = J; j < TT; ++j) std::fill(out_k + j * out_stride, out_k + j * out_stride + D, T(0));  // d rk
             if (rope != nullptr) {
                 rotate_rows(d_q, 3 * C, d_rot_q.data(), D, TT, *rope, true);
                 rotate_rows(d_k, 3 * C, d_rot_k.data(), D, TT, *rope, true);

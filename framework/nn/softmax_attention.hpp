@@ -49,6 +49,10 @@ struct SoftmaxAttentionOptions {
     // The per-(batch, head) products' kernel (model.small_gemm): OpenBLAS (default, the published numbers) or the
     // register-blocked small_gemm.hpp (opt-in; rounds differently).
     SmallGemm small_gemm = SmallGemm::openblas;
+    // With the blocked kernel: keys that no row sees (j ≥ J; J = P for isolated queries that do not see themselves, as
+    // in the paper 003 configs) are left out of the products, with the bits of the full blocked products
+    // (softmax_attention.cpp, product_keys). false runs the full products (tests compare the two). OpenBLAS always does.
+    bool skip_unseen_keys = true;
 };
 
 template <class T>
