@@ -1,8 +1,9 @@
 // Exact softmax attention: forward against the formula written out, backward against finite differences,
-// for every mask with and without RoPE.
+// for every mask with and without RoPE, and both kernels of the per-head products (model.small_gemm).
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include "framework/nn/softmax_attention.hpp"
 #include "tests/attention_variants.hpp"
@@ -71,38 +72,46 @@ std::vector<double> reference(const SoftmaxCase& c) {
     return out;
 }
 
+const char* kernel_name(nn::SmallGemm kernel) { return kernel == nn::SmallGemm::blocked ? " blocked" : " openblas"; }
+
 }  // namespace
 
-TEST_CASE("softmax attention equals the formula written out, every mask", "[attention][softmax]") {
+TEST_CASE("softmax attention equals the formula written out, every mask and kernel", "[attention][softmax]") {
     for (const auto& mask : all_masks())
-        for (bool rope : {true, false}) {
-            DYNAMIC_SECTION(nn::mask_kind_name(mask.kind) << (mask.isolate ? " isolated" : "") << (rope ? " rope" : "")) {
-                Rng rng(5);
-                const SoftmaxCase c = make_case(mask, rope, rng);
-                const auto out = run(c, c.qkv), expected = reference(c);
-                for (std::size_t i = 0; i < out.size(); ++i) CHECK(std::abs(out[i] - expected[i]) <= 1e-12);
+        for (bool rope : {true, false})
+            for (const nn::SmallGemm kernel : {nn::SmallGemm::openblas, nn::SmallGemm::blocked}) {
+                DYNAMIC_SECTION(nn::mask_kind_name(mask.kind) << (mask.isolate ? " isolated" : "") << (rope ? " rope" : "")
+                                                              << kernel_name(kernel)) {
+                    Rng rng(5);
+                    SoftmaxCase c = make_case(mask, rope, rng);
+                    c.options.small_gemm = kernel;
+                    const auto out = run(c, c.qkv), expected = reference(c);
+                    for (std::size_t i = 0; i < out.size(); ++i) CHECK(std::abs(out[i] - expected[i]) <= 1e-12);
+                }
             }
-        }
 }
 
-TEST_CASE("softmax attention backward matches finite differences, every mask", "[attention][softmax][gradients]") {
+TEST_CASE("softmax attention backward matches finite differences, every mask and kernel", "[attention][softmax][gradients]") {
     for (const auto& mask : all_masks())
-        for (bool rope : {true, false}) {
-            DYNAMIC_SECTION(nn::mask_kind_name(mask.kind) << (mask.isolate ? " isolated" : "") << (rope ? " rope" : "")) {
-                Rng rng(6);
-                SoftmaxCase c = make_case(mask, rope, rng);
-                const auto r = random_vector(c.shape.batch * c.shape.time * c.shape.width(), rng);
-                std::vector<double> qkv = c.qkv, out(r.size());
-                nn::SoftmaxAttentionCache<double> cache;
-                auto loss = [&] {
-                    nn::softmax_attention_forward(out.data(), cache, qkv.data(), c.shape, c.options);
-                    return dot(out, r);
-                };
-                loss();
-                std::vector<double> d_qkv(qkv.size(), 0.25);
-                nn::softmax_attention_backward(d_qkv.data(), r.data(), qkv.data(), cache, c.shape, c.options);
-                for (auto& x : d_qkv) x -= 0.25;  // backward accumulates
-                check_gradient("softmax.qkv", qkv, d_qkv, loss, 120);
+        for (bool rope : {true, false})
+            for (const nn::SmallGemm kernel : {nn::SmallGemm::openblas, nn::SmallGemm::blocked}) {
+                DYNAMIC_SECTION(nn::mask_kind_name(mask.kind) << (mask.isolate ? " isolated" : "") << (rope ? " rope" : "")
+                                                              << kernel_name(kernel)) {
+                    Rng rng(6);
+                    SoftmaxCase c = make_case(mask, rope, rng);
+                    c.options.small_gemm = kernel;
+                    const auto r = random_vector(c.shape.batch * c.shape.time * c.shape.width(), rng);
+                    std::vector<double> qkv = c.qkv, out(r.size());
+                    nn::SoftmaxAttentionCache<double> cache;
+                    auto loss = [&] {
+                        nn::softmax_attention_forward(out.data(), cache, qkv.data(), c.shape, c.options);
+                        return dot(out, r);
+                    };
+                    loss();
+                    // backward writes every element of d_qkv (NaN before: any element left unwritten fails the check)
+                    std::vector<double> d_qkv(qkv.size(), std::numeric_limits<double>::quiet_NaN());
+                    nn::softmax_attention_backward(d_qkv.data(), r.data(), qkv.data(), cache, c.shape, c.options);
+                    check_gradient("softmax.qkv", qkv, d_qkv, loss, 120);
+                }
             }
-        }
 }

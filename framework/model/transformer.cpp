@@ -203,6 +203,7 @@ nn::SoftmaxAttentionOptions<T> Transformer<T>::softmax_options() const {
     options.rope = spec_.rope ? &rope_ : nullptr;
     const nn::LinearAttentionOptions linear = attention_options();
     options.mask = linear.mask;
+    options.small_gemm = spec_.small_gemm;
     return options;
 }
 

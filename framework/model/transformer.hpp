@@ -82,7 +82,7 @@ struct ModelSpec {
     enum class AttentionForm { automatic, quadratic, recurrent };
     AttentionForm attention_form = AttentionForm::automatic;
     std::size_t recurrent_min_time = 128;
-    // Kernel of the linear attention's per-(batch, head) products (model.small_gemm, nn/small_gemm.hpp).
+    // Kernel of the attention's per-(batch, head) products (model.small_gemm, nn/small_gemm.hpp).
     nn::SmallGemm small_gemm = nn::SmallGemm::openblas;
     // Kernel of the products over the whole batch: the linear layers, read-in, read-out (model.large_gemm, nn/gemm.hpp).
     nn::SmallGemm large_gemm = nn::SmallGemm::openblas;

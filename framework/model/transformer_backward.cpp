@@ -113,9 +113,10 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
                                 kernel);
         else
             std::copy(d_residual_.begin(), d_residual_.end(), d_att_.begin());
-        const bool quadratic_linear = spec_.attention != ModelSpec::Attention::softmax && !recurrent;
-        if (quadratic_linear)
-            d_qkv_.resize(N * 3 * C);  // linear_attention_backward writes every element
+        // softmax_attention_backward and linear_attention_backward write every element; the recurrent form accumulates
+        const bool writes_all = spec_.attention == ModelSpec::Attention::softmax || !recurrent;
+        if (writes_all)
+            d_qkv_.resize(N * 3 * C);
         else
             zeroed(d_qkv_, N * 3 * C);
         if (spec_.attention == ModelSpec::Attention::softmax)

@@ -18,15 +18,31 @@ double score_scale(const AttentionShape& shape, const SoftmaxAttentionOptions<T>
     return options.scale > 0.0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(shape.head_dim));
 }
 
+// rot (T, D) row t = R_t x_t (RoPE; inverse: R_tᵀ), rows rot_stride and x_stride elements apart (D: contiguous; 3C: one
+// head's rows in place in qkv / d_qkv).
 template <class T>
-void rotate_rows(T* rot, const T* x, std::size_t time, std::size_t D, const RopeTable* rope, bool inverse) {
-    const profile::Scope scope(rope != nullptr ? profile::Kind::rope : profile::Kind::attention);
-    for (std::size_t t = 0; t < time; ++t) {
-        if (rope != nullptr)
-            rope->rotate(rot + t * D, x + t * D, t, inverse);
-        else
-            std::copy(x + t * D, x + (t + 1) * D, rot + t * D);
-    }
+void rotate_rows(T* rot, std::size_t rot_stride, const T* x, std::size_t x_stride, std::size_t time, const RopeTable& rope,
+                 bool inverse) {
+    const profile::Scope scope(profile::Kind::rope);
+    for (std::size_t t = 0; t < time; ++t) rope.rotate(rot + t * rot_stride, x + t * x_stride, t, inverse);
+}
+
+// J: the keys some row sees are [0, J) (every mask: attention_mask.hpp); the products may leave out keys j ≥ J with the
+// blocked kernel (SoftmaxAttentionOptions::skip_unseen_keys), J = T otherwise. Isolated queries that do not see
+// themselves (the paper 003 configs): J = P. Without keys j ≥ J, with p_ij = +0 (j ≥ J) exactly:
+//   S, dP: only columns j < J are computed (the others are never read: softmax fills P's with +0, dP's are set to +0);
+//   P v, dS rk: sums over j < J, the full product's sums without their trailing +0·x terms (the argument of
+//     small_gemm.hpp's Triangle::lower_a: the same bits; the blocked kernel adds j = 0, 1, ... in order);
+//   d v = Pᵀ d_out, d rk = dSᵀ rq: rows j < J; rows j ≥ J are sums of ±0 terms from +0, i.e. +0, written as such.
+template <class T>
+std::size_t product_keys(const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
+    const std::size_t TT = shape.time;
+    if (options.small_gemm != SmallGemm::blocked || !options.skip_unseen_keys) return TT;
+    std::size_t keys = 0;
+    for (std::size_t i = 0; i < TT; ++i)
+        keys = std::max(keys, options.mask.self_extra(i, TT) ? std::max(i + 1, options.mask.visible_prefix(i, TT))
+                                                             : options.mask.visible_prefix(i, TT));
+    return keys;
 }
 
 template <class T>
@@ -107,60 +123,98 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
     const profile::Scope scope(profile::Kind::attention);
     check_options(shape, options);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, C = shape.width();
-    cache.resize(shape);
+    const RopeTable* rope = options.rope;
+    cache.resize(shape, rope != nullptr);
     const T scale = static_cast<T>(score_scale(shape, options));
+    const SmallGemm sg = options.small_gemm;  // the per-(batch, head) products' kernel (model.small_gemm)
+    const std::size_t J = product_keys(shape, options);  // keys [0, J) enter the products (product_keys)
 #pragma omp parallel
     {
         // per-thread scratch kept between calls (no allocation inside a training step); every element is written
         // before it is read
-        thread_local std::vector<T> q, k, v, head_out, prompt_out;
+        thread_local std::vector<T> prompt_out;
         thread_local PromptPart<T> part;
-        for (auto* buffer : {&q, &k, &v, &head_out}) buffer->resize(TT * D);
         prompt_out.resize(options.prompt ? TT * D : 0);
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
-            T* rot_q = cache.rot_q.data() + bh * TT * D;
-            T* rot_k = cache.rot_k.data() + bh * TT * D;
             T* probs = cache.probs.data() + bh * TT * TT;
-            gather_head(q.data(), k.data(), v.data(), qkv, b, h, shape);
-            rotate_rows(rot_q, q.data(), TT, D, options.rope, false);
-            rotate_rows(rot_k, k.data(), TT, D, options.rope, false);
-            gemm<T>(matrix(probs, TT, TT), matrix<const T>(rot_q, TT, D), matrix<const T>(rot_k, TT, D), false, true, scale);
+            // q, k, v of this head read in place: rows 3C apart in qkv (B, T, 3C); the head's output rows C apart in
+            // out (B, T, C). The products read and write the same values as through gathered copies, bit for bit.
+            const T* q = qkv + b * TT * 3 * C + h * D;
+            const T* k = q + C;
+            const T* v = q + 2 * C;
+            T* o = out + b * TT * C + h * D;
+            // the rows the scores use, R_i q_i and R_j k_j: with RoPE rotated into the cache, else q and k themselves
+            const T* rq = q;
+            const T* rk = k;
+            std::size_t r_stride = 3 * C;
+            if (rope != nullptr) {
+                T* rot_q = cache.rot_q.data() + bh * TT * D;
+                T* rot_k = cache.rot_k.data() + bh * TT * D;
+                rotate_rows(rot_q, D, q, 3 * C, TT, *rope, false);
+                rotate_rows(rot_k, D, k, 3 * C, TT, *rope, false);
+                rq = rot_q;
+                rk = rot_k;
+                r_stride = D;
+            }
+            gemm<T>(strided_matrix(probs, TT, J, TT), strided_matrix(rq, TT, D, r_stride), strided_matrix(rk, J, D, r_stride),
+                    false, true, scale, T(0), sg);
             const SoftmaxPromptHead<T>* prompt = nullptr;
             if (options.prompt != nullptr)
                 prompt = &(*options.prompt)[options.prompt->size() == H ? h : bh];
-            for (std::size_t i = 0; i < TT; ++i) {  // row softmax over the visible keys, max-shifted
+            // Row softmax over the visible keys, max-shifted. Row i sees keys [0, seen) and, with `self`, key i ≥ seen
+            // (attention_mask.hpp); the others are +0. The sum adds the visible terms in ascending j as a loop over all
+            // j did: the +0 terms it also added change no bit (total + (+0) = total), nor does their product with inverse.
+            for (std::size_t i = 0; i < TT; ++i) {
                 T* row = probs + i * TT;
+                const std::size_t seen = options.mask.visible_prefix(i, TT);
+                const bool self = options.mask.self_extra(i, TT) && i >= seen;
                 T highest = -std::numeric_limits<T>::infinity();
-                for (std::size_t j = 0; j < TT; ++j)
-                    if (options.mask.visible(i, j, TT)) highest = std::max(highest, row[j]);
+                for (std::size_t j = 0; j < seen; ++j) highest = std::max(highest, row[j]);
+                if (self) highest = std::max(highest, row[i]);
                 if (prompt != nullptr) {
-                    prompt_part(part, rot_q + i * D, q.data() + i * D, *prompt, D, scale);
+                    prompt_part(part, rq + i * r_stride, q + i * 3 * C, *prompt, D, scale);
                     highest = std::max(highest, part.shift);
                 }
                 T total = T(0);
-                for (std::size_t j = 0; j < TT; ++j) {
-                    row[j] = options.mask.visible(i, j, TT) ? std::exp(row[j] - highest) : T(0);
+                for (std::size_t j = 0; j < seen; ++j) {
+                    row[j] = std::exp(row[j] - highest);
                     total += row[j];
+                }
+                const T self_term = self ? std::exp(row[i] - highest) : T(0);
+                std::fill(row + seen, row + TT, T(0));
+                if (self) {
+                    row[i] = self_term;
+                    total += self_term;
                 }
                 if (prompt != nullptr) total += part.mass * std::exp(part.shift - highest);
                 const T inverse = total > T(0) ? T(1) / total : T(0);  // no visible key: the output is 0
-                for (std::size_t j = 0; j < TT; ++j) row[j] *= inverse;
+                for (std::size_t j = 0; j < seen; ++j) row[j] *= inverse;
+                if (self) row[i] *= inverse;
                 if (prompt != nullptr) {  // the prompt's numerator, on the same scale
                     const T factor = std::exp(part.shift - highest) * inverse;
                     for (std::size_t d = 0; d < D; ++d) prompt_out[i * D + d] = factor * part.num[d];
                 }
             }
-            gemm<T>(matrix(head_out.data(), TT, D), matrix<const T>(probs, TT, TT), matrix<const T>(v.data(), TT, D), false, false);
+            // out = P v, written in place (the bits of the product into a buffer copied into out)
+            gemm<T>(strided_matrix(o, TT, D, C), strided_matrix<const T>(probs, TT, J, TT), strided_matrix(v, J, D, 3 * C), false,
+                    false, T(1), T(0), sg);
             if (prompt != nullptr)
-                for (std::size_t n = 0; n < TT * D; ++n) head_out[n] += prompt_out[n];
-            for (std::size_t t = 0; t < TT; ++t)
-                std::copy(head_out.data() + t * D, head_out.data() + (t + 1) * D, out + (b * TT + t) * C + h * D);
+                for (std::size_t t = 0; t < TT; ++t)
+                    for (std::size_t d = 0; d < D; ++d) o[t * C + d] += prompt_out[t * D + d];
         }
     }
 }
 
+// d_qkv is written in place, per head, where the accumulating form (before issue 23) gathered q, k, v, computed into
+// per-head buffers and added those with scatter_head into a zeroed d_qkv: element for element 0 + g there, g here, the
+// same bits unless g is −0 (0 + (−0) = +0). The products are written with β = 0 and both kernels start their sums at +0
+// (OpenBLAS zero-fills C and adds α·acc; the blocked kernel writes α·acc): such a result is −0 only when a nonzero value
+// underflows to −0 (a subnormal-range gradient; never met in the byte comparisons of tests/
+// test_softmax_attention_in_place.cpp and the cpu2 exports). Even then the two are equal as numbers, and d_qkv only feeds
+// sums started at +0 (linear_backward), which a zero term of either sign leaves unchanged. RoPE's rotated rows are −0
+// from +0 inputs whenever +0·cos − (+0)·sin has cos < 0: those rows get the + 0 written out.
 template <class T>
 void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const SoftmaxAttentionCache<T>& cache,
                                 const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
@@ -168,24 +222,45 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
     check_options(shape, options);
     ICLAB_CHECK(options.prompt == nullptr, "softmax attention with a prompt term has no backward (inference only)");
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, C = shape.width();
+    const RopeTable* rope = options.rope;
+    const std::size_t rotated_size = rope != nullptr ? B * H * TT * D : 0;
+    ICLAB_CHECK(cache.probs.size() == B * H * TT * TT && cache.rot_q.size() == rotated_size && cache.rot_k.size() == rotated_size,
+                "softmax attention backward: the cache is not from a forward pass of this shape and RoPE setting");
     const T scale = static_cast<T>(score_scale(shape, options));
+    const SmallGemm sg = options.small_gemm;
+    const std::size_t J = product_keys(shape, options);  // keys [0, J) enter the products (product_keys)
 #pragma omp parallel
     {
-        thread_local std::vector<T> q, k, v, d_o, d_rot_q, d_rot_k, d_q, d_k, d_v, d_probs;  // kept between calls
-        for (auto* buffer : {&q, &k, &v, &d_o, &d_rot_q, &d_rot_k, &d_q, &d_k, &d_v}) buffer->resize(TT * D);
+        thread_local std::vector<T> d_rot_q, d_rot_k, d_probs;  // kept between calls; every element written before read
         d_probs.resize(TT * TT);
+        d_rot_q.resize(rope != nullptr ? TT * D : 0);
+        d_rot_k.resize(rope != nullptr ? TT * D : 0);
 #pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
-            const T* rot_q = cache.rot_q.data() + bh * TT * D;
-            const T* rot_k = cache.rot_k.data() + bh * TT * D;
             const T* probs = cache.probs.data() + bh * TT * TT;
-            gather_head(q.data(), k.data(), v.data(), qkv, b, h, shape);
-            for (std::size_t t = 0; t < TT; ++t)
-                std::copy(d_out + (b * TT + t) * C + h * D, d_out + (b * TT + t) * C + (h + 1) * D, d_o.data() + t * D);
+            // q, k, v and their gradients in place (rows 3C apart), d_out's rows C apart
+            const T* q = qkv + b * TT * 3 * C + h * D;
+            const T* k = q + C;
+            const T* v = q + 2 * C;
+            T* d_q = d_qkv + b * TT * 3 * C + h * D;
+            T* d_k = d_q + C;
+            T* d_v = d_q + 2 * C;
+            const T* d_o = d_out + b * TT * C + h * D;
+            const T* rq = rope != nullptr ? cache.rot_q.data() + bh * TT * D : q;
+            const T* rk = rope != nullptr ? cache.rot_k.data() + bh * TT * D : k;
+            const std::size_t r_stride = rope != nullptr ? D : 3 * C;
             // out = P v:  dP = d_out vᵀ;  d v = Pᵀ d_out
-            gemm<T>(matrix(d_probs.data(), TT, TT), matrix<const T>(d_o.data(), TT, D), matrix<const T>(v.data(), TT, D), false, true);
-            gemm<T>(matrix(d_v.data(), TT, D), matrix<const T>(probs, TT, TT), matrix<const T>(d_o.data(), TT, D), true, false);
+            gemm<T>(strided_matrix(d_probs.data(), TT, J, TT), strided_matrix(d_o, TT, D, C), strided_matrix(v, J, D, 3 * C),
+                    false, true, T(1), T(0), sg);
+            gemm<T>(strided_matrix(d_v, J, D, 3 * C), strided_matrix<const T>(probs, TT, J, TT), strided_matrix(d_o, TT, D, C),
+                    true, false, T(1), T(0), sg);
+            // dP's columns j ≥ J (read by the softmax step below, times p_ij = +0: set, so that no stale NaN of this
+            // thread's buffer reaches inner) and d v's rows j ≥ J: +0
+            if (J < TT) {
+                for (std::size_t i = 0; i < TT; ++i) std::fill(d_probs.data() + i * TT + J, d_probs.data() + (i + 1) * TT, T(0));
+                for (std::size_t j = J; j < TT; ++j) std::fill(d_v + j * 3 * C, d_v + (j * 3 * C) + D, T(0));
+            }
             // softmax: d s_ij = p_ij (dP_ij − Σ_j' p_ij' dP_ij'); the scale folds into the next products
             for (std::size_t i = 0; i < TT; ++i) {
                 const T* p = probs + i * TT;
@@ -193,14 +268,25 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
                 const T inner = dot_lanes(p, dp, TT);
                 for (std::size_t j = 0; j < TT; ++j) dp[j] = p[j] * (dp[j] - inner);
             }
-            // s = scale · rq rkᵀ:  d rq = scale · dS rk;  d rk = scale · dSᵀ rq
-            gemm<T>(matrix(d_rot_q.data(), TT, D), matrix<const T>(d_probs.data(), TT, TT), matrix<const T>(rot_k, TT, D), false,
-                    false, scale);
-            gemm<T>(matrix(d_rot_k.data(), TT, D), matrix<const T>(d_probs.data(), TT, TT), matrix<const T>(rot_q, TT, D), true,
-                    false, scale);
-            rotate_rows(d_q.data(), d_rot_q.data(), TT, D, options.rope, true);  // d q_t = R_tᵀ d rq_t
-            rotate_rows(d_k.data(), d_rot_k.data(), TT, D, options.rope, true);
-            scatter_head(d_qkv, d_q.data(), d_k.data(), d_v.data(), b, h, shape);
+            // s = scale · rq rkᵀ:  d rq = scale · dS rk;  d rk = scale · dSᵀ rq;  then d q_t = R_tᵀ d rq_t (RoPE), or
+            // d q = d rq written in place
+            T* out_q = rope != nullptr ? d_rot_q.data() : d_q;
+            T* out_k = rope != nullptr ? d_rot_k.data() : d_k;
+            const std::size_t out_stride = rope != nullptr ? D : 3 * C;
+            gemm<T>(strided_matrix(out_q, TT, D, out_stride), strided_matrix<const T>(d_probs.data(), TT, J, TT),
+                    strided_matrix(rk, J, D, r_stride), false, false, scale, T(0), sg);
+            gemm<T>(strided_matrix(out_k, J, D, out_stride), strided_matrix<const T>(d_probs.data(), TT, J, TT),
+                    strided_matrix(rq, TT, D, r_stride), true, false, scale, T(0), sg);
+            for (std::size_t j = J; j < TT; ++j) std::fill(out_k + j * out_stride, out_k + j * out_stride + D, T(0));  // d rk
+            if (rope != nullptr) {
+                rotate_rows(d_q, 3 * C, d_rot_q.data(), D, TT, *rope, true);
+                rotate_rows(d_k, 3 * C, d_rot_k.data(), D, TT, *rope, true);
+                for (std::size_t t = 0; t < TT; ++t)  // 0 + g, the accumulating form's bits (−0 becomes +0)
+                    for (std::size_t d = 0; d < D; ++d) {
+                        d_q[t * 3 * C + d] += T(0);
+                        d_k[t * 3 * C + d] += T(0);
+                    }
+            }
         }
     }
 }

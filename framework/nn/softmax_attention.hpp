@@ -21,6 +21,7 @@
 #include "framework/nn/kernel_features.hpp"
 #include "framework/nn/linear_attention.hpp"
 #include "framework/nn/rope.hpp"
+#include "framework/nn/small_gemm.hpp"
 
 namespace iclab::nn {
 
@@ -45,16 +46,24 @@ struct SoftmaxAttentionOptions {
     // Per head (H entries, the same prompt for every sequence of the batch) or per sequence and head (B·H, index
     // b·H + h); null: no prompt.
     const std::vector<SoftmaxPromptHead<T>>* prompt = nullptr;
+    // The per-(batch, head) products' kernel (model.small_gemm): OpenBLAS (default, the published numbers) or the
+    // register-blocked small_gemm.hpp (opt-in; rounds differently).
+    SmallGemm small_gemm = SmallGemm::openblas;
+    // With the blocked kernel: keys that no row sees (j ≥ J; J = P for isolated queries that do not see themselves, as
+    // in the paper 003 configs) are left out of the products, with the bits of the full blocked products
+    // (softmax_attention.cpp, product_keys). false runs the full products (tests compare the two). OpenBLAS always does.
+    bool skip_unseen_keys = true;
 };
 
 template <class T>
 struct SoftmaxAttentionCache {
-    std::vector<T> rot_q, rot_k;  // (B, H, T, D)  R_i q_i, R_j k_j
-    std::vector<T> probs;         // (B, H, T, T)  p_ij
-    void resize(const AttentionShape& shape) {
+    // (B, H, T, D)  R_i q_i, R_j k_j with RoPE; empty without (q and k are then read in place in qkv)
+    std::vector<T> rot_q, rot_k;
+    std::vector<T> probs;  // (B, H, T, T)  p_ij
+    void resize(const AttentionShape& shape, bool rotated) {
         const std::size_t rows = shape.batch * shape.heads * shape.time;
-        rot_q.resize(rows * shape.head_dim);
-        rot_k.resize(rows * shape.head_dim);
+        rot_q.resize(rotated ? rows * shape.head_dim : 0);
+        rot_k.resize(rotated ? rows * shape.head_dim : 0);
         probs.resize(rows * shape.time);
     }
 };
@@ -63,7 +72,9 @@ template <class T>
 void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T* qkv, const AttentionShape& shape,
                                const SoftmaxAttentionOptions<T>& options);
 
-// d_qkv (B, T, 3C) += ∂/∂qkv of Σ d_out ⊙ out.
+// d_qkv (B, T, 3C) = ∂/∂qkv of Σ d_out ⊙ out. d_qkv is overwritten (every element, in place per head: no gather or
+// scatter), with the values the accumulating form left in a zeroed d_qkv (0 + g; softmax_attention.cpp says where the
+// sign of a zero could differ).
 template <class T>
 void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const SoftmaxAttentionCache<T>& cache,
                                 const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options);

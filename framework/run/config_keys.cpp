@@ -86,8 +86,9 @@ void add_model_keys(config::Schema& schema) {
                     "causal attention as the masked quadratic form (Eq. 13) or the recurrent-state form (Eq. 19); "
                     "auto: recurrent when T >= 128 (measured crossover)")
         .add_string("model.small_gemm", "openblas", {"openblas", "blocked"},
-                    "kernel of linear attention's per-(batch, head) products (quadratic form): openblas (default: the "
-                    "published numbers) or blocked (register-blocked small GEMM, faster at T ~ 64 but rounds differently)")
+                    "kernel of the attention's per-(batch, head) products (softmax, and linear in the quadratic form): "
+                    "openblas (default: the published numbers) or blocked (register-blocked small GEMM, faster at T ~ 30-64 "
+                    "but rounds differently)")
         .add_string("model.large_gemm", "openblas", {"openblas", "blocked"},
                     "kernel of the products over the whole batch (linear layers, read-in, read-out): openblas (default: "
                     "the published numbers) or blocked (iclab's register-blocked kernel, small_gemm.hpp, compiled for this "
