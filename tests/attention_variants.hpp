@@ -1,6 +1,8 @@
 #pragma once
 // The attention variants the attention tests run — every feature map x normalizer x RoPE x biases x mask the
 // config schema allows — and their random inputs.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -109,6 +111,18 @@ bool same_bits(const T* a, const T* b, std::size_t n) {
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
     return a.size() == b.size() && same_bits(a.data(), b.data(), a.size());
+}
+
+// max |x − y| / max |x| (x must not be all zeros)
+inline double max_relative(const std::vector<double>& x, const std::vector<double>& y) {
+    REQUIRE(x.size() == y.size());
+    double error = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        error = std::max(error, std::abs(x[i] - y[i]));
+        scale = std::max(scale, std::abs(x[i]));
+    }
+    REQUIRE(scale > 0.0);
+    return error / scale;
 }
 
 }  // namespace iclab::testing

@@ -7,12 +7,12 @@
 
 #include <omp.h>
 
-#include <cstring>
 #include <vector>
 
 #include "framework/core/rng.hpp"
 #include "framework/nn/gemm.hpp"
 #include "framework/nn/layers.hpp"
+#include "tests/attention_variants.hpp"
 
 using namespace iclab;
 
@@ -25,10 +25,7 @@ std::vector<T> random_values(std::size_t n, Rng& rng) {
     return v;
 }
 
-template <class T>
-bool same_bytes(const std::vector<T>& x, const std::vector<T>& y) {
-    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0;
-}
+using testing::same_bits;
 
 // C = alpha op(A) op(B) + beta C0 (C rows `pad` longer than n) through nn::gemm (cells, threads) and as one serial call.
 template <class T>
@@ -45,7 +42,7 @@ void check_cells(std::size_t m, std::size_t n, std::size_t k, bool ta, bool tb, 
         nn::gemm<T>(nn::strided_matrix(cells.data(), m, n, ldc), nn::matrix(a.data(), a_rows, a_cols),
                     nn::matrix(b.data(), b_rows, b_cols), ta, tb, alpha, beta, nn::SmallGemm::blocked);
         INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " beta " << beta << " threads " << threads);
-        CHECK(same_bytes(cells, serial));
+        CHECK(same_bits(cells, serial));
     }
     omp_set_num_threads(saved);
 }
@@ -81,10 +78,10 @@ void check_linear(std::size_t rows, std::size_t in_dim, std::size_t out_dim, Rng
         nn::linear_backward<T>(d_x.data(), d_w.data(), d_b.data(), d_y.data(), x.data(), w.data(), rows, in_dim, out_dim, false,
                                nn::SmallGemm::blocked);
         INFO("rows " << rows << " in " << in_dim << " out " << out_dim << " threads " << threads);
-        CHECK(same_bytes(y, y_ref));
-        CHECK(same_bytes(d_x, d_x_ref));
-        CHECK(same_bytes(d_w, d_w_ref));
-        CHECK(same_bytes(d_b, d_b_ref));
+        CHECK(same_bits(y, y_ref));
+        CHECK(same_bits(d_x, d_x_ref));
+        CHECK(same_bits(d_w, d_w_ref));
+        CHECK(same_bits(d_b, d_b_ref));
     }
     omp_set_num_threads(saved);
 }

@@ -15,6 +15,7 @@
 #include "framework/core/rng.hpp"
 #include "framework/model/transformer.hpp"
 #include "framework/nn/gemm.hpp"
+#include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
 using namespace iclab;
@@ -192,16 +193,7 @@ StepResult train_step(nn::SmallGemm kernel, std::size_t width, std::size_t heads
     return r;
 }
 
-double max_relative(const std::vector<double>& x, const std::vector<double>& y) {
-    REQUIRE(x.size() == y.size());
-    double error = 0.0, scale = 0.0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        error = std::max(error, std::abs(x[i] - y[i]));
-        scale = std::max(scale, std::abs(x[i]));
-    }
-    REQUIRE(scale > 0.0);
-    return error / scale;
-}
+using testing::max_relative;
 
 }  // namespace
 

@@ -74,17 +74,7 @@ StepResult train_step(nn::SmallGemm kernel, bool rope) {
     return r;
 }
 
-// max |x − y| / max |x|
-double max_relative(const std::vector<double>& x, const std::vector<double>& y) {
-    REQUIRE(x.size() == y.size());
-    double error = 0.0, scale = 0.0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        error = std::max(error, std::abs(x[i] - y[i]));
-        scale = std::max(scale, std::abs(x[i]));
-    }
-    REQUIRE(scale > 0.0);
-    return error / scale;
-}
+using testing::max_relative;
 
 // One forward and backward of the layer (B 3, T 30, H 2, D 32; P = 20) with the blocked kernel, keys no row sees left
 // out of the products or not; with `poison`, k and v of the keys j ≥ J are NaN (what the products must not read).

@@ -67,6 +67,18 @@ inline void check_attention_options(const AttentionShape& shape, const LinearAtt
     }
 }
 
+// One head's q, k, v (T, D) read in place in qkv (B, T, 3C), rows 3C apart, and the places of their gradients in d_qkv.
+template <class T>
+struct HeadInPlace {
+    const T *q, *k, *v;
+    T *d_q, *d_k, *d_v;
+};
+template <class T>
+inline HeadInPlace<T> head_in_place(const T* qkv, T* d_qkv, std::size_t b, std::size_t h, const AttentionShape& shape) {
+    const std::size_t offset = b * shape.time * 3 * shape.width() + h * shape.head_dim, C = shape.width();
+    return {qkv + offset, qkv + offset + C, qkv + offset + 2 * C, d_qkv + offset, d_qkv + offset + C, d_qkv + offset + 2 * C};
+}
+
 // q, k, v of head h of sequence b, copied out of qkv (B, T, 3C) into contiguous (T, D) buffers.
 template <class T>
 inline void gather_head(T* q, T* k, T* v, const T* qkv, std::size_t b, std::size_t h, const AttentionShape& shape) {

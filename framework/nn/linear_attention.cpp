@@ -130,12 +130,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
             T* part_bkv = partial_bkv.data() + bh * F * D;
             T* part_bd = partial_bd.data() + bh * F;
             // q, k, v of this head read in place (rows 3C apart), and their gradients written in place into d_qkv
-            const T* q = qkv + b * TT * 3 * C + h * D;
-            const T* k = q + C;
-            const T* v = q + 2 * C;
-            T* d_q = d_qkv + b * TT * 3 * C + h * D;
-            T* d_k = d_q + C;
-            T* d_v = d_q + 2 * C;
+            const auto [q, k, v, d_q, d_k, d_v] = head_in_place(qkv, d_qkv, b, h, shape);
             for (std::size_t t = 0; t < TT; ++t) {
                 // out = num / den:  d_num = d_out / den ;  d_den = -(d_out · out) / den
                 const T* dy = d_out + (b * TT + t) * C + h * D;

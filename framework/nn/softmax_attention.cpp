@@ -240,12 +240,7 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
             const std::size_t b = bh / H, h = bh % H;
             const T* probs = cache.probs.data() + bh * TT * TT;
             // q, k, v and their gradients in place (rows 3C apart), d_out's rows C apart
-            const T* q = qkv + b * TT * 3 * C + h * D;
-            const T* k = q + C;
-            const T* v = q + 2 * C;
-            T* d_q = d_qkv + b * TT * 3 * C + h * D;
-            T* d_k = d_q + C;
-            T* d_v = d_q + 2 * C;
+            const auto [q, k, v, d_q, d_k, d_v] = head_in_place(qkv, d_qkv, b, h, shape);
             const T* d_o = d_out + b * TT * C + h * D;
             const T* rq = rope != nullptr ? cache.rot_q.data() + bh * TT * D : q;
             const T* rk = rope != nullptr ? cache.rot_k.data() + bh * TT * D : k;
