@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "framework/core/rng.hpp"
@@ -131,6 +132,41 @@ void check_triangles(std::size_t m, std::size_t n, bool ta, bool tb, T beta, Rng
     if (m >= 64 && n > 32) CHECK(unwritten > 0);  // the tiles of columns ≥ 32 for rows < 8 were skipped
 }
 
+// The kernel's contract (small_gemm.hpp): every element is one chain of multiply-adds over p = 0..k-1 in order, from
+// +0, then alpha·acc (+ beta·C by one more multiply-add). Checked byte for byte against that chain written as a scalar
+// loop, for sums shorter than, equal to and longer than one chunk of terms (kSmallKc: a long sum is run a chunk at a
+// time over all tiles, its partial sums kept between chunks), edge panels and strided rows included.
+template <class T>
+void check_summation_order(std::size_t m, std::size_t n, std::size_t k, bool ta, bool tb, T alpha, T beta, Rng& rng) {
+    const std::size_t pad = 3, a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+    const std::size_t lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+    std::vector<T> a(a_rows * lda), b(b_rows * ldb), c(m * ldc);
+    for (auto* v : {&a, &b, &c})
+        for (auto& x : *v) x = static_cast<T>(rng.normal());
+    std::vector<T> expected = c;
+    for (std::size_t i = 0; i < m; ++i)
+        for (std::size_t j = 0; j < n; ++j) {
+            T acc = T(0);
+            for (std::size_t p = 0; p < k; ++p)
+                acc = nn::detail::multiply_add(ta ? a[p * lda + i] : a[i * lda + p], tb ? b[j * ldb + p] : b[p * ldb + j], acc);
+            T& y = expected[i * ldc + j];
+            y = beta == T(0) ? alpha * acc : nn::detail::multiply_add(beta, y, alpha * acc);
+        }
+    nn::small_gemm_blocked(c.data(), ldc, a.data(), lda, b.data(), ldb, m, n, k, ta, tb, alpha, beta);
+    INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " alpha " << alpha << " beta " << beta);
+    CHECK(std::memcmp(c.data(), expected.data(), c.size() * sizeof(T)) == 0);
+}
+
+template <class T>
+void check_summation_orders(std::uint64_t seed) {
+    Rng rng(seed);
+    const std::size_t Kc = nn::detail::kSmallKc;
+    for (const std::size_t k : {std::size_t(1), std::size_t(37), Kc - 1, Kc, Kc + 1, 2 * Kc + 19, 4 * Kc})
+        for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{19, 45}, {64, 64}})
+            for (int t = 0; t < 4; ++t)
+                check_summation_order<T>(m, n, k, t & 1, t & 2, t == 3 ? T(0.5) : T(1), t == 2 ? T(-0.75) : T(0), rng);
+}
+
 template <class T>
 void check_all_shapes(std::uint64_t seed) {
     Rng rng(seed);
@@ -203,6 +239,11 @@ TEST_CASE("blocked small gemm is within the summation error bound of the exact p
 
 TEST_CASE("blocked small gemm is within the summation error bound of the exact product (fp64)", "[gemm][small_gemm]") {
     check_all_shapes<double>(32);
+}
+
+TEST_CASE("blocked small gemm sums every element in order p = 0..k-1, long sums in chunks included", "[gemm][small_gemm]") {
+    check_summation_orders<float>(41);
+    check_summation_orders<double>(42);
 }
 
 TEST_CASE("blocked small gemm's causal triangles equal the full product byte for byte", "[gemm][small_gemm][triangle]") {

@@ -10,7 +10,9 @@
 // zero-padded panels, see small_gemm_blocked). Each kMr × kNr
 // tile of C is accumulated in a fixed-size local array the compiler keeps in vector registers (plain loops,
 // vectorized by -O3 -march; no intrinsics, so it runs on any x86-64 or other CPU), over p = 0, 1, ..., k-1 in
-// order, then written as alpha·acc (+ beta·C when beta != 0; beta = 0 never reads C, as BLAS).
+// order, then written as alpha·acc (+ beta·C when beta != 0; beta = 0 never reads C, as BLAS). A long sum (k > kSmallKc)
+// runs a chunk of terms at a time over all tiles, each tile's sums kept between chunks and its chain continued: the
+// same multiply-adds in the same order.
 // Every element of C is therefore Σ_p a_ip b_pj summed in the order p = 0..k-1, each step one fused multiply-add where
 // the target has FMA (detail::multiply_add; written out, not left to the compiler's contraction): the result depends
 // on the shape and data only, never on the thread count, on where a tile falls or on how a product is split into
@@ -70,13 +72,20 @@ constexpr std::size_t small_nr() {
     return 2 * kSimdBytes / sizeof(T);
 }
 
-// acc (Mr, Nr) = Σ_p op(A)[i0 .. i0+Mr, p] op(B)[p, j0 .. j0+Nr], p in order; op(A)[i0 + r, p] = a[r·a_row + p·a_step],
-// op(B)[p, j0 + c] = b[p·b_step + c].
+// Terms per pass over the product (small_gemm_blocked): a product with more terms is summed a chunk of kSmallKc terms
+// at a time over all its tiles, so that op(A)'s and op(B)'s rows of one chunk stay in cache while every tile reads
+// them (a weight gradient has k = B·T = 4096 terms: without chunks every tile streamed its whole k from memory again).
+constexpr std::size_t kSmallKc = 256;
+
+// acc (Mr, Nr) += Σ_p op(A)[i0 .. i0+Mr, p] op(B)[p, j0 .. j0+Nr], p in order, from acc = 0 (fresh) or from the partial
+// sums of the previous terms the caller loaded (the same chain of multiply-adds continued); op(A)[i0 + r, p] =
+// a[r·a_row + p·a_step], op(B)[p, j0 + c] = b[p·b_step + c].
 template <class T, std::size_t Mr, std::size_t Nr>
 inline void small_gemm_tile(T (&acc)[Mr][Nr], const T* __restrict a, std::size_t a_row, std::size_t a_step,
-                            const T* __restrict b, std::size_t b_step, std::size_t k) {
-    for (std::size_t r = 0; r < Mr; ++r)
-        for (std::size_t c = 0; c < Nr; ++c) acc[r][c] = T(0);
+                            const T* __restrict b, std::size_t b_step, std::size_t k, bool fresh = true) {
+    if (fresh)
+        for (std::size_t r = 0; r < Mr; ++r)
+            for (std::size_t c = 0; c < Nr; ++c) acc[r][c] = T(0);
     for (std::size_t p = 0; p < k; ++p) {
         const T* __restrict bp = b + p * b_step;
         const T* __restrict ap = a + p * a_step;
@@ -118,42 +127,58 @@ void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, co
             for (std::size_t c = cols; c < Nr; ++c) dst[c] = T(0);
         }
     }
+    // Terms in chunks of kSmallKc (detail::kSmallKc), the tiles' partial sums kept between chunks; one chunk when the
+    // product is short or triangular. Every element is still one chain of multiply-adds over p = 0..k-1 in order.
+    const bool chunked = triangle == Triangle::none && k > detail::kSmallKc;
+    const std::size_t chunk = chunked ? detail::kSmallKc : k;
+    thread_local std::vector<T> partial;  // (a_panels, b_panels, Mr, Nr) raw sums between chunks; kept between calls
+    if (chunked && partial.size() < a_panels * b_panels * Mr * Nr) partial.resize(a_panels * b_panels * Mr * Nr);
     alignas(64) T acc[Mr][Nr];
-    for (std::size_t ip = 0; ip < a_panels; ++ip) {
-        const std::size_t i0 = ip * Mr, rows = std::min(Mr, m - i0);
-        // this panel's terms p in [p_begin, p_end) and its tiles jp < tiles (Triangle)
-        const std::size_t p_begin = triangle == Triangle::upper_a ? std::min(i0, k) : 0;
-        const std::size_t p_end = triangle == Triangle::lower_a ? std::min(k, i0 + rows) : k;
-        const std::size_t tiles = triangle == Triangle::lower_out ? (std::min(n, i0 + rows) + Nr - 1) / Nr : b_panels;
-        // op(a)[i0 + r, p] = a_panel[r·a_row + p·a_step]: a itself, or the zero-padded copy of an edge panel
-        const T* a_panel = transpose_a ? a + i0 : a + i0 * lda;
-        std::size_t a_row = transpose_a ? 1 : lda, a_step = transpose_a ? lda : 1;
-        if (rows < Mr) {
-            for (std::size_t p = p_begin; p < p_end; ++p)
-                for (std::size_t r = 0; r < Mr; ++r)
-                    a_edge[p * Mr + r] = r < rows ? (transpose_a ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p]) : T(0);
-            a_panel = a_edge.data();
-            a_row = 1;
-            a_step = Mr;
-        }
-        for (std::size_t jp = 0; jp < tiles; ++jp) {
-            const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
-            const bool in_place = !transpose_b && cols == Nr;
-            const T* b_panel = in_place ? b + j0 : b_pack.data() + jp * k * Nr;
-            const std::size_t b_step = in_place ? ldb : Nr;
-            detail::small_gemm_tile<T, Mr, Nr>(acc, a_panel + p_begin * a_step, a_row, a_step, b_panel + p_begin * b_step,
-                                               b_step, p_end - p_begin);
-            for (std::size_t r = 0; r < rows; ++r) {
-                T* y = out + (i0 + r) * ldc + j0;
-                // lower_out: the columns j0 + c > i0 + r are masked (+0), the others written as without a triangle
-                const std::size_t visible = i0 + r + 1;  // columns j < visible
-                const std::size_t kept =
-                    triangle != Triangle::lower_out ? cols : visible > j0 ? std::min(cols, visible - j0) : 0;
-                if (beta == T(0))
-                    for (std::size_t c = 0; c < kept; ++c) y[c] = alpha * acc[r][c];
-                else
-                    for (std::size_t c = 0; c < kept; ++c) y[c] = detail::multiply_add(beta, y[c], alpha * acc[r][c]);
-                for (std::size_t c = kept; c < cols; ++c) y[c] = T(0);
+    for (std::size_t kb = 0; kb < k; kb += chunk) {
+        const std::size_t ke = std::min(k, kb + chunk);
+        const bool first = kb == 0, last = ke == k;
+        for (std::size_t ip = 0; ip < a_panels; ++ip) {
+            const std::size_t i0 = ip * Mr, rows = std::min(Mr, m - i0);
+            // this panel's terms p in [p_begin, p_end) of this chunk and its tiles jp < tiles (Triangle)
+            const std::size_t p_begin = triangle == Triangle::upper_a ? std::min(i0, k) : kb;
+            const std::size_t p_end = triangle == Triangle::lower_a ? std::min(k, i0 + rows) : ke;
+            const std::size_t tiles = triangle == Triangle::lower_out ? (std::min(n, i0 + rows) + Nr - 1) / Nr : b_panels;
+            // op(a)[i0 + r, p] = a_panel[r·a_row + p·a_step]: a itself, or the zero-padded copy of an edge panel
+            const T* a_panel = transpose_a ? a + i0 : a + i0 * lda;
+            std::size_t a_row = transpose_a ? 1 : lda, a_step = transpose_a ? lda : 1;
+            if (rows < Mr) {
+                for (std::size_t p = p_begin; p < p_end; ++p)
+                    for (std::size_t r = 0; r < Mr; ++r)
+                        a_edge[p * Mr + r] = r < rows ? (transpose_a ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p]) : T(0);
+                a_panel = a_edge.data();
+                a_row = 1;
+                a_step = Mr;
+            }
+            for (std::size_t jp = 0; jp < tiles; ++jp) {
+                const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
+                const bool in_place = !transpose_b && cols == Nr;
+                const T* b_panel = in_place ? b + j0 : b_pack.data() + jp * k * Nr;
+                const std::size_t b_step = in_place ? ldb : Nr;
+                T* kept_sums = chunked ? partial.data() + (ip * b_panels + jp) * Mr * Nr : nullptr;
+                if (!first) std::copy(kept_sums, kept_sums + Mr * Nr, &acc[0][0]);
+                detail::small_gemm_tile<T, Mr, Nr>(acc, a_panel + p_begin * a_step, a_row, a_step, b_panel + p_begin * b_step,
+                                                   b_step, p_end - p_begin, first);
+                if (!last) {
+                    std::copy(&acc[0][0], &acc[0][0] + Mr * Nr, kept_sums);
+                    continue;
+                }
+                for (std::size_t r = 0; r < rows; ++r) {
+                    T* y = out + (i0 + r) * ldc + j0;
+                    // lower_out: the columns j0 + c > i0 + r are masked (+0), the others written as without a triangle
+                    const std::size_t visible = i0 + r + 1;  // columns j < visible
+                    const std::size_t kept =
+                        triangle != Triangle::lower_out ? cols : visible > j0 ? std::min(cols, visible - j0) : 0;
+                    if (beta == T(0))
+                        for (std::size_t c = 0; c < kept; ++c) y[c] = alpha * acc[r][c];
+                    else
+                        for (std::size_t c = 0; c < kept; ++c) y[c] = detail::multiply_add(beta, y[c], alpha * acc[r][c]);
+                    for (std::size_t c = kept; c < cols; ++c) y[c] = T(0);
+                }
             }
         }
     }
