@@ -167,9 +167,17 @@ void blocked_compute(T* out, std::size_t ldc, const T* a, std::size_t lda, const
                      std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta,
                      const GemmExtras<T>* extras) {
     const bool epilogue = extras != nullptr && extras->epilogue;
-    const std::size_t cell_rows = m >= 4 * kGemmRowBlock ? kGemmRowBlock : kBlockedMinRows;
+    // A long sum over few rows (a weight gradient: m = C, k = B·T) is split into one column range per thread, all rows:
+    // each thread's call runs its sum a chunk of terms at a time (small_gemm.hpp) with that chunk of op(A) and of its
+    // columns of op(B) in cache, so every element of A and B is read once per thread instead of once per cell.
+    const std::size_t threads = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
+    const bool by_columns = !epilogue && k > kSmallKc && m <= 2 * kGemmRowBlock;
+    const std::size_t cell_rows = by_columns ? m : m >= 4 * kGemmRowBlock ? kGemmRowBlock : kBlockedMinRows;
     const std::size_t row_cells = (m + cell_rows - 1) / cell_rows;
-    const std::size_t cell_cols = epilogue || row_cells >= 8 ? n : kBlockedColumns;
+    const std::size_t Nr = detail::small_nr<T>();
+    const std::size_t cell_cols = by_columns ? ((n + threads - 1) / threads + Nr - 1) / Nr * Nr
+                                  : epilogue || row_cells >= 8 ? n
+                                                               : kBlockedColumns;
     const std::size_t col_cells = (n + cell_cols - 1) / cell_cols;
     if (transpose_b && row_cells > 1) {
         thread_local std::vector<T> b_t;  // op(B) (k, n), rows n apart
