@@ -12,55 +12,93 @@ using iclab::testing::check_gradient;
 using iclab::testing::dot;
 using iclab::testing::random_vector;
 
-TEST_CASE("bias + gelu fused: backward matches finite differences (pre-activation and bias)", "[gradients][layers][fused]") {
-    Rng rng(31);
-    const std::size_t N = 7, F = 37;  // F not a multiple of the 16-column chunks
-    auto x = random_vector(N * F, rng, 2.0), bias = random_vector(F, rng);
-    const auto r = random_vector(N * F, rng);
-    std::vector<double> pre(N * F), out(N * F);
-    auto loss = [&] {
-        pre = x;  // pre enters as x W (here: x) and leaves as x + b
-        nn::bias_gelu_forward(out.data(), pre.data(), bias.data(), N, F);
-        return dot(out, r);
-    };
-    loss();
-    for (std::size_t i = 0; i < N * F; ++i) REQUIRE(pre[i] == x[i] + bias[i % F]);
-    std::vector<double> d_pre(N * F, 123.0), d_bias(F, 0.0);  // d_pre is written, whatever it held
-    nn::gelu_bias_backward(d_pre.data(), d_bias.data(), r.data(), pre.data(), N, F);
-    check_gradient("bias_gelu.x", x, d_pre, loss, 60);
-    check_gradient("bias_gelu.bias", bias, d_bias, loss, 60);
-    // d_bias accumulates: a second call doubles it (pre recomputed at the unperturbed point first)
-    loss();
-    auto twice = d_bias;
-    nn::gelu_bias_backward(d_pre.data(), twice.data(), r.data(), pre.data(), N, F);
-    for (std::size_t f = 0; f < F; ++f) CHECK(twice[f] == Approx(2.0 * d_bias[f]).epsilon(1e-12));
+// The MLP as the model runs it: h = gelu(x W1 + b1) (linear_gelu_forward), y = h W2 + b2; backward through
+// linear_backward's gelu_pre (d pre in the d_in product's region) and the first layer's linear_backward (d b1).
+template <class T>
+struct FusedMlp {
+    std::size_t N, I, F, O;
+    nn::SmallGemm kernel;
+    std::vector<T> pre, h, y, d_h, d_x;
+    void forward(const std::vector<T>& x, const std::vector<T>& w1, const std::vector<T>& b1, const std::vector<T>& w2,
+                 const std::vector<T>& b2) {
+        pre.assign(N * F, T(7));  // written in full
+        h.assign(N * F, T(7));
+        y.assign(N * O, T(0));
+        nn::linear_gelu_forward(h.data(), pre.data(), x.data(), w1.data(), b1.data(), N, I, F, kernel);
+        nn::linear_forward(y.data(), h.data(), w2.data(), b2.data(), N, F, O, static_cast<const T*>(nullptr), kernel);
+    }
+    // gradients of L = Σ y ⊙ r, accumulated into d_w1, d_b1, d_w2, d_b2
+    void backward(const std::vector<T>& r, const std::vector<T>& x, const std::vector<T>& w1, const std::vector<T>& w2,
+                  std::vector<T>& d_w1, std::vector<T>& d_b1, std::vector<T>& d_w2, std::vector<T>& d_b2) {
+        d_h.assign(N * F, T(-3));  // written, whatever it held
+        d_x.assign(N * I, T(-3));
+        nn::linear_backward(d_h.data(), d_w2.data(), d_b2.data(), r.data(), h.data(), w2.data(), N, F, O, false, kernel,
+                            pre.data());
+        nn::linear_backward(d_x.data(), d_w1.data(), d_b1.data(), d_h.data(), x.data(), w1.data(), N, I, F, false, kernel);
+    }
+};
+
+TEST_CASE("fused MLP (bias + gelu in the product's epilogue, gelu' in the d_in product's): gradients match finite "
+          "differences",
+          "[gradients][layers][fused]") {
+    for (const nn::SmallGemm kernel : {nn::SmallGemm::openblas, nn::SmallGemm::blocked}) {
+        Rng rng(31);
+        const std::size_t N = 7, I = 5, F = 37, O = 3;  // F not a multiple of the 16-column chunks
+        auto x = random_vector(N * I, rng, 1.5), w1 = random_vector(I * F, rng), b1 = random_vector(F, rng),
+             w2 = random_vector(F * O, rng), b2 = random_vector(O, rng);
+        const auto r = random_vector(N * O, rng);
+        FusedMlp<double> mlp{N, I, F, O, kernel, {}, {}, {}, {}, {}};
+        auto loss = [&] {
+            mlp.forward(x, w1, b1, w2, b2);
+            return dot(mlp.y, r);
+        };
+        loss();
+        std::vector<double> d_w1(I * F, 0.0), d_b1(F, 0.0), d_w2(F * O, 0.0), d_b2(O, 0.0);
+        mlp.backward(r, x, w1, w2, d_w1, d_b1, d_w2, d_b2);
+        const auto d_x = mlp.d_x;
+        INFO("kernel " << (kernel == nn::SmallGemm::blocked ? "blocked" : "openblas"));
+        check_gradient("mlp.x", x, d_x, loss, 60);
+        check_gradient("mlp.w1", w1, d_w1, loss, 60);
+        check_gradient("mlp.b1", b1, d_b1, loss, 60);
+        check_gradient("mlp.w2", w2, d_w2, loss, 60);
+        check_gradient("mlp.b2", b2, d_b2, loss, 60);
+    }
 }
 
-TEST_CASE("bias + gelu fused equals bias add then gelu, and gelu backward then the bias gradient, bit for bit in float",
+TEST_CASE("fused MLP equals the unfused passes (bias add, gelu, gelu backward into zeros, bias sums) bit for bit in "
+          "float",
           "[layers][fused]") {
-    Rng rng(32);
-    const std::size_t N = 300, F = 70;  // above the parallel threshold of the column sums
-    std::vector<float> x(N * F), bias(F), d_out(N * F);
-    for (auto& v : x) v = static_cast<float>(rng.normal(0.0, 3.0));
-    for (auto& v : bias) v = static_cast<float>(rng.normal(0.0, 1.0));
-    for (auto& v : d_out) v = static_cast<float>(rng.normal(0.0, 1.0));
-    // unfused: linear_forward's bias add, gelu_forward; gelu_backward into zeros, linear_backward's bias sum
-    std::vector<float> pre_a = x, out_a(N * F);
-    for (std::size_t n = 0; n < N; ++n)
-        for (std::size_t f = 0; f < F; ++f) pre_a[n * F + f] += bias[f];
-    nn::gelu_forward(out_a.data(), pre_a.data(), N * F);
-    std::vector<float> d_pre_a(N * F, 0.0f), d_bias_a(F, 0.5f);
-    nn::gelu_backward(d_pre_a.data(), d_out.data(), pre_a.data(), N * F);
-    for (std::size_t n = 0; n < N; ++n)
-        for (std::size_t f = 0; f < F; ++f) d_bias_a[f] += d_pre_a[n * F + f];
-    // fused
-    std::vector<float> pre_b = x, out_b(N * F), d_pre_b(N * F, -1.0f), d_bias_b(F, 0.5f);
-    nn::bias_gelu_forward(out_b.data(), pre_b.data(), bias.data(), N, F);
-    nn::gelu_bias_backward(d_pre_b.data(), d_bias_b.data(), d_out.data(), pre_b.data(), N, F);
-    CHECK(pre_a == pre_b);
-    CHECK(out_a == out_b);
-    CHECK(d_pre_a == d_pre_b);
-    CHECK(d_bias_a == d_bias_b);
+    for (const nn::SmallGemm kernel : {nn::SmallGemm::openblas, nn::SmallGemm::blocked}) {
+        Rng rng(32);
+        const std::size_t N = 300, I = 24, F = 70, O = 9;  // above the parallel thresholds
+        std::vector<float> x(N * I), w1(I * F), b1(F), w2(F * O), b2(O), r(N * O);
+        for (auto* v : {&x, &w1, &b1, &w2, &b2, &r})
+            for (auto& e : *v) e = static_cast<float>(rng.normal(0.0, 1.5));
+        FusedMlp<float> fused{N, I, F, O, kernel, {}, {}, {}, {}, {}};
+        fused.forward(x, w1, b1, w2, b2);
+        std::vector<float> d_w1(I * F, 0.25f), d_b1(F, 0.5f), d_w2(F * O, 0.25f), d_b2(O, 0.5f);
+        fused.backward(r, x, w1, w2, d_w1, d_b1, d_w2, d_b2);
+        // unfused: the product, the bias add and gelu_forward as passes of their own
+        std::vector<float> pre(N * F), h(N * F), y(N * O);
+        nn::linear_forward(pre.data(), x.data(), w1.data(), b1.data(), N, I, F, static_cast<const float*>(nullptr), kernel);
+        nn::gelu_forward(h.data(), pre.data(), N * F);
+        nn::linear_forward(y.data(), h.data(), w2.data(), b2.data(), N, F, O, static_cast<const float*>(nullptr), kernel);
+        std::vector<float> e_w1(I * F, 0.25f), e_b1(F, 0.5f), e_w2(F * O, 0.25f), e_b2(O, 0.5f), d_h(N * F), d_pre(N * F, 0.0f),
+            d_x(N * I);
+        nn::linear_backward(d_h.data(), e_w2.data(), e_b2.data(), r.data(), h.data(), w2.data(), N, F, O, false, kernel);
+        nn::gelu_backward(d_pre.data(), d_h.data(), pre.data(), N * F);  // into zeros
+        nn::linear_backward(d_x.data(), e_w1.data(), e_b1.data(), d_pre.data(), x.data(), w1.data(), N, I, F, false, kernel);
+        INFO("kernel " << (kernel == nn::SmallGemm::blocked ? "blocked" : "openblas"));
+        CHECK(fused.pre == pre);
+        CHECK(fused.h == h);
+        CHECK(fused.y == y);
+        CHECK(fused.d_h == d_pre);
+        CHECK(fused.d_x == d_x);
+        CHECK(d_w1 == e_w1);
+        CHECK(d_b1 == e_b1);
+        CHECK(d_w2 == e_w2);
+        CHECK(d_b2 == e_b2);
+    }
 }
 
 TEST_CASE("residual + layernorm fused: gradients through both summands match finite differences",

@@ -391,8 +391,9 @@ void Transformer<T>::forward_trunk() {
                 nn::layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.mid.data(), P + o.ln2_gamma,
                                       P + o.ln2_beta, N, C, spec_.layernorm_eps);
             if (spec_.layernorm) normed_mid = a.ln2.data();
-            nn::linear_forward<T>(a.fc.data(), normed_mid, P + o.w_fc, nullptr, N, C, hidden, nullptr, spec_.large_gemm);
-            nn::bias_gelu_forward(a.fc_gelu.data(), a.fc.data(), P + o.b_fc, N, hidden);  // fc += b_fc; gelu (fused)
+            // fc = x W_fc + b_fc, fc_gelu = gelu(fc): the bias add and GELU in the product's parallel region
+            nn::linear_gelu_forward(a.fc_gelu.data(), a.fc.data(), normed_mid, P + o.w_fc, P + o.b_fc, N, C, hidden,
+                                    spec_.large_gemm);
             nn::linear_forward(output, a.fc_gelu.data(), P + o.w_proj, P + o.b_proj, N, hidden, C,
                                spec_.residual ? a.mid.data() : nullptr, spec_.large_gemm);  // h W_proj + b_proj [+ mid]
         }

@@ -227,7 +227,7 @@ private:
     std::vector<T> final_input_, final_norm_, final_mean_, final_rstd_;  // (N, C), (N, C), (N), (N)
     std::vector<T> outputs_, probs_, losses_;                            // (N, out), (N, V), (N)
     // backward scratch
-    std::vector<T> d_residual_, d_norm_, d_att_, d_qkv_, d_hidden_, d_hidden_pre_, d_outputs_;
+    std::vector<T> d_residual_, d_norm_, d_att_, d_qkv_, d_hidden_, d_outputs_;
 };
 
 extern template class Transformer<float>;

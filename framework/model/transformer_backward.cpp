@@ -96,14 +96,12 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
         BlockActivations& a = blocks_[l];
         const BlockOffsets& o = block_offsets_[l];
         if (spec_.mlp) {  // output = [mid +] MLP(LN2(mid))
-            d_hidden_.resize(N * hidden);
+            d_hidden_.resize(N * hidden);  // written in full: d fc = (d_residual W_projᵀ) ⊙ gelu'(fc), in the product's region
             nn::linear_backward(d_hidden_.data(), G + o.w_proj, G + o.b_proj, d_residual_.data(), a.fc_gelu.data(),
-                                P + o.w_proj, N, hidden, C, false, kernel);
-            d_hidden_pre_.resize(N * hidden);  // written in full: d_pre = gelu' ⊙ d_hidden, and d b_fc (fused)
-            nn::gelu_bias_backward(d_hidden_pre_.data(), G + o.b_fc, d_hidden_.data(), a.fc.data(), N, hidden);
-            d_norm_.resize(N * C);
-            nn::linear_backward<T>(d_norm_.data(), G + o.w_fc, nullptr, d_hidden_pre_.data(),
-                                spec_.layernorm ? a.ln2.data() : a.mid.data(), P + o.w_fc, N, C, hidden, false, kernel);
+                                P + o.w_proj, N, hidden, C, false, kernel, a.fc.data());
+            d_norm_.resize(N * C);  // and d b_fc (Σ_n d fc in row order) as the side work of this layer's backward
+            nn::linear_backward<T>(d_norm_.data(), G + o.w_fc, G + o.b_fc, d_hidden_.data(),
+                                   spec_.layernorm ? a.ln2.data() : a.mid.data(), P + o.w_fc, N, C, hidden, false, kernel);
             into_stream(d_norm_.data(), a.mid.data(), o.ln2_gamma, o.ln2_beta, a.ln2_mean.data(), a.ln2_rstd.data());
         }
         // mid = [input +] Attn(LN1(input)) [W_o + b_o]

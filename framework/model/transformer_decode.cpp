@@ -144,8 +144,7 @@ void TransformerDecoder<T>::append(const std::int32_t* tokens, std::size_t count
                                       spec_.layernorm_eps);
                 normed_mid = normed_.data();
             }
-            nn::linear_forward(fc_.data(), normed_mid, o.w_fc, o.b_fc, N, C, hidden);
-            nn::gelu_forward(fc_gelu_.data(), fc_.data(), N * hidden);
+            nn::linear_gelu_forward(fc_gelu_.data(), fc_.data(), normed_mid, o.w_fc, o.b_fc, N, C, hidden);
             nn::linear_forward(x_.data(), fc_gelu_.data(), o.w_proj, o.b_proj, N, hidden, C);
             if (spec_.residual)
                 for (std::size_t i = 0; i < N * C; ++i) x_[i] += mid_[i];

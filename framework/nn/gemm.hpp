@@ -134,6 +134,7 @@ inline GemmCounter gemm_counter;  // the process's one counter (C++17 inline var
 template <class T>
 struct GemmExtras {
     std::function<void(std::size_t first, std::size_t rows)> epilogue;
+    profile::Kind epilogue_kind = profile::Kind::elementwise;  // what `iclab bench`'s profile counts the epilogue as
     std::size_t side_parts = 0;
     std::function<void(std::size_t part)> side;
 };
@@ -142,7 +143,7 @@ namespace detail {
 template <class T>
 inline void run_epilogue(const GemmExtras<T>* extras, std::size_t first, std::size_t rows) {
     if (extras == nullptr || !extras->epilogue) return;
-    const profile::Scope scope(profile::Kind::elementwise);
+    const profile::Scope scope(extras->epilogue_kind);
     extras->epilogue(first, rows);
 }
 // The side parts, shared by the team of the enclosing region (nowait: the product's blocks follow at once).

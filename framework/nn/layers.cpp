@@ -154,6 +154,51 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
     }
 }
 
+namespace {
+constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
+
+// GELU's gate 0.5·(1 + tanh u) = σ(2u) = 1 / (1 + e^{-2u}), u = sqrt(2/π)(x + 0.044715 x³): the same
+// function with one exponential and no cancellation in 1 + tanh for negative u. e^{-2u} is capped at
+// e^80 so that the gate stays a normal float (denormals are slow); there GELU(x) < 1e-34·|x|.
+template <class T>
+inline T gelu_exp_minus_2u(T x) {
+    const T u = T(kGeluScale) * (x + T(0.044715) * x * x * x);
+    return exp_elementwise(std::min(T(-2) * u, T(80)));
+}
+template <class T>
+inline T gelu_value(T x) {
+    return x / (T(1) + gelu_exp_minus_2u(x));
+}
+// d/dx [x σ(2u)] = σ(2u) + 2x σ(2u)(1 - σ(2u)) du/dx, with 1 - σ(2u) = e^{-2u} σ(2u)
+// (= 0.5(1 + tanh u) + 0.5 x sech²(u) du/dx, as sech²u = 4σ(2u)(1 - σ(2u)))
+template <class T>
+inline T gelu_derivative(T x) {
+    const T e = gelu_exp_minus_2u(x);
+    const T gate = T(1) / (T(1) + e);
+    const T du_dx = T(kGeluScale) * (T(1) + T(3 * 0.044715) * x * x);
+    return gate + T(2) * x * gate * (e * gate) * du_dx;
+}
+
+// The MLP's first layer after its product, rows [first, first + count) of (N, cols): pre += bias in place (pre enters
+// as x W_fc and leaves as the pre-activation backward needs), out = gelu(pre).
+template <class T>
+inline void bias_gelu_rows(T* out, T* pre, const T* bias, std::size_t first, std::size_t count, std::size_t cols) {
+    for (std::size_t n = first; n < first + count; ++n) {
+        T* z = pre + n * cols;
+        T* y = out + n * cols;
+        for (std::size_t f = 0; f < cols; ++f) {
+            z[f] += bias[f];  // linear_forward's bias add
+            y[f] = gelu_value(z[f]);
+        }
+    }
+}
+// Its backward on rows [first, first + count): d (the gradient w.r.t. gelu(pre)) becomes d ⊙ gelu'(pre) in place.
+template <class T>
+inline void gelu_gate_rows(T* d, const T* pre, std::size_t first, std::size_t count, std::size_t cols) {
+    for (std::size_t i = first * cols; i < (first + count) * cols; ++i) d[i] = d[i] * gelu_derivative(pre[i]);
+}
+}  // namespace
+
 template <class T>
 void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
                     std::size_t out_dim, const T* residual, SmallGemm kernel) {
@@ -183,8 +228,9 @@ void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::si
 
 template <class T>
 void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, std::size_t rows,
-                     std::size_t in_dim, std::size_t out_dim, bool accumulate_d_in, SmallGemm kernel) {
+                     std::size_t in_dim, std::size_t out_dim, bool accumulate_d_in, SmallGemm kernel, const T* gelu_pre) {
     const profile::Scope scope(profile::Kind::elementwise);
+    ICLAB_CHECK(gelu_pre == nullptr || (d_in != nullptr && !accumulate_d_in), "linear_backward: gelu_pre needs a written d_in");
     // d_bias (O) += Σ_n d_out (N, O) by fixed column chunks, each column summed over the rows in row order (the serial
     // loop's order): run as side work of the first product's parallel region (a region of its own cost more than it
     // saved on a loaded machine)
@@ -196,6 +242,11 @@ void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* i
             sum_rows_into(d_bias + first, d_out + first, rows, last - first, out_dim);
         };
     }
+    // in = gelu(gelu_pre): each block of rows of d_in, once written, becomes d gelu_pre = d_in ⊙ gelu'(gelu_pre) in cache
+    if (gelu_pre != nullptr) {
+        extras.epilogue = [=](std::size_t first, std::size_t count) { gelu_gate_rows(d_in, gelu_pre, first, count, in_dim); };
+        extras.epilogue_kind = profile::Kind::activation;
+    }
     // d_in (N, I) (+)= d_out (N, O) · W^T ;  d_W (I, O) += in^T (I, N) · d_out (N, O)
     if (d_in != nullptr)
         gemm<T>(matrix(d_in, rows, in_dim), matrix(d_out, rows, out_dim), matrix(weight, in_dim, out_dim), false, true,
@@ -204,31 +255,6 @@ void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* i
             T(1), T(1), d_in != nullptr ? GemmExtras<T>{} : extras, kernel);
 }
 
-namespace {
-constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
-
-// GELU's gate 0.5·(1 + tanh u) = σ(2u) = 1 / (1 + e^{-2u}), u = sqrt(2/π)(x + 0.044715 x³): the same
-// function with one exponential and no cancellation in 1 + tanh for negative u. e^{-2u} is capped at
-// e^80 so that the gate stays a normal float (denormals are slow); there GELU(x) < 1e-34·|x|.
-template <class T>
-inline T gelu_exp_minus_2u(T x) {
-    const T u = T(kGeluScale) * (x + T(0.044715) * x * x * x);
-    return exp_elementwise(std::min(T(-2) * u, T(80)));
-}
-template <class T>
-inline T gelu_value(T x) {
-    return x / (T(1) + gelu_exp_minus_2u(x));
-}
-// d/dx [x σ(2u)] = σ(2u) + 2x σ(2u)(1 - σ(2u)) du/dx, with 1 - σ(2u) = e^{-2u} σ(2u)
-// (= 0.5(1 + tanh u) + 0.5 x sech²(u) du/dx, as sech²u = 4σ(2u)(1 - σ(2u)))
-template <class T>
-inline T gelu_derivative(T x) {
-    const T e = gelu_exp_minus_2u(x);
-    const T gate = T(1) / (T(1) + e);
-    const T du_dx = T(kGeluScale) * (T(1) + T(3 * 0.044715) * x * x);
-    return gate + T(2) * x * gate * (e * gate) * du_dx;
-}
-}  // namespace
 
 template <class T>
 void gelu_forward(T* out, const T* in, std::size_t count) {
@@ -245,33 +271,14 @@ void gelu_backward(T* d_in, const T* d_out, const T* in, std::size_t count) {
 }
 
 template <class T>
-void bias_gelu_forward(T* out, T* pre, const T* bias, std::size_t rows, std::size_t cols) {
-    const profile::Scope scope(profile::Kind::activation);
-#pragma omp parallel for schedule(static)
-    for (std::size_t n = 0; n < rows; ++n) {
-        T* z = pre + n * cols;
-        T* y = out + n * cols;
-        for (std::size_t f = 0; f < cols; ++f) {
-            z[f] += bias[f];  // linear_forward's bias add
-            y[f] = gelu_value(z[f]);
-        }
-    }
-}
-
-template <class T>
-void gelu_bias_backward(T* d_pre, T* d_bias, const T* d_out, const T* pre, std::size_t rows, std::size_t cols) {
-    const profile::Scope scope(profile::Kind::activation);
-    for_column_chunks(rows, cols, [=](std::size_t first, std::size_t last) {
-        for (std::size_t n = 0; n < rows; ++n) {
-            const T* z = pre + n * cols;
-            const T* dy = d_out + n * cols;
-            T* dz = d_pre + n * cols;
-            for (std::size_t f = first; f < last; ++f) {
-                dz[f] = dy[f] * gelu_derivative(z[f]);
-                d_bias[f] += dz[f];  // linear_backward's bias gradient, in the same row order
-            }
-        }
-    });
+void linear_gelu_forward(T* out, T* pre, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
+                         std::size_t out_dim, SmallGemm kernel) {
+    const profile::Scope scope(profile::Kind::elementwise);
+    GemmExtras<T> extras;
+    extras.epilogue = [=](std::size_t first, std::size_t count) { bias_gelu_rows(out, pre, bias, first, count, out_dim); };
+    extras.epilogue_kind = profile::Kind::activation;
+    gemm<T>(matrix(pre, rows, out_dim), matrix(in, rows, in_dim), matrix(weight, in_dim, out_dim), false, false, T(1), T(0),
+            extras, kernel);
 }
 
 template <class T>
@@ -371,14 +378,14 @@ void squared_error_backward(T* d_out, const T* out, const T* target, const T* we
     template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, std::size_t, std::size_t, double); \
     template void residual_layernorm_forward<T>(T*, T*, T*, T*, const T*, const T*, const T*, std::size_t, std::size_t, \
                                                 double);                                                             \
-    template void bias_gelu_forward<T>(T*, T*, const T*, std::size_t, std::size_t);                                  \
-    template void gelu_bias_backward<T>(T*, T*, const T*, const T*, std::size_t, std::size_t);                       \
+    template void linear_gelu_forward<T>(T*, T*, const T*, const T*, const T*, std::size_t, std::size_t, std::size_t,  \
+                                         SmallGemm);                                                                 \
     template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, std::size_t,  \
                                         std::size_t, bool);                                                         \
     template void linear_forward<T>(T*, const T*, const T*, const T*, std::size_t, std::size_t, std::size_t, const T*, \
                                     SmallGemm);                                                                     \
     template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, std::size_t, std::size_t,            \
-                                     std::size_t, bool, SmallGemm);                                                 \
+                                     std::size_t, bool, SmallGemm, const T*);                                       \
     template void gelu_forward<T>(T*, const T*, std::size_t);                                                       \
     template void gelu_backward<T>(T*, const T*, const T*, std::size_t);                                            \
     template void embedding_forward<T>(T*, const std::int32_t*, const T*, std::size_t, std::size_t, std::size_t);  \

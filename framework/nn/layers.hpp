@@ -35,11 +35,14 @@ template <class T>
 void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
                     std::size_t out_dim, const T* residual = nullptr, SmallGemm kernel = SmallGemm::openblas);
 // d_in (N, I) +=, d_weight (I, O) +=, d_bias (O) += (d_in / d_bias may be nullptr). accumulate_d_in = false: d_in is
-// written, not accumulated (the same bits as accumulating into a zeroed buffer: the product with β = 0 adds to +0)
+// written, not accumulated (the same bits as accumulating into a zeroed buffer: the product with β = 0 adds to +0).
+// gelu_pre (N, I), with a written d_in: the layer's input was gelu(gelu_pre) (the MLP's second layer), and d_in is
+// returned as the gradient w.r.t. gelu_pre, d_in ⊙ gelu'(gelu_pre), applied to each block of rows in the product's
+// parallel region (bit-identical to gelu_backward of the written d_in into a zeroed buffer, up to the sign of zeros).
 template <class T>
 void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, std::size_t rows,
                      std::size_t in_dim, std::size_t out_dim, bool accumulate_d_in = true,
-                     SmallGemm kernel = SmallGemm::openblas);
+                     SmallGemm kernel = SmallGemm::openblas, const T* gelu_pre = nullptr);
 
 // ---- GELU, tanh approximation (Hendrycks & Gimpel; GPT-2): 0.5 x (1 + tanh u), u = sqrt(2/π)(x + 0.044715 x³),
 // computed as x σ(2u) (the same function); float uses a vectorizable exp (vector_math.hpp, tests/test_gelu.cpp)
@@ -47,15 +50,13 @@ template <class T>
 void gelu_forward(T* out, const T* in, std::size_t count);
 template <class T>
 void gelu_backward(T* d_in, const T* d_out, const T* in, std::size_t count);
-// Fused (issue 23), the MLP's first layer after its GEMM: pre (N, F) += bias (F) in place (pre enters as x W_fc and
-// leaves as the pre-activation backward needs), out (N, F) = gelu(pre). Bit-identical to linear_forward's bias add
-// followed by gelu_forward.
+// The MLP's first layer (issue 23): pre (N, O) = in W + b, out (N, O) = gelu(pre), the bias add and GELU run on each
+// block of rows in the product's parallel region while it is in cache (bit-identical to linear_forward with the bias
+// followed by gelu_forward). Its backward is linear_backward's gelu_pre for d pre and the next linear_backward's d_bias
+// for d b (each column summed over the rows in row order).
 template <class T>
-void bias_gelu_forward(T* out, T* pre, const T* bias, std::size_t rows, std::size_t cols);
-// Its backward: d_pre (N, F) = gelu'(pre) ⊙ d_out, WRITTEN (not accumulated: no zeroing pass), and d_bias (F) += Σ_n d_pre
-// in row order, as linear_backward sums it. Bit-identical to gelu_backward into zeros plus that bias gradient.
-template <class T>
-void gelu_bias_backward(T* d_pre, T* d_bias, const T* d_out, const T* pre, std::size_t rows, std::size_t cols);
+void linear_gelu_forward(T* out, T* pre, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
+                         std::size_t out_dim, SmallGemm kernel = SmallGemm::openblas);
 
 // ---- Token embedding ----------------------------------------------------------------------------
 // out (N, C) <- tokens (N), table (V, C)
