@@ -5,7 +5,9 @@
 # e.g. the paper-003 cpu2 model: scripts/bench/compare.sh configs/cpu2/prefix_vs_causal.yaml, or a GPT-2-shaped
 # language model (task.vocab_size; PyTorch side scripts/bench/torch_lm.py): scripts/bench/compare.sh configs/quick/lm_kjv.yaml
 # Environment: THREADS (2), WARMUP (3), ITERS (10), REPEATS (3), OUT (build/bench: exports, results files, JSON),
-# HISTORY (docs/bench_history.csv: one row per config is appended; HISTORY= appends nothing).
+# BUILD (build: the build directory whose iclab is measured, rebuilt when older than the sources; e.g. a build for
+# another instruction set: cmake -S . -B build_avx2 -DICLAB_NATIVE=OFF -DCMAKE_CXX_FLAGS=-march=haswell),
+# HISTORY (docs/bench_history.csv: one row per config is appended; HISTORY= appends nothing), NOTE (the rows' note).
 # Per config:
 #   1. the models are checked to be the same: `iclab bench --export` (fp64, batch 2, and fp32 at the
 #      config's batch) and `torch_reference.py --check` compare logits (regression: outputs), loss and every gradient;
@@ -20,14 +22,15 @@ warmup="${WARMUP:-3}"
 iters="${ITERS:-10}"
 repeats="${REPEATS:-3}"
 out="${OUT:-build/bench}"
+build="${BUILD:-build}"
 history="${HISTORY-docs/bench_history.csv}"
 python=/usr/bin/python3
 if [ $# -gt 0 ]; then configs=("$@"); else configs=(configs/quick/induction_head.yaml configs/paper/induction_head.yaml); fi
 
 scripts/bench/setup.sh
-if [ ! -x build/iclab ] || [ -n "$(find experiments framework CMakeLists.txt -newer build/iclab -print -quit)" ]; then
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build build -j "$threads" --target iclab >&2
+if [ ! -x "$build/iclab" ] || [ -n "$(find experiments framework CMakeLists.txt -newer "$build/iclab" -print -quit)" ]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" -j "$threads" --target iclab >&2
 fi
 mkdir -p "$out"
 
@@ -35,15 +38,15 @@ rows=()
 for config in "${configs[@]}"; do
   name="$(basename "$(dirname "$config")")_$(basename "$config" .yaml)"
   echo "== $config" >&2
-  build/iclab bench "$config" model.dtype=float64 train.batch_size=2 --iters 0 --export "$out/$name.export64.h5" --overwrite >&2
+  "$build/iclab" bench "$config" model.dtype=float64 train.batch_size=2 --iters 0 --export "$out/$name.export64.h5" --overwrite >&2
   $python scripts/bench/torch_reference.py --check "$out/$name.export64.h5" >&2
-  build/iclab bench "$config" --iters 0 --export "$out/$name.export32.h5" --overwrite >&2
+  "$build/iclab" bench "$config" --iters 0 --export "$out/$name.export32.h5" --overwrite >&2
   $python scripts/bench/torch_reference.py --check "$out/$name.export32.h5" >&2
   load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "load average before timing: $load_before" >&2
   # Alternating, so that a change of load hits both sides: iclab, torch, torch, iclab, torch, torch, ...
   for rep in $(seq 1 "$repeats"); do
-    build/iclab bench "$config" --threads "$threads" --warmup "$warmup" --iters "$iters" --out "$out/$name.iclab.rep$rep.h5" --overwrite >&2
+    "$build/iclab" bench "$config" --threads "$threads" --warmup "$warmup" --iters "$iters" --out "$out/$name.iclab.rep$rep.h5" --overwrite >&2
     for blas in 1 "$threads"; do
       $python scripts/bench/torch_reference.py "$config" --threads "$threads" --blas-threads "$blas" --warmup "$warmup" \
         --iters "$iters" --json "$out/$name.torch_blas$blas.rep$rep.json" >&2
@@ -59,7 +62,7 @@ avx512=$(grep -qw avx512f /proc/cpuinfo && echo "AVX-512" || echo "no AVX-512")
 echo "CPU: $cpu ($avx512), $(nproc) cores; $threads threads each side; $repeats alternating repetitions; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- framework experiments 2>/dev/null || echo +dirty)"
-CPU="$cpu" AVX512="$avx512" COMMIT="$commit" HISTORY="$history" REPEATS="$repeats" $python - "${rows[@]}" <<'EOF'
+NOTE="${NOTE:-}" CPU="$cpu" AVX512="$avx512" COMMIT="$commit" HISTORY="$history" REPEATS="$repeats" $python - "${rows[@]}" <<'EOF'
 import csv, datetime, json, os, statistics, sys
 import h5py
 args = sys.argv[1:]
@@ -106,7 +109,7 @@ for i in range(0, len(args), 5):
         "gemm_gflops_median": f"{med(gemm_rate):.1f}", "sgemm_gflops_median": f"{med(blas_rate):.1f}",
         "step_over_sgemm_min": f"{min(step_share):.3f}", "step_over_sgemm_median": f"{med(step_share):.3f}",
         "gemm_share_median": f"{med(gemm_share):.3f}", "iclab_step_ms_median": f"{med(step_ms):.3f}",
-        "iclab_step_spread": f"{spread:.3f}", "note": "compare.sh"})
+        "iclab_step_spread": f"{spread:.3f}", "note": os.environ.get("NOTE") or "compare.sh"})
     notes.append(f"- `{config}` ({runs[0].get('model_kind', 'induction_head')} model, {a['dtype']}, attention "
                  f"{a['attention_form']}): {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
                  f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio))
