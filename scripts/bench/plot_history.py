@@ -40,7 +40,10 @@ def main():
         rows = list(csv.DictReader(f))
     if not rows:
         sys.exit(f"plot_history: {path} has no rows")
-    configs = list(dict.fromkeys(r["config"] for r in rows))
+    # a series per config and build: rows whose note names another build's flags (`-march=...`, e.g. an AVX2 build
+    # measured with compare.sh's BUILD= and NOTE=) form a series of their own
+    series = lambda r: r["config"] + (f" [{r['note']}]" if "-march=" in r.get("note", "") else "")
+    configs = list(dict.fromkeys(series(r) for r in rows))
     # one x position per compare.sh run (its rows share date, commit, core, repetitions and load)
     run_key = lambda r: (r["date"][:10], r["commit"], r["openblas_core"], r["repeats"], r["load_before"])
     runs = list(dict.fromkeys(run_key(r) for r in rows))
@@ -51,10 +54,10 @@ def main():
               ("iclab step max/min over repetitions", "iclab_step_spread", None)]
     for ax, (title, low, mid) in zip(axes, panels):
         for i, config in enumerate(configs):
-            mine = [r for r in rows if r["config"] == config]
+            mine = [r for r in rows if series(r) == config]
             x = [runs.index(run_key(r)) for r in mine]
             color = f"C{i}"
-            label = os.path.splitext(config.replace("configs/", ""))[0]
+            label = config.replace("configs/", "").replace(".yaml", "").replace("iclab built ", "")
             hollow_points = [loaded(r, cores) for r in mine]
             ys = [number(r[low]) for r in mine]
             ax.plot(x, ys, "-", color=color, label=label + (" (min)" if mid else ""))
