@@ -51,29 +51,6 @@ struct FeatureMapParams {
     double input_scale = 1.0;         // s
 };
 
-// The elementwise maps one element at a time, as selects between values computed unconditionally: a loop of them is
-// vectorized for any SIMD width. Written as a branch (exp or φ read on one side only) GCC vectorizes it only with
-// AVX-512's masks: built for AVX2 the loops stayed scalar ("control flow in loop"; the quick model's step 41 % slower
-// than the AVX-512 build). The same values either way. fp64 keeps the branch: its exp is a libm call, not worth
-// computing for x > 0.
-template <class T>
-inline T elu1_value(T x) {  // elu(x) + 1
-    if constexpr (sizeof(T) == sizeof(float)) {
-        const T e = exp_elementwise(x), above = x + T(1);
-        return x > T(0) ? above : e;
-    } else {
-        return x > T(0) ? x + T(1) : exp_elementwise(x);
-    }
-}
-template <class T>
-inline T elu1_slope(T x, T phi) {  // ∂φ/∂x: 1 above 0, exp(x) = φ below
-    return x > T(0) ? T(1) : phi;
-}
-template <class T>
-inline T relu_gradient(T x, T d_phi) {
-    return x > T(0) ? d_phi : T(0);
-}
-
 // phi (rows, F) = φ(x (rows, D)); F = D for elementwise maps, R for performer.
 template <class T>
 inline void feature_map_forward(T* phi, const T* x, std::size_t rows, std::size_t D, const FeatureMapParams<T>& p) {
@@ -83,7 +60,7 @@ inline void feature_map_forward(T* phi, const T* x, std::size_t rows, std::size_
             for (std::size_t i = 0; i < n; ++i) phi[i] = x[i];
             return;
         case FeatureMap::elu1:
-            for (std::size_t i = 0; i < n; ++i) phi[i] = elu1_value(x[i]);
+            for (std::size_t i = 0; i < n; ++i) phi[i] = x[i] > T(0) ? x[i] + T(1) : exp_elementwise(x[i]);
             return;
         case FeatureMap::relu:
             for (std::size_t i = 0; i < n; ++i) phi[i] = x[i] > T(0) ? x[i] : T(0);
@@ -115,10 +92,10 @@ inline void feature_map_backward(T* d_x, const T* d_phi, const T* x, const T* ph
             for (std::size_t i = 0; i < n; ++i) d_x[i] += d_phi[i];
             return;
         case FeatureMap::elu1:
-            for (std::size_t i = 0; i < n; ++i) d_x[i] += d_phi[i] * elu1_slope(x[i], phi[i]);
+            for (std::size_t i = 0; i < n; ++i) d_x[i] += d_phi[i] * (x[i] > T(0) ? T(1) : phi[i]);  // exp(x) = φ
             return;
         case FeatureMap::relu:
-            for (std::size_t i = 0; i < n; ++i) d_x[i] += relu_gradient(x[i], d_phi[i]);
+            for (std::size_t i = 0; i < n; ++i) d_x[i] += x[i] > T(0) ? d_phi[i] : T(0);
             return;
         case FeatureMap::performer: break;
     }
@@ -147,10 +124,10 @@ inline void feature_map_backward_fresh(T* d_x, const T* d_phi, const T* x, const
             for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + d_phi[i]);
             return;
         case FeatureMap::elu1:
-            for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + d_phi[i] * elu1_slope(x[i], phi[i]));
+            for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + d_phi[i] * (x[i] > T(0) ? T(1) : phi[i]));
             return;
         case FeatureMap::relu:
-            for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + relu_gradient(x[i], d_phi[i]));
+            for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + (x[i] > T(0) ? d_phi[i] : T(0)));
             return;
         case FeatureMap::performer: break;
     }
