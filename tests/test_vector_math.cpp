@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "framework/nn/vector_math.hpp"
@@ -34,4 +35,24 @@ TEST_CASE("exp_vectorizable propagates NaN without undefined behaviour", "[vecto
     const float nan = std::numeric_limits<float>::quiet_NaN();
     CHECK(std::isnan(iclab::nn::exp_vectorizable(nan)));
     CHECK(std::isnan(iclab::nn::exp_vectorizable(-nan)));
+}
+
+// select_bits returns exactly one of the two bit patterns, the first when the condition holds: signed zeros, NaN
+// payloads and infinities included (a float ternary would too; the blend must not round, convert or canonicalize).
+template <class T>
+void check_select_bits() {
+    const T values[] = {T(0), -T(0), T(1), T(-2.5), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
+                        std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN(),
+                        std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::max()};
+    for (const T a : values)
+        for (const T b : values)
+            for (const bool c : {true, false}) {
+                const T r = nn::select_bits(c, a, b);
+                CHECK(std::memcmp(&r, c ? &a : &b, sizeof(T)) == 0);
+            }
+}
+
+TEST_CASE("select_bits is the bit pattern of the selected value", "[vector_math]") {
+    check_select_bits<float>();
+    check_select_bits<double>();
 }

@@ -92,7 +92,7 @@ inline void feature_map_backward(T* d_x, const T* d_phi, const T* x, const T* ph
             for (std::size_t i = 0; i < n; ++i) d_x[i] += d_phi[i];
             return;
         case FeatureMap::elu1:
-            for (std::size_t i = 0; i < n; ++i) d_x[i] += d_phi[i] * (x[i] > T(0) ? T(1) : phi[i]);  // exp(x) = φ
+            for (std::size_t i = 0; i < n; ++i) d_x[i] += d_phi[i] * select_bits(x[i] > T(0), T(1), phi[i]);  // exp(x) = φ
             return;
         case FeatureMap::relu:
             for (std::size_t i = 0; i < n; ++i) d_x[i] += x[i] > T(0) ? d_phi[i] : T(0);
@@ -124,7 +124,7 @@ inline void feature_map_backward_fresh(T* d_x, const T* d_phi, const T* x, const
             for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + d_phi[i]);
             return;
         case FeatureMap::elu1:
-            for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + d_phi[i] * (x[i] > T(0) ? T(1) : phi[i]));
+            for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + d_phi[i] * select_bits(x[i] > T(0), T(1), phi[i]));
             return;
         case FeatureMap::relu:
             for (std::size_t i = 0; i < n; ++i) d_x[i] = T(0) + (T(0) + (x[i] > T(0) ? d_phi[i] : T(0)));
