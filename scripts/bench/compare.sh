@@ -69,8 +69,8 @@ args = sys.argv[1:]
 repeats = int(os.environ["REPEATS"])
 print("| config | iclab train tok/s (median) | torch train tok/s (median) | train ratio min / median | iclab fwd tok/s "
       "| torch fwd tok/s | fwd ratio min / median | model GEMM GFLOP/s | sgemm GFLOP/s | whole-step ÷ sgemm min / median "
-      "| GEMM share | iclab step max/min | OpenBLAS core |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "| GEMM share | iclab step max/min | sgemm max/min | step×sgemm max/min | OpenBLAS core |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 notes, history = [], []
 for i in range(0, len(args), 5):
     config, stem, threads, load_before, load_after = args[i:i + 5]
@@ -94,10 +94,16 @@ for i in range(0, len(args), 5):
         step_share.append(a["gemm_gflop_per_step"] / (a["train_step_ms"] * 1e-3) / a["blas_gflops"])
     med = statistics.median
     spread = max(step_ms) / min(step_ms)
+    # The host's own speed moves too (a VM's neighbours): the same process's sgemm reference, timed beside the step,
+    # varies by sgemm_spread. step×sgemm (the step in units of the machine's GEMM speed at that moment) is the spread
+    # that is iclab's own; reported beside the raw one, never instead of it.
+    sgemm_spread = max(blas_rate) / min(blas_rate)
+    normalized = [t * r for t, r in zip(step_ms, blas_rate)]
+    normalized_spread = max(normalized) / min(normalized)
     print(f"| `{config}` | {med(ours):,.0f} | {med(theirs):,.0f} | {min(train_ratio):.2f} / {med(train_ratio):.2f} "
           f"| {med(ours_f):,.0f} | {med(theirs_f):,.0f} | {min(fwd_ratio):.2f} / {med(fwd_ratio):.2f} "
           f"| {med(gemm_rate):.1f} | {med(blas_rate):.1f} | {100 * min(step_share):.0f} % / {100 * med(step_share):.0f} % "
-          f"| {100 * med(gemm_share):.0f} % | {spread:.2f} | {a.get('blas_core', '?')} |")
+          f"| {100 * med(gemm_share):.0f} % | {spread:.2f} | {sgemm_spread:.2f} | {normalized_spread:.2f} | {a.get('blas_core', '?')} |")
     history.append({
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": os.environ["COMMIT"], "config": config, "cpu": os.environ["CPU"], "avx512": os.environ["AVX512"],
@@ -109,7 +115,8 @@ for i in range(0, len(args), 5):
         "gemm_gflops_median": f"{med(gemm_rate):.1f}", "sgemm_gflops_median": f"{med(blas_rate):.1f}",
         "step_over_sgemm_min": f"{min(step_share):.3f}", "step_over_sgemm_median": f"{med(step_share):.3f}",
         "gemm_share_median": f"{med(gemm_share):.3f}", "iclab_step_ms_median": f"{med(step_ms):.3f}",
-        "iclab_step_spread": f"{spread:.3f}", "note": os.environ.get("NOTE") or "compare.sh"})
+        "iclab_step_spread": f"{spread:.3f}", "note": os.environ.get("NOTE") or "compare.sh",
+        "sgemm_spread": f"{sgemm_spread:.3f}", "step_sgemm_spread": f"{normalized_spread:.3f}"})
     notes.append(f"- `{config}` ({runs[0].get('model_kind', 'induction_head')} model, {a['dtype']}, attention "
                  f"{a['attention_form']}): {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
                  f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio))
@@ -122,7 +129,14 @@ if path:
     if not new_file:
         with open(path, newline="") as f:
             header = next(csv.reader(f))
-        if header != fields:
+        if header != fields and header == fields[:len(header)]:  # older file: add the new columns, empty in old rows
+            with open(path, newline="") as f:
+                old = list(csv.DictReader(f))
+            with open(path, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=fields, restval="")
+                writer.writeheader()
+                writer.writerows(old)
+        elif header != fields:
             sys.exit(f"compare: {path} has columns {header}, this script writes {fields}")
     with open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
