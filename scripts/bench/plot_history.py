@@ -3,7 +3,7 @@
 
     /usr/bin/python3 scripts/bench/plot_history.py [HISTORY.csv] [OUT.png]
 
-Three panels per config, one point per compare.sh run in file order: the training-speed ratio against PyTorch
+Three panels (stacked, legend beside them) per config, one point per compare.sh run in file order: the training-speed ratio against PyTorch
 (min and median over the repetitions, with the 3.0x / 2.5x targets of issue 23), the whole-step GEMM-FLOP rate as a
 fraction of the same run's sgemm rate, and iclab's step-time spread (max/min over the repetitions). Runs are
 labelled by commit; a load average above the core count at the start marks the point hollow (measured under load).
@@ -42,13 +42,16 @@ def main():
         sys.exit(f"plot_history: {path} has no rows")
     # a series per config and build: rows whose note names another build's flags (`-march=...`, e.g. an AVX2 build
     # measured with compare.sh's BUILD= and NOTE=) form a series of their own
-    series = lambda r: r["config"] + (f" [{r['note']}]" if "-march=" in r.get("note", "") else "")
+    def series(r):
+        march = [w for w in r.get("note", "").split() if w.startswith("-march=")]
+        return r["config"] + (f" [build {march[0]}]" if march else "")
     configs = list(dict.fromkeys(series(r) for r in rows))
-    # one x position per compare.sh run (its rows share date, commit, core, repetitions and load)
-    run_key = lambda r: (r["date"][:10], r["commit"], r["openblas_core"], r["repeats"], r["load_before"])
+    # one x position per compare.sh run: its rows share the time stamp (written once per run), commit, core, repetitions
+    # and note (the load differs per config within a run)
+    run_key = lambda r: (r["date"], r["commit"], r["openblas_core"], r["repeats"], r.get("note", ""))
     runs = list(dict.fromkeys(run_key(r) for r in rows))
     cores = os.cpu_count() or 2
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(3, 1, figsize=(14, 13), sharex=True)
     panels = [("train ratio vs PyTorch", "train_ratio_min", "train_ratio_median"),
               ("whole-step GEMM rate / sgemm", "step_over_sgemm_min", "step_over_sgemm_median"),
               ("iclab step max/min over repetitions", "iclab_step_spread", None)]
@@ -56,7 +59,7 @@ def main():
         for i, config in enumerate(configs):
             mine = [r for r in rows if series(r) == config]
             x = [runs.index(run_key(r)) for r in mine]
-            color = f"C{i}"
+            color = plt.get_cmap("tab20")(i % 20)
             label = config.replace("configs/", "").replace(".yaml", "").replace("iclab built ", "")
             hollow_points = [loaded(r, cores) for r in mine]
             ys = [number(r[low]) for r in mine]
@@ -66,15 +69,16 @@ def main():
             if mid:
                 ax.plot(x, [number(r[mid]) for r in mine], "--", color=color, alpha=0.6, label=label + " (median)")
         ax.set_xticks(range(len(runs)))
-        ax.set_xticklabels([f"{key[0]} {key[1]}" for key in runs], rotation=45, ha="right", fontsize=7)
-        ax.set_title(title)
+        ax.set_xticklabels([f"{key[0][:16].replace('T', ' ')} {key[1]}" for key in runs], rotation=60, ha="right", fontsize=7)
+        ax.tick_params(axis="x", labelbottom=True)
+        ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3)
     axes[0].axhline(3.0, color="k", lw=0.8, ls=":")
     axes[0].axhline(2.5, color="grey", lw=0.8, ls=":")
     axes[1].axhline(0.8, color="k", lw=0.8, ls=":")
     axes[1].axhline(0.7, color="grey", lw=0.8, ls=":")
     axes[2].axhline(1.10, color="k", lw=0.8, ls=":")
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the panels, not over them
     fig.suptitle(f"iclab bench history ({rows[-1]['cpu']}, {rows[-1]['avx512']}, OpenBLAS {rows[-1]['openblas_core']}; "
                  "hollow: load average above the core count at the start)", fontsize=9)
     fig.tight_layout()
