@@ -173,7 +173,11 @@ void blocked_compute(T* out, std::size_t ldc, const T* a, std::size_t lda, const
     // columns of op(B) in cache, so every element of A and B is read once per thread instead of once per cell.
     const std::size_t threads = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
     const bool by_columns = !epilogue && k > kSmallKc && m <= 2 * kGemmRowBlock;
-    const std::size_t cell_rows = by_columns ? m : m >= 4 * kGemmRowBlock ? kGemmRowBlock : kBlockedMinRows;
+    // cells of whole register-tile panels (kSmallMr rows: 8 with AVX-512, 6 with AVX2), so that only a product's last
+    // panel is an edge panel copied with zero padding
+    const std::size_t cell_rows = by_columns              ? m
+                                  : m >= 4 * kGemmRowBlock ? kGemmRowBlock / detail::kSmallMr * detail::kSmallMr
+                                                           : kBlockedMinRows / detail::kSmallMr * detail::kSmallMr;
     const std::size_t row_cells = (m + cell_rows - 1) / cell_rows;
     const std::size_t Nr = detail::small_nr<T>();
     const std::size_t cell_cols = by_columns ? ((n + threads - 1) / threads + Nr - 1) / Nr * Nr

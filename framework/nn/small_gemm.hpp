@@ -59,13 +59,15 @@ inline T multiply_add(T a, T b, T c) {
 }
 
 // Register tile: kNr = two SIMD vectors of T per row, kMr rows: kMr·2 accumulators (16 of AVX-512's 32 registers;
-// 8 of AVX2's 16).
+// 12 of AVX2's 16, the other 3 for op(B)'s two vectors and op(A)'s broadcast; 8 left the two FMA units waiting on
+// their 4-cycle latency). The tile's shape changes no bit: each element is one chain over p in order whatever tile
+// computes it.
 #if defined(__AVX512F__)
 constexpr std::size_t kSimdBytes = 64;
 constexpr std::size_t kSmallMr = 8;
 #else
 constexpr std::size_t kSimdBytes = 32;
-constexpr std::size_t kSmallMr = 4;
+constexpr std::size_t kSmallMr = 6;
 #endif
 template <class T>
 constexpr std::size_t small_nr() {
