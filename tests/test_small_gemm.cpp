@@ -259,6 +259,35 @@ TEST_CASE("blocked small gemm's causal triangles equal the full product byte for
                 }
 }
 
+namespace {
+// transpose_copy (the op(B)ᵀ panels, blocks transposed in registers) against the scalar loop: every element of the
+// output's rows, and the padding between them left alone, for shapes around the 8×8 / 4×4 block sides and row strides.
+template <class T>
+void check_transpose_copy(Rng& rng) {
+    for (std::size_t cols : {1, 3, 4, 7, 8, 9, 16, 20, 32, 33})
+        for (std::size_t k : {1, 4, 5, 8, 12, 30, 32, 64, 67})
+            for (std::size_t in_pad : {0, 3})
+                for (std::size_t out_pad : {0, 5}) {
+                    const std::size_t ld_in = k + in_pad, ld_out = cols + out_pad;
+                    std::vector<T> in(cols * ld_in);
+                    for (auto& x : in) x = static_cast<T>(rng.normal());
+                    std::vector<T> fast(k * ld_out, T(-7)), slow(k * ld_out, T(-7));
+                    nn::detail::transpose_copy(fast.data(), ld_out, in.data(), ld_in, cols, k);
+                    nn::detail::transpose_scalar(slow.data(), ld_out, in.data(), ld_in, cols, k);
+                    INFO("cols " << cols << " k " << k << " ld_in " << ld_in << " ld_out " << ld_out);
+                    REQUIRE(std::memcmp(fast.data(), slow.data(), fast.size() * sizeof(T)) == 0);
+                    for (std::size_t p = 0; p < k; ++p)  // and the scalar loop is the transpose
+                        for (std::size_t c = 0; c < cols; ++c) REQUIRE(slow[p * ld_out + c] == in[c * ld_in + p]);
+                }
+}
+}  // namespace
+
+TEST_CASE("blocked small gemm's transposed panels equal the scalar transpose", "[gemm][small_gemm]") {
+    Rng rng(34);
+    check_transpose_copy<float>(rng);
+    check_transpose_copy<double>(rng);
+}
+
 TEST_CASE("model with the blocked small gemm matches finite differences (fp64)", "[gradients][model][small_gemm]") {
     for (bool biases : {false, true}) {
         DYNAMIC_SECTION((biases ? "attention biases" : "zero attention biases")) {

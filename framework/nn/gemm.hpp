@@ -187,8 +187,7 @@ void blocked_compute(T* out, std::size_t ldc, const T* a, std::size_t lda, const
     if (transpose_b && row_cells > 1) {
         thread_local std::vector<T> b_t;  // op(B) (k, n), rows n apart
         if (b_t.size() < k * n) b_t.resize(k * n);
-        for (std::size_t j = 0; j < n; ++j)
-            for (std::size_t p = 0; p < k; ++p) b_t[p * n + j] = b[j * ldb + p];
+        detail::transpose_copy(b_t.data(), n, b, ldb, n, k);
         b = b_t.data();
         ldb = n;
         transpose_b = false;

@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 namespace iclab::nn {
@@ -99,6 +101,84 @@ inline void small_gemm_tile(T (&acc)[Mr][Nr], const T* __restrict a, std::size_t
     }
 }
 
+// out[p·ld_out + c] = in[c·ld_in + p] for c < cols, p < k: the transposed copy of a (cols, k) block, as op(B)ᵀ panels
+// need it (NT products: attention scores q kᵀ; the linear layers' d_in = d_y W). Moves values only, so it changes no
+// bit of any product. A scalar loop reads one column of `in` per output row: a strided gather that cost ~0.8 µs of a
+// 2.4 µs 64×64×32 NT product on this CPU (issue 23). Here full 32-byte blocks (8×8 floats, 4×4 doubles) are loaded as
+// rows and transposed in registers with __builtin_shufflevector (GCC ≥ 12, Clang: generic vector code for any target);
+// edges, other types and compilers without it take the scalar loop (tests/test_small_gemm.cpp compares the two).
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define ICLAB_HAS_SHUFFLEVECTOR 1
+#endif
+#endif
+
+template <class T>
+inline void transpose_scalar(T* out, std::size_t ld_out, const T* in, std::size_t ld_in, std::size_t cols, std::size_t k,
+                             std::size_t c0 = 0, std::size_t p0 = 0) {
+    for (std::size_t c = c0; c < cols; ++c)
+        for (std::size_t p = 0; p < k; ++p) out[p * ld_out + c] = in[c * ld_in + p];
+    for (std::size_t c = 0; c < c0; ++c)  // the columns the blocks covered, terms p >= p0
+        for (std::size_t p = p0; p < k; ++p) out[p * ld_out + c] = in[c * ld_in + p];
+}
+
+#if defined(ICLAB_HAS_SHUFFLEVECTOR)
+using float8 = float __attribute__((vector_size(32)));
+using double4 = double __attribute__((vector_size(32)));
+
+// One 8×8 float block: rows r[i] = in[(c + i)·ld_in + p .. + 8] become out rows p .. p + 8, columns c .. c + 8.
+inline void transpose_block(float* out, std::size_t ld_out, const float* in, std::size_t ld_in) {
+    float8 r[8], t[8], u[8];
+    for (int i = 0; i < 8; ++i) std::memcpy(&r[i], in + i * ld_in, sizeof(float8));
+    for (int i = 0; i < 8; i += 2) {  // interleave row pairs within 4-element halves
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+    }
+    for (int i = 0; i < 8; i += 4)  // then pairs of pairs: u[i + q] holds column q (low half) and q + 4 (high half)
+        for (int j = 0; j < 2; ++j) {
+            u[i + 2 * j] = __builtin_shufflevector(t[i + j], t[i + j + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+            u[i + 2 * j + 1] = __builtin_shufflevector(t[i + j], t[i + j + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+        }
+    for (int q = 0; q < 4; ++q) {  // rows 0-3 from u[q], rows 4-7 from u[4 + q]
+        const float8 low = __builtin_shufflevector(u[q], u[4 + q], 0, 1, 2, 3, 8, 9, 10, 11);
+        const float8 high = __builtin_shufflevector(u[q], u[4 + q], 4, 5, 6, 7, 12, 13, 14, 15);
+        std::memcpy(out + q * ld_out, &low, sizeof(float8));
+        std::memcpy(out + (q + 4) * ld_out, &high, sizeof(float8));
+    }
+}
+
+// One 4×4 double block.
+inline void transpose_block(double* out, std::size_t ld_out, const double* in, std::size_t ld_in) {
+    double4 r[4], t[4];
+    for (int i = 0; i < 4; ++i) std::memcpy(&r[i], in + i * ld_in, sizeof(double4));
+    for (int i = 0; i < 4; i += 2) {
+        t[i] = __builtin_shufflevector(r[i], r[i + 1], 0, 4, 2, 6);
+        t[i + 1] = __builtin_shufflevector(r[i], r[i + 1], 1, 5, 3, 7);
+    }
+    for (int q = 0; q < 2; ++q) {  // t[q] holds columns q and q + 2 of rows 0-1, t[2 + q] of rows 2-3
+        const double4 low = __builtin_shufflevector(t[q], t[2 + q], 0, 1, 4, 5);
+        const double4 high = __builtin_shufflevector(t[q], t[2 + q], 2, 3, 6, 7);
+        std::memcpy(out + q * ld_out, &low, sizeof(double4));
+        std::memcpy(out + (q + 2) * ld_out, &high, sizeof(double4));
+    }
+}
+#endif
+
+template <class T>
+inline void transpose_copy(T* out, std::size_t ld_out, const T* in, std::size_t ld_in, std::size_t cols, std::size_t k) {
+#if defined(ICLAB_HAS_SHUFFLEVECTOR)
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        constexpr std::size_t W = 32 / sizeof(T);  // block side
+        const std::size_t c_blocks = cols / W * W, p_blocks = k / W * W;
+        for (std::size_t c = 0; c < c_blocks; c += W)
+            for (std::size_t p = 0; p < p_blocks; p += W) transpose_block(out + p * ld_out + c, ld_out, in + c * ld_in + p, ld_in);
+        transpose_scalar(out, ld_out, in, ld_in, cols, k, c_blocks, p_blocks);
+        return;
+    }
+#endif
+    transpose_scalar(out, ld_out, in, ld_in, cols, k);
+}
+
 }  // namespace detail
 
 // out (m, n, rows ldc apart) = alpha op(a) op(b) + beta out; a rows lda apart, b rows ldb apart. k >= 1.
@@ -120,12 +200,10 @@ void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, co
         const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
         if (!transpose_b && cols == Nr) continue;
         T* panel = b_pack.data() + jp * k * Nr;
+        if (transpose_b) detail::transpose_copy(panel, Nr, b + j0 * ldb, ldb, cols, k);
         for (std::size_t p = 0; p < k; ++p) {
             T* dst = panel + p * Nr;
-            if (transpose_b)
-                for (std::size_t c = 0; c < cols; ++c) dst[c] = b[(j0 + c) * ldb + p];
-            else
-                std::copy(b + p * ldb + j0, b + p * ldb + j0 + cols, dst);
+            if (!transpose_b) std::copy(b + p * ldb + j0, b + p * ldb + j0 + cols, dst);
             for (std::size_t c = cols; c < Nr; ++c) dst[c] = T(0);
         }
     }
