@@ -1,6 +1,7 @@
 // Per-core GEMM rate of the two kernels iclab can use (issue 23, docs/performance.md): OpenBLAS (whatever core it
 // picked: OPENBLAS_CORETYPE or its own detection) and iclab's register-blocked kernel (framework/nn/small_gemm.hpp,
-// compiled with this build's flags), one thread, on the products of the configs' training steps and a square one.
+// compiled with this build's flags), one thread, on the products of the configs' training steps (the linear layers'
+// and the attention's per-(batch, head) ones) and a square one.
 // A measurement, not a test: cmake --build build --target iclab_gemm_kernels && build/iclab_gemm_kernels [REPEATS]
 // Alternating repetitions (OpenBLAS, blocked, OpenBLAS, ...); prints min / median GFLOP/s per kernel as a markdown
 // table, and the largest |difference| between the two results relative to max |C| (they round differently).
@@ -65,6 +66,11 @@ int main(int argc, char** argv) {
         {"cpu2: MLP down forward", 1920, 64, 256, false, false},
         {"cpu2: MLP up d_W", 64, 256, 1920, true, false},
         {"square", 1024, 1024, 1024, false, false},
+        // the per-(batch, head) attention products (full products here; the models skip the causal triangle's zeros)
+        {"quick/paper: scores q kᵀ per head", 64, 64, 32, false, true},
+        {"quick/paper: S v per head", 64, 32, 64, false, false},
+        {"quick/paper: d k = dSᵀ q per head", 64, 32, 64, true, false},
+        {"cpu2: scores q kᵀ per head", 30, 20, 32, false, true},
     };
     iclab::Rng rng(1);
     std::printf("CPU: %s; OpenBLAS core: %s; 1 thread; %d alternating repetitions\n\n", cpu_model().c_str(),
