@@ -393,13 +393,14 @@ TEST_CASE("transformer gradients match finite differences with tied embeddings (
         }
 }
 
-// iclab's own kernel for every product (model.large_gemm and model.small_gemm: blocked): the linear layers, read-in,
-// read-out and tied output through gemm.hpp's cells, the attention's per-head products through one serial call each.
-TEST_CASE("transformer gradients match finite differences with the blocked kernel for every product", "[gradients][model][large_gemm]") {
+// The other kernel for every product (model.large_gemm and model.small_gemm: openblas; the tests above run the
+// default, iclab's blocked kernel): the linear layers, read-in, read-out and tied output through OpenBLAS's sgemm /
+// dgemm, the attention's per-head products through one OpenBLAS call each.
+TEST_CASE("transformer gradients match finite differences with OpenBLAS for every product", "[gradients][model][large_gemm]") {
     for (int variant = 0; variant < 3; ++variant) {
         auto spec = small_spec(nn::FeatureMap::elu1, true, variant == 0, true);
-        spec.large_gemm = nn::SmallGemm::blocked;
-        spec.small_gemm = nn::SmallGemm::blocked;
+        spec.large_gemm = nn::SmallGemm::openblas;
+        spec.small_gemm = nn::SmallGemm::openblas;
         if (variant == 1) {  // paper 003's model: vectors, linear read-in/out, softmax, learned positions, isolated queries
             spec.attention = model::ModelSpec::Attention::softmax;
             spec.positions = model::ModelSpec::Positions::learned;

@@ -1,6 +1,6 @@
 // Softmax attention reading q, k, v and d_out in place and writing out and d_qkv in place (issue 23), against the path it
 // replaced, written out here: per-head rows gathered into buffers (gather_head), RoPE or a copy into (T, D) buffers, the
-// per-head products through OpenBLAS on contiguous buffers, the output copied out, and d_q, d_k, d_v added with
+// per-head products on contiguous buffers (OpenBLAS or the blocked kernel, as the options say), the output copied out, and d_q, d_k, d_v added with
 // scatter_head into a zeroed d_qkv. Equal byte for byte in float and double, every mask, RoPE on and off, with rows of
 // exact zeros in q, k and d_out (the zero patterns of the last layer's non-loss positions). The gradients themselves are
 // checked against finite differences in test_softmax_attention.cpp.
@@ -36,6 +36,7 @@ void reference(std::vector<T>& out, std::vector<T>& d_qkv, const std::vector<T>&
                const nn::AttentionShape& shape, const nn::SoftmaxAttentionOptions<T>& options) {
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, C = shape.width();
     const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(D)));
+    const nn::SmallGemm kernel = options.small_gemm;
     out.assign(B * TT * C, T(0));
     d_qkv.assign(B * TT * 3 * C, T(0));
     std::vector<T> q(TT * D), k(TT * D), v(TT * D), rq(TT * D), rk(TT * D), head_out(TT * D), d_o(TT * D), probs(TT * TT),
@@ -47,7 +48,7 @@ void reference(std::vector<T>& out, std::vector<T>& d_qkv, const std::vector<T>&
             rotate_or_copy(rq.data(), q.data(), TT, D, options.rope, false);
             rotate_or_copy(rk.data(), k.data(), TT, D, options.rope, false);
             nn::gemm<T>(matrix(probs.data(), TT, TT), matrix<const T>(rq.data(), TT, D), matrix<const T>(rk.data(), TT, D),
-                        false, true, scale);
+                        false, true, scale, T(0), kernel);
             for (std::size_t i = 0; i < TT; ++i) {
                 T* row = probs.data() + i * TT;
                 T highest = -std::numeric_limits<T>::infinity();
@@ -62,16 +63,16 @@ void reference(std::vector<T>& out, std::vector<T>& d_qkv, const std::vector<T>&
                 for (std::size_t j = 0; j < TT; ++j) row[j] *= inverse;
             }
             nn::gemm<T>(matrix(head_out.data(), TT, D), matrix<const T>(probs.data(), TT, TT), matrix<const T>(v.data(), TT, D),
-                        false, false);
+                        false, false, T(1), T(0), kernel);
             for (std::size_t t = 0; t < TT; ++t) {
                 std::copy(head_out.begin() + t * D, head_out.begin() + (t + 1) * D, out.begin() + (b * TT + t) * C + h * D);
                 std::copy(d_out.begin() + (b * TT + t) * C + h * D, d_out.begin() + (b * TT + t) * C + (h + 1) * D,
                           d_o.begin() + t * D);
             }
             nn::gemm<T>(matrix(d_probs.data(), TT, TT), matrix<const T>(d_o.data(), TT, D), matrix<const T>(v.data(), TT, D),
-                        false, true);
+                        false, true, T(1), T(0), kernel);
             nn::gemm<T>(matrix(d_v.data(), TT, D), matrix<const T>(probs.data(), TT, TT), matrix<const T>(d_o.data(), TT, D),
-                        true, false);
+                        true, false, T(1), T(0), kernel);
             for (std::size_t i = 0; i < TT; ++i) {
                 const T* p = probs.data() + i * TT;
                 T* dp = d_probs.data() + i * TT;
@@ -79,9 +80,9 @@ void reference(std::vector<T>& out, std::vector<T>& d_qkv, const std::vector<T>&
                 for (std::size_t j = 0; j < TT; ++j) dp[j] = p[j] * (dp[j] - inner);
             }
             nn::gemm<T>(matrix(d_rq.data(), TT, D), matrix<const T>(d_probs.data(), TT, TT), matrix<const T>(rk.data(), TT, D),
-                        false, false, scale);
+                        false, false, scale, T(0), kernel);
             nn::gemm<T>(matrix(d_rk.data(), TT, D), matrix<const T>(d_probs.data(), TT, TT), matrix<const T>(rq.data(), TT, D),
-                        true, false, scale);
+                        true, false, scale, T(0), kernel);
             rotate_or_copy(d_q.data(), d_rq.data(), TT, D, options.rope, true);
             rotate_or_copy(d_k.data(), d_rk.data(), TT, D, options.rope, true);
             nn::kernels::scatter_head(d_qkv.data(), d_q.data(), d_k.data(), d_v.data(), b, h, shape);
@@ -89,7 +90,7 @@ void reference(std::vector<T>& out, std::vector<T>& d_qkv, const std::vector<T>&
 }
 
 template <class T>
-void check_in_place(const MaskVariant& mask, bool with_rope, std::size_t time, std::size_t head_dim) {
+void check_in_place(const MaskVariant& mask, bool with_rope, std::size_t time, std::size_t head_dim, nn::SmallGemm kernel) {
     const nn::AttentionShape shape{3, time, 2, head_dim};
     const std::size_t TT = shape.time, C = shape.width();
     Rng rng(91);
@@ -102,6 +103,7 @@ void check_in_place(const MaskVariant& mask, bool with_rope, std::size_t time, s
     const nn::RopeTable rope(TT, head_dim, 10000.0);
     nn::SoftmaxAttentionOptions<T> options;
     options.rope = with_rope ? &rope : nullptr;
+    options.small_gemm = kernel;
     options.mask.kind = mask.kind;
     options.mask.isolate_queries = mask.isolate;
     options.mask.query_self = mask.self;
@@ -125,10 +127,13 @@ TEST_CASE("softmax attention in place gives the bytes of the gather and scatter 
     for (const auto& mask : all_masks())
         for (bool rope : {false, true}) {
             DYNAMIC_SECTION(nn::mask_kind_name(mask.kind) << (mask.isolate ? " isolated" : "") << (rope ? " rope" : "")) {
-                check_in_place<float>(mask, rope, 30, 32);  // the cpu2 config's per-head shape
-                check_in_place<float>(mask, rope, 9, 4);
-                check_in_place<double>(mask, rope, 30, 32);
-                check_in_place<double>(mask, rope, 9, 4);
+                for (const nn::SmallGemm kernel : {nn::SmallGemm::blocked, nn::SmallGemm::openblas}) {
+                    INFO("kernel " << (kernel == nn::SmallGemm::blocked ? "blocked" : "openblas"));
+                    check_in_place<float>(mask, rope, 30, 32, kernel);  // the cpu2 config's per-head shape
+                    check_in_place<float>(mask, rope, 9, 4, kernel);
+                    check_in_place<double>(mask, rope, 30, 32, kernel);
+                    check_in_place<double>(mask, rope, 9, 4, kernel);
+                }
             }
         }
 }

@@ -83,9 +83,9 @@ struct ModelSpec {
     AttentionForm attention_form = AttentionForm::automatic;
     std::size_t recurrent_min_time = 128;
     // Kernel of the attention's per-(batch, head) products (model.small_gemm, nn/small_gemm.hpp).
-    nn::SmallGemm small_gemm = nn::SmallGemm::openblas;
+    nn::SmallGemm small_gemm = nn::SmallGemm::blocked;
     // Kernel of the products over the whole batch: the linear layers, read-in, read-out (model.large_gemm, nn/gemm.hpp).
-    nn::SmallGemm large_gemm = nn::SmallGemm::openblas;
+    nn::SmallGemm large_gemm = nn::SmallGemm::blocked;
 
     double init_std = 0.02;
     double layernorm_eps = 1e-5;

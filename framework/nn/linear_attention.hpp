@@ -45,9 +45,9 @@ struct LinearAttentionOptions {
     // Skip the quadratic form's products with b_KV where a head's b_KV is all zeros (bit-identical: kernels::
     // bias_kv_is_zero). false runs them anyway (tests compare the two).
     bool skip_zero_bias_kv = true;
-    // The per-(batch, head) products' kernel (model.small_gemm): OpenBLAS (default, the published numbers) or the
-    // register-blocked small_gemm.hpp (opt-in; rounds differently).
-    SmallGemm small_gemm = SmallGemm::openblas;
+    // The per-(batch, head) products' kernel (model.small_gemm): the register-blocked small_gemm.hpp (default; the
+    // same bits on every CPU) or OpenBLAS (the numbers published before 2026-11-27; rounds differently).
+    SmallGemm small_gemm = SmallGemm::blocked;
     // With the blocked kernel and the plain causal mask: S and dS only on and below the diagonal, and the products that
     // read them without their zero terms (bit-identical to the full blocked products: small_gemm.hpp, Triangle). false
     // runs the full products (tests compare the two). The OpenBLAS kernel and the other masks always run them.

@@ -46,9 +46,9 @@ struct SoftmaxAttentionOptions {
     // Per head (H entries, the same prompt for every sequence of the batch) or per sequence and head (B·H, index
     // b·H + h); null: no prompt.
     const std::vector<SoftmaxPromptHead<T>>* prompt = nullptr;
-    // The per-(batch, head) products' kernel (model.small_gemm): OpenBLAS (default, the published numbers) or the
-    // register-blocked small_gemm.hpp (opt-in; rounds differently).
-    SmallGemm small_gemm = SmallGemm::openblas;
+    // The per-(batch, head) products' kernel (model.small_gemm): the register-blocked small_gemm.hpp (default; the
+    // same bits on every CPU) or OpenBLAS (the numbers published before 2026-11-27; rounds differently).
+    SmallGemm small_gemm = SmallGemm::blocked;
     // With the blocked kernel: keys that no row sees (j ≥ J; J = P for isolated queries that do not see themselves, as
     // in the paper 003 configs) are left out of the products, with the bits of the full blocked products
     // (softmax_attention.cpp, product_keys). false runs the full products (tests compare the two). OpenBLAS always does.

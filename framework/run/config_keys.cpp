@@ -85,14 +85,15 @@ void add_model_keys(config::Schema& schema) {
         .add_string("model.attention_form", "auto", {"auto", "quadratic", "recurrent"},
                     "causal attention as the masked quadratic form (Eq. 13) or the recurrent-state form (Eq. 19); "
                     "auto: recurrent when T >= 128 (measured crossover)")
-        .add_string("model.small_gemm", "openblas", {"openblas", "blocked"},
+        .add_string("model.small_gemm", "blocked", {"blocked", "openblas"},
                     "kernel of the attention's per-(batch, head) products (softmax, and linear in the quadratic form): "
-                    "openblas (default: the published numbers) or blocked (register-blocked small GEMM, faster at T ~ 30-64 "
-                    "but rounds differently)")
-        .add_string("model.large_gemm", "openblas", {"openblas", "blocked"},
-                    "kernel of the products over the whole batch (linear layers, read-in, read-out): openblas (default: "
-                    "the published numbers) or blocked (iclab's register-blocked kernel, small_gemm.hpp, compiled for this "
-                    "CPU: faster where OpenBLAS runs an older core's kernel; rounds differently)")
+                    "blocked (default: iclab's register-blocked kernel, small_gemm.hpp; each element one in-order "
+                    "multiply-add chain, so the same bits whatever the CPU, the thread count or OpenBLAS's core) or "
+                    "openblas (the kernel of the numbers published before 2026-11-27; its bits depend on OpenBLAS's core)")
+        .add_string("model.large_gemm", "blocked", {"blocked", "openblas"},
+                    "kernel of the products over the whole batch (linear layers, read-in, read-out): blocked (default: the "
+                    "same kernel, split into cells the threads share; same bits whatever the CPU, the thread count or "
+                    "OpenBLAS's core) or openblas (the kernel of the numbers published before 2026-11-27)")
         .add_rule([](const config::Config& cfg) {
             if (cfg.get_int("model.width") % cfg.get_int("model.heads") != 0)
                 cfg.fail({"model.width", "model.heads"},
