@@ -165,6 +165,7 @@ TEST_CASE("a finished run made before the schema gained a key is the same job, a
     const auto refused = run_iclab("run -m " + kTiny + " seed=0,1 --jobs 2 --dry-run" + out, scratch.path);
     CHECK(refused.status == 2);
     CHECK_THAT(refused.err, Catch::Contains("holds a run of another config"));
+    CHECK_THAT(refused.err, Catch::Contains("in the folder") && Catch::Contains("in the job"));  // names the first line
 }
 
 // The checkpoint of a run stopped before the schema gained model.attention_form: its config (attribute, fingerprint and

@@ -49,6 +49,8 @@ struct FeatureMapParams {
     const T* random = nullptr;  // (D, R) performer only: column r is W_r
     std::size_t random_features = 0;  // R
     double input_scale = 1.0;         // s
+    // Kernel of the projection x W (model.small_gemm in the model: the per-(batch, head) products' kernel).
+    SmallGemm kernel = SmallGemm::blocked;
 };
 
 // phi (rows, F) = φ(x (rows, D)); F = D for elementwise maps, R for performer.
@@ -70,7 +72,8 @@ inline void feature_map_forward(T* phi, const T* x, std::size_t rows, std::size_
     const std::size_t R = p.random_features;
     ICLAB_CHECK(p.random != nullptr && R > 0, "performer features need their random matrix");
     const T s = static_cast<T>(p.input_scale);
-    gemm<T>(matrix(phi, rows, R), matrix<const T>(x, rows, D), matrix<const T>(p.random, D, R), false, false, s);
+    gemm<T>(matrix(phi, rows, R), matrix<const T>(x, rows, D), matrix<const T>(p.random, D, R), false, false, s, T(0),
+            p.kernel);
     const T inv_sqrt_r = T(1) / std::sqrt(static_cast<T>(R));
     for (std::size_t t = 0; t < rows; ++t) {
         T half_norm = T(0);
@@ -111,7 +114,7 @@ inline void feature_map_backward(T* d_x, const T* d_phi, const T* x, const T* ph
         for (std::size_t d = 0; d < D; ++d) d_x[t * D + d] -= s * s * row_sum * x[t * D + d];
     }
     gemm<T>(matrix(d_x, rows, D), matrix<const T>(scratch.data(), rows, R), matrix<const T>(p.random, D, R), false, true, s,
-            T(1));
+            T(1), p.kernel);
 }
 
 // One row (n elements) of an elementwise map's backward, written: d_x = 0 + (0 + (∂φ/∂x)ᵀ d_phi), the derivatives of

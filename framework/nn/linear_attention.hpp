@@ -62,6 +62,7 @@ FeatureMapParams<T> feature_map_params(const AttentionShape& shape, const Linear
     p.random = random_features;
     p.random_features = options.feature_map == FeatureMap::performer ? shape.features() : 0;
     p.input_scale = options.performer_input_scale;
+    p.kernel = options.small_gemm;
     return p;
 }
 

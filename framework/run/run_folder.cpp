@@ -56,11 +56,9 @@ std::string overrides_name(const config::Config& cfg, const std::vector<std::str
 
 std::string config_fingerprint(const std::string& config_text) { return fnv1a64_hex(config_text); }
 
-namespace {
-
-// "line N: 'a' (config.yaml) vs 'b' (checkpoint)" for the first line where two texts differ.
-std::string first_difference(const std::string& now, const std::string& then) {
-    std::istringstream a(now), b(then);
+std::string first_difference(const std::string& a_text, const std::string& b_text, const std::string& a_name,
+                             const std::string& b_name) {
+    std::istringstream a(a_text), b(b_text);
     std::string line_a, line_b;
     for (int line = 1;; ++line) {
         const bool more_a = static_cast<bool>(std::getline(a, line_a)), more_b = static_cast<bool>(std::getline(b, line_b));
@@ -68,9 +66,11 @@ std::string first_difference(const std::string& now, const std::string& then) {
         if (!more_a) line_a = "<end>";
         if (!more_b) line_b = "<end>";
         if (line_a != line_b)
-            return "line " + std::to_string(line) + ": '" + line_a + "' now, '" + line_b + "' in the checkpoint";
+            return "line " + std::to_string(line) + ": '" + line_a + "' " + a_name + ", '" + line_b + "' " + b_name;
     }
 }
+
+namespace {
 
 // The checkpoint must have been written with exactly this resolved config, or with the folder's config.yaml as it
 // is (byte for byte) when today's schema has keys that run's did not: `cfg`, that file resolved again, then differs
@@ -92,7 +92,7 @@ void check_checkpoint_config(const io::ResultsReader& checkpoint, const config::
     ICLAB_INPUT_CHECK(config_fingerprint(now) == stored_fingerprint,
                       "cannot resume: the config (" << cfg.source_path() << ", fingerprint " << config_fingerprint(now)
                           << ") is not the one " << checkpoint.path().string() << " was written with (fingerprint "
-                          << stored_fingerprint << "); " << first_difference(now, stored)
+                          << stored_fingerprint << "); " << first_difference(now, stored, "now", "in the checkpoint")
                           << ". A resumed run continues with the config it started with: restore config.yaml "
                              "(the checkpoint's root attribute 'config' holds it)");
 }

@@ -49,6 +49,10 @@ struct RunIdentity {
 // with another config is refused.
 std::string config_fingerprint(const std::string& config_text);
 
+// "line N: 'x' <a_name>, 'y' <b_name>" for the first line where two config texts differ ("no line differs").
+std::string first_difference(const std::string& a_text, const std::string& b_text, const std::string& a_name,
+                             const std::string& b_name);
+
 // For `iclab run --resume RUN_DIR`: checks that RUN_DIR holds an unfinished run with a checkpoint
 // (InputError, saying so, when it has no checkpoint.h5 or is already complete) and that its
 // config.yaml is unchanged since the checkpoint (same fingerprint); returns that config, validated with

@@ -220,7 +220,10 @@ JobState job_state(const Sweep& sweep, const SweepJob& job) {
         const std::string text = read_text(dir / kConfigFile);
         ICLAB_INPUT_CHECK(text == job.config_text || (!job.earlier_config_text.empty() && text == job.earlier_config_text),
                           dir.string() << " holds a run of another config than this sweep's job " << job.name
-                                       << " (another sweep of the same name, or an edited config.yaml): move it away");
+                                       << " (another sweep of the same name, an edited config.yaml, or a default that "
+                                          "changed since the run, e.g. model.small_gemm / large_gemm on 2026-11-27; "
+                                       << first_difference(text, job.config_text, "in the folder", "in the job")
+                                       << "): move it away, or give the job that value");
     }
     if (finished) return JobState::finished;
     if (interrupted) return JobState::interrupted;
