@@ -337,13 +337,15 @@ void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, 
 }  // namespace detail
 
 // out = alpha * op(a) · op(b) + beta * out. transpose_a / transpose_b apply op = transpose.
-// kernel: SmallGemm::openblas (default; the row/inner blocking above) or SmallGemm::blocked (small_gemm.hpp; rounds
-// differently): inside a parallel region one serial call (the per-(batch, head) attention products, model.small_gemm),
-// from serial code the cells of blocked_compute shared by the threads (the linear layers, model.large_gemm).
+// kernel: SmallGemm::blocked (default since 2026-11-27; small_gemm.hpp: each element one multiply-add chain over p in
+// order, so the same bits whatever the CPU, the thread count or OpenBLAS's core) or SmallGemm::openblas (the row/inner
+// blocking above; its bits depend on the kernel OpenBLAS picks): with blocked, inside a parallel region one serial call
+// (the per-(batch, head) attention products, model.small_gemm), from serial code the cells of blocked_compute shared by
+// the threads (the linear layers, model.large_gemm).
 // triangle (blocked kernel only): the causal structure the product may skip (small_gemm.hpp, Triangle).
 template <class T>
 void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b,
-          T alpha = T(1), T beta = T(0), SmallGemm kernel = SmallGemm::openblas, Triangle triangle = Triangle::none) {
+          T alpha = T(1), T beta = T(0), SmallGemm kernel = SmallGemm::blocked, Triangle triangle = Triangle::none) {
     detail::gemm_checked(out, a, b, transpose_a, transpose_b, alpha, beta, kernel, static_cast<const GemmExtras<T>*>(nullptr),
                          triangle);
 }
@@ -351,13 +353,13 @@ void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool tra
 // The same with an epilogue and/or side work in the product's parallel region (GemmExtras above).
 template <class T>
 void gemm(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b, T alpha, T beta,
-          const GemmExtras<T>& extras, SmallGemm kernel = SmallGemm::openblas) {
+          const GemmExtras<T>& extras, SmallGemm kernel = SmallGemm::blocked) {
     detail::gemm_checked(out, a, b, transpose_a, transpose_b, alpha, beta, kernel, &extras);
 }
 
 template <class T>
 void gemm(MatrixRef<T> out, MatrixRef<T> a, MatrixRef<T> b, bool transpose_a, bool transpose_b, T alpha = T(1),
-          T beta = T(0), SmallGemm kernel = SmallGemm::openblas) {
+          T beta = T(0), SmallGemm kernel = SmallGemm::blocked) {
     gemm<T>(out, MatrixRef<const T>{a.data, a.rows, a.cols, a.stride}, MatrixRef<const T>{b.data, b.rows, b.cols, b.stride},
             transpose_a, transpose_b, alpha, beta, kernel);
 }

@@ -33,7 +33,7 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
 // residual add as separate passes after the product). kernel: the products' GEMM kernel (model.large_gemm, gemm.hpp).
 template <class T>
 void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
-                    std::size_t out_dim, const T* residual = nullptr, SmallGemm kernel = SmallGemm::openblas);
+                    std::size_t out_dim, const T* residual = nullptr, SmallGemm kernel = SmallGemm::blocked);
 // d_in (N, I) +=, d_weight (I, O) +=, d_bias (O) += (d_in / d_bias may be nullptr). accumulate_d_in = false: d_in is
 // written, not accumulated (the same bits as accumulating into a zeroed buffer: the product with β = 0 adds to +0).
 // gelu_pre (N, I), with a written d_in: the layer's input was gelu(gelu_pre) (the MLP's second layer), and d_in is
@@ -42,7 +42,7 @@ void linear_forward(T* out, const T* in, const T* weight, const T* bias, std::si
 template <class T>
 void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight, std::size_t rows,
                      std::size_t in_dim, std::size_t out_dim, bool accumulate_d_in = true,
-                     SmallGemm kernel = SmallGemm::openblas, const T* gelu_pre = nullptr);
+                     SmallGemm kernel = SmallGemm::blocked, const T* gelu_pre = nullptr);
 
 // ---- GELU, tanh approximation (Hendrycks & Gimpel; GPT-2): 0.5 x (1 + tanh u), u = sqrt(2/π)(x + 0.044715 x³),
 // computed as x σ(2u) (the same function); float uses a vectorizable exp (vector_math.hpp, tests/test_gelu.cpp)
@@ -56,7 +56,7 @@ void gelu_backward(T* d_in, const T* d_out, const T* in, std::size_t count);
 // for d b (each column summed over the rows in row order).
 template <class T>
 void linear_gelu_forward(T* out, T* pre, const T* in, const T* weight, const T* bias, std::size_t rows, std::size_t in_dim,
-                         std::size_t out_dim, SmallGemm kernel = SmallGemm::openblas);
+                         std::size_t out_dim, SmallGemm kernel = SmallGemm::blocked);
 
 // ---- Token embedding ----------------------------------------------------------------------------
 // out (N, C) <- tokens (N), table (V, C)

@@ -1,8 +1,9 @@
 #pragma once
-// A register-blocked GEMM for the small per-(batch, head) attention products (T×T×F, T×F×D with T ~ 64,
-// F = D ~ 32), where OpenBLAS spends much of a call packing (issue 23). Opt-in: `model.small_gemm: blocked`
-// (docs/configs.md). Its sums are added in a different order from OpenBLAS's, so results differ from the
-// default `openblas` path in the last bits; the default stays OpenBLAS so existing results stay bit-identical.
+// A register-blocked GEMM, first for the small per-(batch, head) attention products (T×T×F, T×F×D with T ~ 64,
+// F = D ~ 32), where OpenBLAS spends much of a call packing (issue 23), then for every product (gemm.hpp's cells).
+// The default kernel of nn::gemm since 2026-11-27 (`model.small_gemm` / `model.large_gemm: openblas` choose
+// OpenBLAS, docs/configs.md): its sums are added in a different order from OpenBLAS's, so results differ from
+// OpenBLAS's in the last bits, and unlike OpenBLAS's they do not depend on the CPU or on OpenBLAS's kernel.
 //
 //   C (m, n) = alpha · op(A) (m, k) · op(B) (k, n) + beta · C      (row-major, any leading dimensions)
 //
@@ -10,7 +11,8 @@
 // zero-padded panels, see small_gemm_blocked). Each kMr × kNr
 // tile of C is accumulated in a fixed-size local array the compiler keeps in vector registers (plain loops,
 // vectorized by -O3 -march; no intrinsics, so it runs on any x86-64 or other CPU), over p = 0, 1, ..., k-1 in
-// order, then written as alpha·acc (+ beta·C when beta != 0; beta = 0 never reads C, as BLAS). A long sum (k > kSmallKc)
+// order, then written as alpha·acc (+ beta·C when beta != 0; beta = 0 never reads C, as BLAS, and writes alpha·acc + 0:
+// the bits of a product accumulated into a zeroed C, so a zero sum scaled by a negative alpha is +0 as in OpenBLAS). A long sum (k > kSmallKc)
 // runs a chunk of terms at a time over all tiles, each tile's sums kept between chunks and its chain continued: the
 // same multiply-adds in the same order.
 // Every element of C is therefore Σ_p a_ip b_pj summed in the order p = 0..k-1, each step one fused multiply-add where
@@ -254,7 +256,7 @@ void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, co
                     const std::size_t kept =
                         triangle != Triangle::lower_out ? cols : visible > j0 ? std::min(cols, visible - j0) : 0;
                     if (beta == T(0))
-                        for (std::size_t c = 0; c < kept; ++c) y[c] = alpha * acc[r][c];
+                        for (std::size_t c = 0; c < kept; ++c) y[c] = alpha * acc[r][c] + T(0);  // −0 → +0 (header)
                     else
                         for (std::size_t c = 0; c < kept; ++c) y[c] = detail::multiply_add(beta, y[c], alpha * acc[r][c]);
                     for (std::size_t c = kept; c < cols; ++c) y[c] = T(0);

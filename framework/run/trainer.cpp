@@ -306,12 +306,14 @@ void Trainer<T>::load_checkpoint() {
         run_.log() << warning << "\n";
         if (!options_.quiet) std::fprintf(stderr, "iclab: %s\n", warning.c_str());
     }
-    // OpenBLAS picks its kernel per CPU (Haswell, SkylakeX, Cooperlake...): GEMM results differ in the last bits
-    // between kernels, so a run resumed on another CPU is not bit-identical to an uninterrupted one (issue 15).
+    // OpenBLAS picks its kernel per CPU (Haswell, SkylakeX, Cooperlake...): its results differ in the last bits between
+    // kernels, so a run that computes with OpenBLAS (model.small_gemm / large_gemm: openblas) and is resumed on another
+    // CPU is not bit-identical to an uninterrupted one (issue 15). iclab's own kernel, the default, does not depend on it.
     if (reader.has_attr("/", "blas_core") && reader.read_attr_string("/", "blas_core") != io::openblas_core()) {
         const std::string warning = "warning: the checkpoint was written with the OpenBLAS kernel " + reader.read_attr_string("/", "blas_core") +
                                     ", this machine uses " + io::openblas_core() +
-                                    ": the resumed run will differ from an uninterrupted one in the last bits";
+                                    ": products computed with OpenBLAS (model.small_gemm / large_gemm: openblas) differ in "
+                                    "the last bits, and so will the resumed run from an uninterrupted one";
         run_.log() << warning << "\n";
         if (!options_.quiet) std::fprintf(stderr, "iclab: %s\n", warning.c_str());
     }

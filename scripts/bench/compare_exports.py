@@ -6,6 +6,8 @@
     scripts/bench/compare_exports.py A.h5 B.h5
     scripts/bench/compare_exports.py --results ...   run folders (results.h5, checkpoint.h5, ...): also ignore what
                                                      measures the moment rather than the numbers (see TIMING_*)
+    scripts/bench/compare_exports.py --any-blas ...  also ignore which OpenBLAS kernel ran (blas_core, blas_config):
+                                                     the same build run under two OPENBLAS_CORETYPE values
 
 Per file pair: the same dataset names, every dataset equal as bytes (dtype, shape and data), and the root attributes
 equal apart from the ones that name the build or the moment (created_utc, git_commit, git_dirty). Prints one line per
@@ -52,7 +54,10 @@ def datasets(f):
     return found
 
 
-def compare(path_a, path_b, results=False):
+BLAS_ATTRS = {"blas_core", "blas_config"}
+
+
+def compare(path_a, path_b, results=False, any_blas=False):
     """(number of datasets compared, list of differences: empty when equal)."""
     if not os.path.exists(path_b):
         return 0, [f"missing {path_b}"]
@@ -77,7 +82,7 @@ def compare(path_a, path_b, results=False):
                 same = same and (x.tobytes() == y.tobytes() if hasattr(x, "tobytes") else x == y)
             if not same:
                 problems.append(f"dataset {name} differs")
-        ignored = IGNORED_ATTRS | (TIMING_ATTRS if results else set())
+        ignored = IGNORED_ATTRS | (TIMING_ATTRS if results else set()) | (BLAS_ATTRS if any_blas else set())
         keep = (lambda k: k not in ignored and not is_timing(k)) if results else (lambda k: k not in ignored)
         attrs_a = {k: a.attrs[k] for k in a.attrs if keep(k)}
         attrs_b = {k: b.attrs[k] for k in b.attrs if keep(k)}
@@ -89,8 +94,8 @@ def compare(path_a, path_b, results=False):
 
 def main():
     args = sys.argv[1:]
-    results = "--results" in args
-    args = [a for a in args if a != "--results"]
+    results, any_blas = "--results" in args, "--any-blas" in args
+    args = [a for a in args if a not in ("--results", "--any-blas")]
     if len(args) != 2:
         sys.exit(__doc__)
     first, second = args
@@ -107,7 +112,7 @@ def main():
         sys.exit(f"no .h5 files in {first}")
     failed = 0
     for path_a, path_b in pairs:
-        count, problems = compare(path_a, path_b, results)
+        count, problems = compare(path_a, path_b, results, any_blas)
         name = os.path.relpath(path_a, first) if os.path.isdir(first) else os.path.basename(path_a)
         if not problems:
             print(f"equal   {name} ({count} datasets)")
