@@ -1,7 +1,7 @@
 // The register-blocked small GEMM (framework/nn/small_gemm.hpp, model.small_gemm: blocked), through the checked
 // wrapper nn::gemm: against a naive product in higher precision for every transpose combination, odd sizes,
 // strided views and beta 0 / 1 (an error bound, not a tolerance picked to pass); and the model with it on:
-// finite-difference gradients (fp64), agreement with the default OpenBLAS path, bit-identical across thread counts.
+// finite-difference gradients (fp64), agreement with the OpenBLAS path, bit-identical across thread counts.
 #include <catch2/catch.hpp>
 
 #include <omp.h>

@@ -1,7 +1,7 @@
 // Softmax attention with the register-blocked kernel for its per-(batch, head) products (model.small_gemm: blocked,
 // framework/nn/small_gemm.hpp) in the cpu2 regression model's shapes (paper 003: vector inputs, prefix mask with isolated
 // queries, learned positions, T = 30, 2 heads of D = 32, MLP, pre-LN, shared block): one training step's outputs and
-// gradients against the default OpenBLAS path, and the same bits with 1 and 2 threads; and the layer without the keys no
+// gradients against the OpenBLAS path, and the same bits with 1 and 2 threads; and the layer without the keys no
 // row sees (SoftmaxAttentionOptions::skip_unseen_keys) against the full blocked products, byte for byte. The blocked
 // kernel's gradients against finite differences (fp64): test_softmax_attention.cpp, every mask, RoPE on and off.
 #include <catch2/catch.hpp>

@@ -4,7 +4,10 @@
 // The shapes are always checked: BLAS does not check the output's shape (a wrong one makes OpenBLAS
 // print "illegal value" and return silently).
 //
-// Threading: OpenBLAS runs single-threaded (framework/core/threads.hpp); large products are split here
+// Two kernels (SmallGemm): iclab's register-blocked one (small_gemm.hpp; the default since 2026-11-27: the same bits
+// on any CPU and under any OpenBLAS kernel, split into cells the threads share by blocked_compute below) and OpenBLAS
+// (`openblas`, what every product ran before; below).
+// Threading with OpenBLAS: OpenBLAS runs single-threaded (framework/core/threads.hpp); large products are split here
 // into blocks of kGemmRowBlock rows of C that OpenMP threads share. The blocks are fixed by the shape
 // alone, never by the thread count: OpenBLAS's result for a row depends on how many rows one call
 // gets (measured: splitting 512 rows in two halves changed float results), so a split that followed
