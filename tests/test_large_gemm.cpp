@@ -94,8 +94,9 @@ TEST_CASE("blocked products split into cells equal one serial blocked call byte 
     struct Shape {
         std::size_t m, n, k;
     };
-    // row cells of 128 (m >= 512) and of 32 with column cells of 64; a weight gradient (m small, k = B·T); edges
-    for (const Shape s : {Shape{600, 70, 33}, Shape{520, 130, 90}, Shape{40, 150, 3000}, Shape{129, 65, 17}, Shape{7, 200, 300},
+    // row cells of about 128, as many as a multiple of the threads (m >= 512: 1920 = 16 × 120, 600 = 5 × 104 + 80) and of
+    // 32 with column cells of 64; a weight gradient (m small, k = B·T); edges
+    for (const Shape s : {Shape{1920, 40, 20}, Shape{600, 70, 33}, Shape{520, 130, 90}, Shape{40, 150, 3000}, Shape{129, 65, 17}, Shape{7, 200, 300},
                           Shape{256, 384, 128}})
         for (bool ta : {false, true})
             for (bool tb : {false, true}) {

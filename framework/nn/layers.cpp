@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "framework/core/check.hpp"
@@ -137,15 +138,23 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
                 acc_gamma[c] = d_gamma[first + c];
                 acc_beta[c] = d_beta[first + c];
             }
-            for (std::size_t n = 0; n < rows; ++n) {
-                const T* x = in + n * channels + first;
-                const T* dy = d_out + n * channels + first;
-                const T row_mean = mean[n], row_rstd = rstd[n];
-                for (std::size_t c = 0; c < count; ++c) {
-                    acc_gamma[c] += (x[c] - row_mean) * row_rstd * dy[c];
-                    acc_beta[c] += dy[c];
+            // a full chunk with a constant bound (the accumulators stay in registers; with `count` the compiler kept
+            // them on the stack), the same operations in the same order
+            const auto rows_into = [&](auto width) {
+                for (std::size_t n = 0; n < rows; ++n) {
+                    const T* x = in + n * channels + first;
+                    const T* dy = d_out + n * channels + first;
+                    const T row_mean = mean[n], row_rstd = rstd[n];
+                    for (std::size_t c = 0; c < static_cast<std::size_t>(width); ++c) {
+                        acc_gamma[c] += (x[c] - row_mean) * row_rstd * dy[c];
+                        acc_beta[c] += dy[c];
+                    }
                 }
-            }
+            };
+            if (count == kColumnChunk)
+                rows_into(std::integral_constant<std::size_t, kColumnChunk>{});
+            else
+                rows_into(count);
             for (std::size_t c = 0; c < count; ++c) {
                 d_gamma[first + c] = acc_gamma[c];
                 d_beta[first + c] = acc_beta[c];

@@ -15,6 +15,9 @@
 #      the table gives each ratio's min and median over the repetitions, and names the CPU. PyTorch runs with
 #      torch.set_num_threads(THREADS) and, since its BLAS is OpenBLAS with its own thread pool, once with
 #      OPENBLAS_NUM_THREADS=1 and once with THREADS: the table reports its faster run.
+#   The sgemm column ("the BLAS limit") is `iclab bench`'s square product timed with both kernels nn::gemm can run,
+#   calls alternating, the faster one's median (since 2026-11-27 11:00 UTC; rows before: 06:29-08:10 UTC the default
+#   kernel's, the blocked one from 98af403 on; earlier OpenBLAS's). Both medians are in the history's last two columns.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 threads="${THREADS:-2}"
@@ -76,6 +79,7 @@ for i in range(0, len(args), 5):
     config, stem, threads, load_before, load_after = args[i:i + 5]
     train_ratio, fwd_ratio, ours, theirs, ours_f, theirs_f = [], [], [], [], [], []
     step_ms, step_share, gemm_share, gemm_rate, blas_rate = [], [], [], [], []
+    openblas_rate, blocked_rate = [], []  # the square product with each kernel (blas_rate: the faster; older files: OpenBLAS)
     for rep in range(1, repeats + 1):
         with h5py.File(f"{stem}.iclab.rep{rep}.h5", "r") as f:
             a = {k: f.attrs[k] for k in f.attrs}
@@ -90,6 +94,8 @@ for i in range(0, len(args), 5):
         train_ratio.append(a["train_tokens_per_s"] / best); fwd_ratio.append(a["forward_tokens_per_s"] / best_f)
         step_ms.append(a["train_step_ms"]); gemm_share.append(a["gemm_share_of_step"])
         gemm_rate.append(a["gemm_gflops"]); blas_rate.append(a["blas_gflops"])
+        openblas_rate.append(a.get("openblas_square_gflops", a["blas_gflops"]))
+        blocked_rate.append(a.get("blocked_square_gflops", float("nan")))
         # whole-step GEMM-FLOP rate (GEMM FLOPs / median step time) over the same run's sgemm rate
         step_share.append(a["gemm_gflop_per_step"] / (a["train_step_ms"] * 1e-3) / a["blas_gflops"])
     med = statistics.median
@@ -116,10 +122,13 @@ for i in range(0, len(args), 5):
         "step_over_sgemm_min": f"{min(step_share):.3f}", "step_over_sgemm_median": f"{med(step_share):.3f}",
         "gemm_share_median": f"{med(gemm_share):.3f}", "iclab_step_ms_median": f"{med(step_ms):.3f}",
         "iclab_step_spread": f"{spread:.3f}", "note": os.environ.get("NOTE") or "compare.sh",
-        "sgemm_spread": f"{sgemm_spread:.3f}", "step_sgemm_spread": f"{normalized_spread:.3f}"})
+        "sgemm_spread": f"{sgemm_spread:.3f}", "step_sgemm_spread": f"{normalized_spread:.3f}",
+        "openblas_square_gflops_median": f"{med(openblas_rate):.1f}", "blocked_square_gflops_median": f"{med(blocked_rate):.1f}"})
     notes.append(f"- `{config}` ({runs[0].get('model_kind', 'induction_head')} model, {a['dtype']}, attention "
                  f"{a['attention_form']}): {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
-                 f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio))
+                 f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio)
+                 + f"; square product (sgemm column = the faster) OpenBLAS {med(openblas_rate):.1f}, blocked kernel "
+                 f"{med(blocked_rate):.1f} GFLOP/s (medians)")
 print()
 print("\n".join(notes))
 path = os.environ["HISTORY"]
