@@ -1,6 +1,7 @@
 // `lsa_gd`, the stationary half (paper 003 Part A, spec A4-A7): stationary points and linear rates (Props 3, 4, 7),
 // the online-GD identities (Props 5, 8), Figure 2 right and Figure 4 (stationary query MSE vs n and the μ-shift),
-// and App. D's κ claim. Everything here uses the weight-space recursions (gd_recursions.hpp) and LAPACK.
+// and App. D's κ claim. Everything here uses the weight-space recursions (gd_recursions.hpp) and dense_linalg (LU solve, Jacobi
+// eigenvalues; LAPACK's dgesv / dsyev until 2026-11-27).
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -158,14 +159,14 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
         double rho = 0;
         for (double lambda : linalg::symmetric_eigenvalues(gram, d)) rho = std::max(rho, std::abs(1 - s.eta / static_cast<double>(n) * lambda));
         const std::vector<double> history = icl::prefix_gd(x, y, n, d, s.eta, rate_layers, {});
-        // Causal, Prop 4: a* (forward substitution, and LAPACK on Tᵀa*ᵀ = yᵀ), the Eq. 15 recursion, I − (η/n)T.
+        // Causal, Prop 4: a* (forward substitution, and the LU solve of Tᵀa*ᵀ = yᵀ), the Eq. 15 recursion, I − (η/n)T.
         const std::vector<double> a_star = icl::causal_stationary_coefficients(x, y, n, d, false);
         const std::vector<double> t_matrix = icl::causal_system_matrix(x, n, d, false);
         std::vector<double> t_transposed(n * n), y_ice(y, y + n);
         for (std::size_t k = 0; k < n; ++k)
             for (std::size_t i = 0; i < n; ++i) t_transposed[i * n + k] = t_matrix[k * n + i];
-        const std::vector<double> a_lapack = linalg::solve(t_transposed, n, y_ice, 1);
-        causal_solve = std::max(causal_solve, diff_norm(a_lapack.data(), a_star.data(), n) / norm(a_star));
+        const std::vector<double> a_lu = linalg::solve(t_transposed, n, y_ice, 1);
+        causal_solve = std::max(causal_solve, diff_norm(a_lu.data(), a_star.data(), n) / norm(a_star));
         std::vector<double> mt(n * n), a(n, 0.0);
         double rho_t = 0;
         for (std::size_t i = 0; i < n * n; ++i) mt[i] = (i % (n + 1) == 0 ? 1.0 : 0.0) - s.eta / static_cast<double>(n) * t_matrix[i];
@@ -216,15 +217,15 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
     }
     const std::string rate_at = "ratio ||e_l||/||e_(l-1)|| at l = " + std::to_string(s.rate_layer) + " (or where ||e_l|| < 1e-6 ||e_0||)";
     c.push_back(gated("A4", "prop3_least_squares_is_task_w", "Prop 3: w* = least squares (noise-free: the task w)", prefix_truth, 0, 1e-10,
-                      "<= 1e-10 relative, LAPACK dgesv"));
+                      "<= 1e-10 relative, LU solve"));
     c.push_back(gated("A4", "prop3_rate_identity", "Prop 3: w(l) - w* = (w(l-1) - w*)(I - (eta/n) XX^T)", prefix_identity, 0, 1e-10,
                       "<= 1e-10 relative, layers 1..L"));
     const std::string power_at = "|ratio/rho - 1| <= 1e-3, ratio of e <- eM/||eM|| after " + std::to_string(s.power_steps) + " steps";
-    c.push_back(gated("A4", "prop3_asymptotic_rate_vs_rho", "Prop 3: linear rate rho = max|1 - (eta/n) lambda_i(XX^T)| (LAPACK dsyev)",
+    c.push_back(gated("A4", "prop3_asymptotic_rate_vs_rho", "Prop 3: linear rate rho = max|1 - (eta/n) lambda_i(XX^T)| (Jacobi eigenvalues)",
                       prefix_power, 0, 1e-3, power_at));
     c.push_back(reported("A4", "prop3_recursion_ratio_deviation", "Prop 3: the recursion's own ratio at a finite layer", prefix_rate_dev,
                          "max |ratio/rho - 1|, " + rate_at));
-    c.push_back(gated("A4", "prop4_a_star_forward_vs_lapack", "Prop 4: y = a*T by forward substitution = LAPACK dgesv", causal_solve, 0, 1e-10,
+    c.push_back(gated("A4", "prop4_a_star_forward_vs_lapack", "Prop 4: y = a*T by forward substitution = LU solve of T^T (partial pivoting)", causal_solve, 0, 1e-10,
                       "<= 1e-10 relative"));
     c.push_back(gated("A4", "prop4_form_w_equals_sum_a_x", "Prop 4: w_j(l) of Eq. 10 = sum_(i<=j) a_i(l) x_i of Eq. 15", causal_form, 0, 1e-10,
                       "<= 1e-10 relative at l = L"));

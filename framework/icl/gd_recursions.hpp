@@ -42,7 +42,8 @@ std::vector<double> causal_stationary_coefficients(const double* x, const double
 std::vector<double> causal_stationary_weights(const std::vector<double>& a, const double* x, std::size_t n, std::size_t d,
                                               bool length_normalized);
 
-// Prop 3: the prefix stationary point w* solving y Xᵀ = w* XXᵀ (least squares on the n ICEs), via LAPACK dgesv.
+// Prop 3: the prefix stationary point w* solving y Xᵀ = w* XXᵀ (least squares on the n ICEs), by
+// linalg::solve (LU with partial pivoting) on XXᵀ.
 std::vector<double> prefix_stationary_weights(const double* x, const double* y, std::size_t n, std::size_t d);
 
 // XXᵀ (d, d) = Σ_{i≤n} x_i x_iᵀ of the n ICEs (the paper's X is d×n).
