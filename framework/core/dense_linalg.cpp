@@ -5,20 +5,11 @@
 #include <limits>
 
 #include "framework/core/check.hpp"
+#include "framework/core/multiply_add.hpp"
 
 namespace iclab::linalg {
 
 namespace {
-// a·b + c rounded once where the target has FMA, twice where it has none; written out so that no build contracts one
-// copy of a loop and not another (the blocked GEMM kernel's rule, framework/nn/small_gemm.hpp).
-inline double multiply_add(double a, double b, double c) {
-#if defined(__FMA__)
-    return std::fma(a, b, c);
-#else
-    return a * b + c;
-#endif
-}
-
 bool all_finite(const std::vector<double>& v) {
     return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
 }

@@ -27,6 +27,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "framework/core/multiply_add.hpp"
+
 namespace iclab::nn {
 
 // Which kernel runs the attention's per-(batch, head) products (model.small_gemm).
@@ -49,18 +51,8 @@ enum class Triangle { none, lower_out, lower_a, upper_a };
 
 namespace detail {
 
-// a·b + c rounded as the target fixes it: once (std::fma) where it has FMA instructions, twice where it has none (there
-// the compiler cannot contract either). Never left to -ffp-contract: the compiler may contract one inlined copy of a
-// loop and not another, and then the same product gave other bits when inlined into the attention than through
-// gemm.hpp's cells (found on this CPU with the epilogue's alpha·acc + beta·y).
-template <class T>
-inline T multiply_add(T a, T b, T c) {
-#if defined(__FMA__)
-    return std::fma(a, b, c);
-#else
-    return a * b + c;
-#endif
-}
+// a·b + c rounded once where the target has FMA, written out (framework/core/multiply_add.hpp)
+using iclab::multiply_add;
 
 // Register tile: kNr = two SIMD vectors of T per row, kMr rows: kMr·2 accumulators (16 of AVX-512's 32 registers;
 // 12 of AVX2's 16, the other 3 for op(B)'s two vectors and op(A)'s broadcast; 8 left the two FMA units waiting on
