@@ -44,6 +44,10 @@ inline void layernorm_row(T* y, T* mean, T* rstd, const T* x, const T* gamma, co
     *rstd = static_cast<T>(s);
 }
 
+// Rows of a LayerNorm or of the loss a thread takes at a time: shared dynamically, so that a thread the host slows takes fewer (a row's
+// bits do not depend on which thread computes it; issue 23's steady timings).
+constexpr int kRowsPerGrab = 64;
+
 // Sums over rows per column (bias and LayerNorm parameter gradients): threads share the columns in fixed chunks and
 // every column is summed over its rows in ascending order, the order of the plain serial loop, so the result is the
 // same bit for bit whatever the number of threads. Below kColumnParallelMin elements one thread does it all.
@@ -78,7 +82,7 @@ template <class T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* gamma, const T* beta, std::size_t rows,
                        std::size_t channels, double eps) {
     const profile::Scope scope(profile::Kind::norm);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, kRowsPerGrab)
     for (std::size_t n = 0; n < rows; ++n)
         layernorm_row(out + n * channels, mean + n, rstd + n, in + n * channels, gamma, beta, channels, eps);
 }
@@ -87,7 +91,7 @@ template <class T>
 void residual_layernorm_forward(T* out, T* mean, T* rstd, T* sum, const T* residual, const T* gamma, const T* beta,
                                 std::size_t rows, std::size_t channels, double eps) {
     const profile::Scope scope(profile::Kind::norm);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, kRowsPerGrab)
     for (std::size_t n = 0; n < rows; ++n) {
         T* x = sum + n * channels;
         const T* r = residual + n * channels;
@@ -106,7 +110,7 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
     {
         // d_in: per row, independent. With xhat = (x - mean) * rstd and g = d_out * gamma:
         // d_x = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-#pragma omp for schedule(static) nowait
+#pragma omp for schedule(dynamic, kRowsPerGrab) nowait
         for (std::size_t n = 0; n < rows; ++n) {
             const T* x = in + n * channels;
             const T* dy = d_out + n * channels;
@@ -268,14 +272,14 @@ void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* i
 template <class T>
 void gelu_forward(T* out, const T* in, std::size_t count) {
     const profile::Scope scope(profile::Kind::activation);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 4096)
     for (std::size_t i = 0; i < count; ++i) out[i] = gelu_value(in[i]);
 }
 
 template <class T>
 void gelu_backward(T* d_in, const T* d_out, const T* in, std::size_t count) {
     const profile::Scope scope(profile::Kind::activation);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 4096)
     for (std::size_t i = 0; i < count; ++i) d_in[i] += d_out[i] * gelu_derivative(in[i]);
 }
 
@@ -321,7 +325,7 @@ template <class T>
 void cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets, std::size_t rows,
                            std::size_t vocab) {
     const profile::Scope scope(profile::Kind::loss);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, kRowsPerGrab)
     for (std::size_t n = 0; n < rows; ++n) {
         const T* z = logits + n * vocab;
         T* p = probs + n * vocab;
@@ -341,7 +345,7 @@ template <class T>
 void cross_entropy_backward(T* d_logits, const T* probs, const std::int32_t* targets, const T* weights,
                             std::size_t rows, std::size_t vocab) {
     const profile::Scope scope(profile::Kind::loss);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, kRowsPerGrab)
     for (std::size_t n = 0; n < rows; ++n) {
         const T w = weights[n];
         T* dz = d_logits + n * vocab;

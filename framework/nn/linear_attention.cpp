@@ -35,6 +35,8 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
     const SmallGemm sg = options.small_gemm;  // the per-(batch, head) products' kernel (model.small_gemm)
     const auto tri = causal_triangle(options);  // the causal structure its products may skip (blocked kernel only)
 
+    const std::vector<unsigned char>& skipped_bkv = skipped_bias_heads(b_kv, shape, options);  // per head h
+    const int grab = head_grab(shape);
 #pragma omp parallel
     {
         // per-thread scratch kept between calls (no allocation inside a training step); every element is written
@@ -43,7 +45,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
         num.resize(TT * D);
         key_sum.resize(F);
         scores.resize(TT * TT);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, grab)  // head_grab (attention_kernels.hpp)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
             const std::size_t base = bh * TT * F;
@@ -67,7 +69,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
             if (tri(Triangle::lower_out) == Triangle::none) apply_mask(S, TT, options.mask);  // else masked as written
             // b_KV = 0 (its initial value; frozen unless model.attention_bias_trainable): rq b_KV is +0 throughout and
             // S v + (+0) has the bits of S v written with β = 0, so the first product is skipped (bias_kv_is_zero)
-            const bool with_bkv = !(options.skip_zero_bias_kv && bias_kv_is_zero(head_bkv, F * D));
+            const bool with_bkv = !skipped_bkv[h];
             if (with_bkv)
                 gemm<T>(matrix(num.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D), false,
                         false, T(1), T(0), sg);
@@ -107,6 +109,8 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
     const SmallGemm sg = options.small_gemm;
     const auto tri = causal_triangle(options);
 
+    const std::vector<unsigned char>& skipped_bkv = skipped_bias_heads(b_kv, shape, options);  // per head h
+    const int grab = head_grab(shape);
 #pragma omp parallel
     {
         thread_local std::vector<T> d_num, d_den, d_rot_q, d_rot_k, d_phi_q, d_phi_k, key_sum, buckets, scratch, x_rows, scores,
@@ -117,7 +121,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
         key_sum.resize(F);
         scores.resize(TT * TT);
         d_scores.resize(TT * TT);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, grab)  // head_grab (attention_kernels.hpp)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
             const std::size_t base = bh * TT * F;
@@ -153,7 +157,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
             if (tri(Triangle::lower_out) == Triangle::none) apply_mask(d_scores.data(), TT, options.mask);
             gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_k, TT, F),
                     false, false, T(1), T(0), sg, tri(Triangle::lower_a));
-            if (!(options.skip_zero_bias_kv && bias_kv_is_zero(head_bkv, F * D)))  // else + (+0): skipped (forward)
+            if (!skipped_bkv[h])  // else + (+0): skipped (forward)
                 gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_num.data(), TT, D), matrix<const T>(head_bkv, F, D),
                         false, true, T(1), T(1), sg);
             gemm<T>(matrix(d_rot_k.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), true,
