@@ -48,6 +48,23 @@ inline void layernorm_row(T* y, T* mean, T* rstd, const T* x, const T* gamma, co
 // bits do not depend on which thread computes it; issue 23's steady timings).
 constexpr int kRowsPerGrab = 64;
 
+// Rows taken G at a time (independent chains that overlap: the loss's row maximum and sum, one row alone waits on each
+// step), the rows left over one at a time: item i < row_items<G>(rows) is body(count, first row), count a
+// std::integral_constant (G or 1). Each row gets the bits it gets alone.
+template <std::size_t G>
+inline std::size_t row_items(std::size_t rows) {
+    return rows / G + rows % G;
+}
+template <std::size_t G, class Body>
+inline void row_item(std::size_t item, std::size_t rows, Body body) {
+    const std::size_t groups = rows / G;
+    if (item < groups)
+        body(std::integral_constant<std::size_t, G>{}, item * G);
+    else
+        body(std::integral_constant<std::size_t, 1>{}, groups * G + (item - groups));
+}
+constexpr std::size_t kLossRows = 4;  // cross-entropy
+
 // Sums over rows per column (bias and LayerNorm parameter gradients): threads share the columns in fixed chunks and
 // every column is summed over its rows in ascending order, the order of the plain serial loop, so the result is the
 // same bit for bit whatever the number of threads. Below kColumnParallelMin elements one thread does it all.
@@ -325,20 +342,31 @@ template <class T>
 void cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int32_t* targets, std::size_t rows,
                            std::size_t vocab) {
     const profile::Scope scope(profile::Kind::loss);
-#pragma omp parallel for schedule(dynamic, kRowsPerGrab)
-    for (std::size_t n = 0; n < rows; ++n) {
+    // R rows from row n: per row the max, the exponentials, their sum in double in order v = 0, 1, ..., the scaling and
+    // the loss; the R rows' max and sum chains interleaved (the bits of one row at a time)
+    const auto rows_from = [&](auto count, std::size_t n) {
+        constexpr std::size_t R = decltype(count)::value;
         const T* z = logits + n * vocab;
         T* p = probs + n * vocab;
-        T max_logit = z[0];
-        for (std::size_t v = 1; v < vocab; ++v) max_logit = std::max(max_logit, z[v]);
-        for (std::size_t v = 0; v < vocab; ++v) p[v] = exp_elementwise(z[v] - max_logit);  // vectorized
-        double total = 0.0;
-        for (std::size_t v = 0; v < vocab; ++v) total += p[v];
-        const T inv = static_cast<T>(1.0 / total);
-        for (std::size_t v = 0; v < vocab; ++v) p[v] *= inv;
-        // -log softmax computed from the log-sum-exp, not from log(p): exact for tiny probabilities.
-        losses[n] = static_cast<T>(std::log(total) - (z[targets[n]] - max_logit));
-    }
+        T max_logit[R];
+        double total[R];
+        for (std::size_t r = 0; r < R; ++r) max_logit[r] = z[r * vocab];
+        for (std::size_t v = 1; v < vocab; ++v)
+            for (std::size_t r = 0; r < R; ++r) max_logit[r] = std::max(max_logit[r], z[r * vocab + v]);
+        for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t v = 0; v < vocab; ++v) p[r * vocab + v] = exp_elementwise(z[r * vocab + v] - max_logit[r]);  // vectorized
+        for (std::size_t r = 0; r < R; ++r) total[r] = 0.0;
+        for (std::size_t v = 0; v < vocab; ++v)
+            for (std::size_t r = 0; r < R; ++r) total[r] += p[r * vocab + v];
+        for (std::size_t r = 0; r < R; ++r) {
+            const T inv = static_cast<T>(1.0 / total[r]);
+            for (std::size_t v = 0; v < vocab; ++v) p[r * vocab + v] *= inv;
+            // -log softmax computed from the log-sum-exp, not from log(p): exact for tiny probabilities.
+            losses[n + r] = static_cast<T>(std::log(total[r]) - (z[r * vocab + targets[n + r]] - max_logit[r]));
+        }
+    };
+#pragma omp parallel for schedule(dynamic, kRowsPerGrab / kLossRows)
+    for (std::size_t item = 0; item < row_items<kLossRows>(rows); ++item) row_item<kLossRows>(item, rows, rows_from);
 }
 
 template <class T>
