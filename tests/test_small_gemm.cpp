@@ -356,3 +356,27 @@ TEST_CASE("model with the blocked small gemm gives the same bits with 1 and 2 th
     CHECK(one.logits == two.logits);
     CHECK(one.grads == two.grads);
 }
+
+TEST_CASE("model bits do not depend on the thread count: 1 to 4 threads, fp32 and fp64, with and without b_KV",
+          "[model][small_gemm][determinism]") {
+    // 3 and 4 threads share the (batch, head) pairs, rows and GEMM cells unevenly and run over 2 cores here; every run
+    // must give the 1-thread bits, with b_KV zero (its products skipped, once-per-head check) and nonzero (run).
+    const int saved = omp_get_max_threads();
+    for (bool biases : {false, true}) {
+        INFO((biases ? "with" : "without") << " attention biases");
+        omp_set_num_threads(1);
+        const StepResult one = train_step<float>(nn::SmallGemm::blocked, 64, 2, 16, 64, biases);
+        const StepResult one64 = train_step<double>(nn::SmallGemm::blocked, 64, 2, 16, 64, biases);
+        for (int threads : {2, 3, 4, 3, 4}) {
+            INFO(threads << " threads");
+            omp_set_num_threads(threads);
+            const StepResult many = train_step<float>(nn::SmallGemm::blocked, 64, 2, 16, 64, biases);
+            CHECK(many.logits == one.logits);
+            CHECK(many.grads == one.grads);
+            const StepResult many64 = train_step<double>(nn::SmallGemm::blocked, 64, 2, 16, 64, biases);
+            CHECK(many64.logits == one64.logits);
+            CHECK(many64.grads == one64.grads);
+        }
+    }
+    omp_set_num_threads(saved);
+}

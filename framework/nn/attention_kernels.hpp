@@ -2,8 +2,6 @@
 // Inner loops shared by the two forms of causal linearized attention (linear_attention.cpp, the masked
 // quadratic form of Eq. 13, and linear_attention_recurrent.cpp, the state form of Eq. 19). Internal to
 // framework/nn. All loops are contiguous; none reorders a float sum in a way that depends on threads.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -53,16 +51,6 @@ inline void combine_rows(T* out, const T* coeff, const T* rows, std::size_t coun
         for (std::size_t r = 0; r < count; ++r) sum += coeff[r] * rows[r * stride + c];
         out[c] = sum;
     }
-}
-
-// Heads (b, h) a thread takes at a time in the per-head loops (schedule(dynamic, head_grab(shape))): whole sequences
-// (a multiple of H, so that two threads do not write neighbouring heads of one token row), about 8 grabs per thread.
-// Shared dynamically so that a thread the host slows takes fewer heads; which thread computes a head changes none of
-// its bits (per-thread scratch, every element written before it is read).
-inline int head_grab(const AttentionShape& shape) {
-    const std::size_t threads = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
-    const std::size_t H = std::max<std::size_t>(1, shape.heads);
-    return static_cast<int>(std::max(H, shape.batch * H / (8 * threads) / H * H));
 }
 
 inline void check_attention_options(const AttentionShape& shape, const LinearAttentionOptions& options,
@@ -200,10 +188,10 @@ inline bool bias_kv_is_zero(const T* head_bkv, std::size_t n) {
     return true;
 }
 
-// Per head h, whether the products with its b_KV are skipped (options.skip_zero_bias_kv and bias_kv_is_zero): checked once
-// per call for the H heads instead of once per (batch, head) (a scalar pass over F·D values, ~8 % of the forward's own
-// time when repeated per (b, h)). The flags live in a per-calling-thread buffer kept between calls (no allocation in a
-// step); the reference stays valid until the caller's next call.
+// Per head h, whether the products with its b_KV are skipped (options.skip_zero_bias_kv and bias_kv_is_zero): checked
+// once per call for the H heads instead of once per (batch, head) (a scalar pass over F·D values: ~8 % of the forward's
+// own samples and ~20 % of the backward's when repeated per (b, h)). The flags live in a per-calling-thread buffer kept
+// between calls (no allocation in a step); the reference stays valid until that thread's next call.
 template <class T>
 inline const std::vector<unsigned char>& skipped_bias_heads(const T* b_kv, const AttentionShape& shape,
                                                             const LinearAttentionOptions& options) {

@@ -206,8 +206,7 @@ void blocked_compute(T* out, std::size_t ldc, const T* a, std::size_t lda, const
 #pragma omp parallel if (!omp_in_parallel() && row_cells * col_cells > 1)
     {
         run_side_parts(extras);
-        // dynamic: a thread the host slows takes fewer cells (each cell's bits do not depend on which thread computes it)
-#pragma omp for schedule(dynamic)
+#pragma omp for schedule(static)
         for (std::size_t cell = 0; cell < row_cells * col_cells; ++cell) {
             const std::size_t i0 = (cell / col_cells) * cell_rows, rows = std::min(cell_rows, m - i0);
             const std::size_t j0 = (cell % col_cells) * cell_cols, cols = std::min(cell_cols, n - j0);

@@ -44,10 +44,6 @@ inline void layernorm_row(T* y, T* mean, T* rstd, const T* x, const T* gamma, co
     *rstd = static_cast<T>(s);
 }
 
-// Rows of a LayerNorm or of the loss a thread takes at a time: shared dynamically, so that a thread the host slows takes fewer (a row's
-// bits do not depend on which thread computes it; issue 23's steady timings).
-constexpr int kRowsPerGrab = 64;
-
 // Rows taken G at a time (independent chains that overlap: the loss's row maximum and sum, one row alone waits on each
 // step), the rows left over one at a time: item i < row_items<G>(rows) is body(count, first row), count a
 // std::integral_constant (G or 1). Each row gets the bits it gets alone.
@@ -99,7 +95,7 @@ template <class T>
 void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* gamma, const T* beta, std::size_t rows,
                        std::size_t channels, double eps) {
     const profile::Scope scope(profile::Kind::norm);
-#pragma omp parallel for schedule(dynamic, kRowsPerGrab)
+#pragma omp parallel for schedule(static)
     for (std::size_t n = 0; n < rows; ++n)
         layernorm_row(out + n * channels, mean + n, rstd + n, in + n * channels, gamma, beta, channels, eps);
 }
@@ -108,7 +104,7 @@ template <class T>
 void residual_layernorm_forward(T* out, T* mean, T* rstd, T* sum, const T* residual, const T* gamma, const T* beta,
                                 std::size_t rows, std::size_t channels, double eps) {
     const profile::Scope scope(profile::Kind::norm);
-#pragma omp parallel for schedule(dynamic, kRowsPerGrab)
+#pragma omp parallel for schedule(static)
     for (std::size_t n = 0; n < rows; ++n) {
         T* x = sum + n * channels;
         const T* r = residual + n * channels;
@@ -127,7 +123,7 @@ void layernorm_backward(T* d_in, T* d_gamma, T* d_beta, const T* d_out, const T*
     {
         // d_in: per row, independent. With xhat = (x - mean) * rstd and g = d_out * gamma:
         // d_x = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-#pragma omp for schedule(dynamic, kRowsPerGrab) nowait
+#pragma omp for schedule(static) nowait
         for (std::size_t n = 0; n < rows; ++n) {
             const T* x = in + n * channels;
             const T* dy = d_out + n * channels;
@@ -289,14 +285,14 @@ void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* i
 template <class T>
 void gelu_forward(T* out, const T* in, std::size_t count) {
     const profile::Scope scope(profile::Kind::activation);
-#pragma omp parallel for schedule(dynamic, 4096)
+#pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < count; ++i) out[i] = gelu_value(in[i]);
 }
 
 template <class T>
 void gelu_backward(T* d_in, const T* d_out, const T* in, std::size_t count) {
     const profile::Scope scope(profile::Kind::activation);
-#pragma omp parallel for schedule(dynamic, 4096)
+#pragma omp parallel for schedule(static)
     for (std::size_t i = 0; i < count; ++i) d_in[i] += d_out[i] * gelu_derivative(in[i]);
 }
 
@@ -353,8 +349,8 @@ void cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int3
         for (std::size_t r = 0; r < R; ++r) max_logit[r] = z[r * vocab];
         for (std::size_t v = 1; v < vocab; ++v)
             for (std::size_t r = 0; r < R; ++r) max_logit[r] = std::max(max_logit[r], z[r * vocab + v]);
-        for (std::size_t r = 0; r < R; ++r)
-            for (std::size_t v = 0; v < vocab; ++v) p[r * vocab + v] = exp_elementwise(z[r * vocab + v] - max_logit[r]);  // vectorized
+        for (std::size_t r = 0; r < R; ++r)  // vectorized
+            for (std::size_t v = 0; v < vocab; ++v) p[r * vocab + v] = exp_elementwise(z[r * vocab + v] - max_logit[r]);
         for (std::size_t r = 0; r < R; ++r) total[r] = 0.0;
         for (std::size_t v = 0; v < vocab; ++v)
             for (std::size_t r = 0; r < R; ++r) total[r] += p[r * vocab + v];
@@ -365,7 +361,7 @@ void cross_entropy_forward(T* probs, T* losses, const T* logits, const std::int3
             losses[n + r] = static_cast<T>(std::log(total[r]) - (z[r * vocab + targets[n + r]] - max_logit[r]));
         }
     };
-#pragma omp parallel for schedule(dynamic, kRowsPerGrab / kLossRows)
+#pragma omp parallel for schedule(static)
     for (std::size_t item = 0; item < row_items<kLossRows>(rows); ++item) row_item<kLossRows>(item, rows, rows_from);
 }
 
@@ -373,7 +369,7 @@ template <class T>
 void cross_entropy_backward(T* d_logits, const T* probs, const std::int32_t* targets, const T* weights,
                             std::size_t rows, std::size_t vocab) {
     const profile::Scope scope(profile::Kind::loss);
-#pragma omp parallel for schedule(dynamic, kRowsPerGrab)
+#pragma omp parallel for schedule(static)
     for (std::size_t n = 0; n < rows; ++n) {
         const T w = weights[n];
         T* dz = d_logits + n * vocab;

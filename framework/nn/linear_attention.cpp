@@ -34,9 +34,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
     const FeatureMapParams<T> map = feature_map_params(shape, options, random_features);
     const SmallGemm sg = options.small_gemm;  // the per-(batch, head) products' kernel (model.small_gemm)
     const auto tri = causal_triangle(options);  // the causal structure its products may skip (blocked kernel only)
-
     const std::vector<unsigned char>& skipped_bkv = skipped_bias_heads(b_kv, shape, options);  // per head h
-    const int grab = head_grab(shape);
 #pragma omp parallel
     {
         // per-thread scratch kept between calls (no allocation inside a training step); every element is written
@@ -45,7 +43,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
         num.resize(TT * D);
         key_sum.resize(F);
         scores.resize(TT * TT);
-#pragma omp for schedule(dynamic, grab)  // head_grab (attention_kernels.hpp)
+#pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
             const std::size_t base = bh * TT * F;
@@ -108,9 +106,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
     const bool kept_scores = cache.keep_scores && cache.scores.size() == B * H * TT * TT;
     const SmallGemm sg = options.small_gemm;
     const auto tri = causal_triangle(options);
-
     const std::vector<unsigned char>& skipped_bkv = skipped_bias_heads(b_kv, shape, options);  // per head h
-    const int grab = head_grab(shape);
 #pragma omp parallel
     {
         thread_local std::vector<T> d_num, d_den, d_rot_q, d_rot_k, d_phi_q, d_phi_k, key_sum, buckets, scratch, x_rows, scores,
@@ -121,7 +117,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
         key_sum.resize(F);
         scores.resize(TT * TT);
         d_scores.resize(TT * TT);
-#pragma omp for schedule(dynamic, grab)  // head_grab (attention_kernels.hpp)
+#pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
             const std::size_t base = bh * TT * F;

@@ -32,11 +32,10 @@ void linear_attention_recurrent_forward(T* out, LinearAttentionStateCache<T>& ca
     const T fixed_den = static_cast<T>(1.0 / options.unnormalized_scale);
     const FeatureMapParams<T> map = feature_map_params(shape, options, random_features);
 
-    const int grab = head_grab(shape);
 #pragma omp parallel
     {
         std::vector<T> q(TT * D), k(TT * D), v(TT * D), state(F * D), key_sum(F), num(D), x_rows;  // S_i (F, D), num_i (D)
-#pragma omp for schedule(dynamic, grab)  // head_grab (attention_kernels.hpp)
+#pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
             const std::size_t base = bh * TT * F;
@@ -88,13 +87,12 @@ void linear_attention_recurrent_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T*
     partial_bkv.resize(B * H * F * D);  // every slot written below
     partial_bd.assign(B * H * F, T(0));
 
-    const int grab = head_grab(shape);
 #pragma omp parallel
     {
         std::vector<T> state_t(D * F), d_state(F * D), d_state_t(D * F);  // S_iᵀ (D, F), G_i (F, D), G_iᵀ (D, F)
         std::vector<T> q(TT * D), k(TT * D), v(TT * D), d_q(TT * D), d_k(TT * D), d_v(TT * D), d_num(TT * D), d_den(TT);
         std::vector<T> d_rot_q(TT * F), d_rot_k(TT * F), d_phi_q(TT * F), d_phi_k(TT * F), key_sum, buckets, scratch, x_rows;
-#pragma omp for schedule(dynamic, grab)  // head_grab (attention_kernels.hpp)
+#pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
             const std::size_t base = bh * TT * F;

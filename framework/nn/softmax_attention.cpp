@@ -128,7 +128,6 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
     const T scale = static_cast<T>(score_scale(shape, options));
     const SmallGemm sg = options.small_gemm;  // the per-(batch, head) products' kernel (model.small_gemm)
     const std::size_t J = product_keys(shape, options);  // keys [0, J) enter the products (product_keys)
-    const int grab = head_grab(shape);
 #pragma omp parallel
     {
         // per-thread scratch kept between calls (no allocation inside a training step); every element is written
@@ -136,7 +135,7 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
         thread_local std::vector<T> prompt_out;
         thread_local PromptPart<T> part;
         prompt_out.resize(options.prompt ? TT * D : 0);
-#pragma omp for schedule(dynamic, grab)  // head_grab (attention_kernels.hpp)
+#pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
             T* probs = cache.probs.data() + bh * TT * TT;
@@ -230,14 +229,13 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
     const T scale = static_cast<T>(score_scale(shape, options));
     const SmallGemm sg = options.small_gemm;
     const std::size_t J = product_keys(shape, options);  // keys [0, J) enter the products (product_keys)
-    const int grab = head_grab(shape);
 #pragma omp parallel
     {
         thread_local std::vector<T> d_rot_q, d_rot_k, d_probs;  // kept between calls; every element written before read
         d_probs.resize(TT * TT);
         d_rot_q.resize(rope != nullptr ? TT * D : 0);
         d_rot_k.resize(rope != nullptr ? TT * D : 0);
-#pragma omp for schedule(dynamic, grab)  // head_grab (attention_kernels.hpp)
+#pragma omp for schedule(static)
         for (std::size_t bh = 0; bh < B * H; ++bh) {
             const std::size_t b = bh / H, h = bh % H;
             const T* probs = cache.probs.data() + bh * TT * TT;

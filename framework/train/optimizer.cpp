@@ -90,12 +90,12 @@ void Optimizer<T>::step(std::vector<T>& params, const std::vector<T>& grads, dou
     // The flat buffer in fixed chunks of kChunk elements (a chunk may span tensors), shared by the threads in one
     // parallel region (one per step; it was one per tensor, and tensors under 2^16 elements ran on one thread: the
     // paper induction-head model's optimizer step took as long with 2 threads as with 1); a model of one chunk stays on
-    // one thread. Which thread updates an element changes none of its bits; dynamic: a thread the host slows takes fewer.
+    // one thread. Which thread updates an element changes none of its bits.
     constexpr std::size_t kChunk = 8192;
     constexpr std::size_t kParallelMin = 2 * kChunk;
     const std::size_t total = layout_.total(), chunks = (total + kChunk - 1) / kChunk;
     const auto& entries = layout_.entries();
-#pragma omp parallel for schedule(dynamic) if (total >= kParallelMin)
+#pragma omp parallel for schedule(static) if (total >= kParallelMin)
     for (std::size_t chunk = 0; chunk < chunks; ++chunk) {
         const std::size_t lo = chunk * kChunk, hi = std::min(total, lo + kChunk);
         for (const auto& entry : entries) {  // entries are in offset order
