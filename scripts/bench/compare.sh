@@ -72,8 +72,8 @@ args = sys.argv[1:]
 repeats = int(os.environ["REPEATS"])
 print("| config | iclab train tok/s (median) | torch train tok/s (median) | train ratio min / median | iclab fwd tok/s "
       "| torch fwd tok/s | fwd ratio min / median | model GEMM GFLOP/s | sgemm GFLOP/s | whole-step ÷ sgemm min / median "
-      "| GEMM share | iclab step max/min | sgemm max/min | step×sgemm max/min | OpenBLAS core |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "| GEMM share | iclab step max/min | torch step max/min | sgemm max/min | step×sgemm max/min | OpenBLAS core |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 notes, history = [], []
 for i in range(0, len(args), 5):
     config, stem, threads, load_before, load_after = args[i:i + 5]
@@ -104,12 +104,15 @@ for i in range(0, len(args), 5):
     # varies by sgemm_spread. step×sgemm (the step in units of the machine's GEMM speed at that moment) is the spread
     # that is iclab's own; reported beside the raw one, never instead of it.
     sgemm_spread = max(blas_rate) / min(blas_rate)
+    # PyTorch's step (its faster BLAS setting per repetition), timed alternately with iclab's: when it moves as much, the
+    # machine moved both
+    torch_spread = max(theirs) / min(theirs)
     normalized = [t * r for t, r in zip(step_ms, blas_rate)]
     normalized_spread = max(normalized) / min(normalized)
     print(f"| `{config}` | {med(ours):,.0f} | {med(theirs):,.0f} | {min(train_ratio):.2f} / {med(train_ratio):.2f} "
           f"| {med(ours_f):,.0f} | {med(theirs_f):,.0f} | {min(fwd_ratio):.2f} / {med(fwd_ratio):.2f} "
           f"| {med(gemm_rate):.1f} | {med(blas_rate):.1f} | {100 * min(step_share):.0f} % / {100 * med(step_share):.0f} % "
-          f"| {100 * med(gemm_share):.0f} % | {spread:.2f} | {sgemm_spread:.2f} | {normalized_spread:.2f} | {a.get('blas_core', '?')} |")
+          f"| {100 * med(gemm_share):.0f} % | {spread:.2f} | {torch_spread:.2f} | {sgemm_spread:.2f} | {normalized_spread:.2f} | {a.get('blas_core', '?')} |")
     history.append({
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": os.environ["COMMIT"], "config": config, "cpu": os.environ["CPU"], "avx512": os.environ["AVX512"],
@@ -123,7 +126,8 @@ for i in range(0, len(args), 5):
         "gemm_share_median": f"{med(gemm_share):.3f}", "iclab_step_ms_median": f"{med(step_ms):.3f}",
         "iclab_step_spread": f"{spread:.3f}", "note": os.environ.get("NOTE") or "compare.sh",
         "sgemm_spread": f"{sgemm_spread:.3f}", "step_sgemm_spread": f"{normalized_spread:.3f}",
-        "openblas_square_gflops_median": f"{med(openblas_rate):.1f}", "blocked_square_gflops_median": f"{med(blocked_rate):.1f}"})
+        "openblas_square_gflops_median": f"{med(openblas_rate):.1f}", "blocked_square_gflops_median": f"{med(blocked_rate):.1f}",
+        "torch_step_spread": f"{torch_spread:.3f}"})
     notes.append(f"- `{config}` ({runs[0].get('model_kind', 'induction_head')} model, {a['dtype']}, attention "
                  f"{a['attention_form']}): {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
                  f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio)
@@ -142,13 +146,13 @@ if path:
             with open(path, newline="") as f:
                 old = list(csv.DictReader(f))
             with open(path, "w", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=fields, restval="")
+                writer = csv.DictWriter(f, fieldnames=fields, restval="", lineterminator="\n")
                 writer.writeheader()
                 writer.writerows(old)
         elif header != fields:
             sys.exit(f"compare: {path} has columns {header}, this script writes {fields}")
     with open(path, "a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
+        writer = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
         if new_file:
             writer.writeheader()
         writer.writerows(history)
