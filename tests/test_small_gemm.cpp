@@ -162,7 +162,8 @@ void check_summation_orders(std::uint64_t seed) {
     Rng rng(seed);
     const std::size_t Kc = nn::detail::kSmallKc;
     for (const std::size_t k : {std::size_t(1), std::size_t(37), Kc - 1, Kc, Kc + 1, 2 * Kc + 19, 4 * Kc})
-        for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{19, 45}, {64, 64}})
+        // the last shape spans three column blocks (kSmallNc) of tiles, the last one partial
+        for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{19, 45}, {64, 64}, {19, 2 * nn::detail::kSmallNc + 45}})
             for (int t = 0; t < 4; ++t)
                 check_summation_order<T>(m, n, k, t & 1, t & 2, t == 3 ? T(0.5) : T(1), t == 2 ? T(-0.75) : T(0), rng);
 }

@@ -156,12 +156,24 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
                         false, false, T(1), T(0), kernel);
         };
     };
-    std::vector<double> openblas_s, blocked_s;
+    // Beside it, the machine's memory speed at that moment: a STREAM-style triad x = y + s·z over three 4 MB arrays (the
+    // size of a layer's activations in the quick model, beyond L2), static halves per thread. On a shared VM the square
+    // product (compute-bound, cache-blocked) hardly moves while the other tenants' memory traffic slows every pass that
+    // streams activations (docs/performance.md, 2026-11-27 14:20-16:00): this rate shows which of the two moved.
+    constexpr std::size_t kStream = (std::size_t(4) << 20) / sizeof(float);
+    std::vector<float> sx(kStream), sy(kStream, 1.0f), sz(kStream, 2.0f);
+    const auto triad = [&] {
+#pragma omp parallel for schedule(static)
+        for (std::size_t i = 0; i < kStream; ++i) sx[i] = sy[i] + 0.5f * sz[i];
+    };
+    std::vector<double> openblas_s, blocked_s, stream_s;
     time_calls(1, 0, square_product(nn::SmallGemm::openblas));
     time_calls(1, 0, square_product(nn::SmallGemm::blocked));
+    time_calls(1, 0, triad);
     for (int i = 0; i < options.iters; ++i) {
         openblas_s.push_back(time_calls(0, 1, square_product(nn::SmallGemm::openblas)).front());
         blocked_s.push_back(time_calls(0, 1, square_product(nn::SmallGemm::blocked)).front());
+        stream_s.push_back(time_calls(0, 1, triad).front());
     }
     const std::string load_after = load_average();
 
@@ -171,6 +183,7 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
     const double openblas_gflops = options.iters > 0 ? square_flops / median_of(openblas_s) * 1e-9 : 0.0;
     const double blocked_gflops = options.iters > 0 ? square_flops / median_of(blocked_s) * 1e-9 : 0.0;
     const double blas_gflops = std::max(openblas_gflops, blocked_gflops);
+    const double stream_gbs = options.iters > 0 ? 3.0 * kStream * sizeof(float) / median_of(stream_s) * 1e-9 : 0.0;
     const std::vector<Metric> metrics = {
         {"forward_tokens_per_s", N / forward_median, "tokens/s"},
         {"forward_ms", forward_median * 1e3, "ms"},
@@ -186,6 +199,7 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
         {"blas_gflops", blas_gflops, "GFLOP/s"},  // the limit: the faster of the two below
         {"openblas_square_gflops", openblas_gflops, "GFLOP/s"},
         {"blocked_square_gflops", blocked_gflops, "GFLOP/s"},
+        {"stream_triad_gbs", stream_gbs, "GB/s"},  // 3 arrays' bytes per triad (STREAM's count; no write-allocate)
         {"gemm_over_blas", gemm_gflops / blas_gflops, "fraction"},
         {"step_over_blas", gemm_step.flops / train_median * 1e-9 / blas_gflops, "fraction"},
         {"train_step_spread", *std::max_element(train_s.begin(), train_s.end()) / *std::min_element(train_s.begin(), train_s.end()),
@@ -217,6 +231,7 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
                 openblas_gflops);
     std::printf("  %-34s %12.1f  GFLOP/s\n", (square + ", blocked kernel").c_str(), blocked_gflops);
     std::printf("  %-34s %12.1f  GFLOP/s    (the faster of the two)\n", "BLAS rate (limit)", blas_gflops);
+    std::printf("  %-34s %12.1f  GB/s       (x = y + s z, 3 x 4 MB, the memory's speed now)\n", "stream triad", stream_gbs);
     std::printf("  %-34s %12.1f  %%\n", "model GEMM rate / BLAS rate", 100 * metric("gemm_over_blas"));
     std::printf("  %-34s %12.1f  %%\n", "whole-step rate / BLAS rate", 100 * metric("step_over_blas"));
     std::printf("  %-34s %12.3f  max/min    (%d timed steps)\n", "training step spread", metric("train_step_spread"), options.iters);
@@ -301,7 +316,8 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
                                       {"train_step_s", train_s},
                                       {"counted_train_step_s", counted_s},
                                       {"openblas_square_s", openblas_s},
-                                      {"blocked_square_s", blocked_s}});
+                                      {"blocked_square_s", blocked_s},
+                                      {"stream_triad_s", stream_s}});
     writer.commit();
     std::printf("\nwrote %s\n", options.out.c_str());
 }

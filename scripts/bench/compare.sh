@@ -79,7 +79,7 @@ for i in range(0, len(args), 5):
     config, stem, threads, load_before, load_after = args[i:i + 5]
     train_ratio, fwd_ratio, ours, theirs, ours_f, theirs_f = [], [], [], [], [], []
     step_ms, step_share, gemm_share, gemm_rate, blas_rate = [], [], [], [], []
-    openblas_rate, blocked_rate = [], []  # the square product with each kernel (blas_rate: the faster; older files: OpenBLAS)
+    openblas_rate, blocked_rate, stream_rate = [], [], []  # the square product with each kernel (blas_rate: the faster; older files: OpenBLAS)
     for rep in range(1, repeats + 1):
         with h5py.File(f"{stem}.iclab.rep{rep}.h5", "r") as f:
             a = {k: f.attrs[k] for k in f.attrs}
@@ -96,6 +96,7 @@ for i in range(0, len(args), 5):
         gemm_rate.append(a["gemm_gflops"]); blas_rate.append(a["blas_gflops"])
         openblas_rate.append(a.get("openblas_square_gflops", a["blas_gflops"]))
         blocked_rate.append(a.get("blocked_square_gflops", float("nan")))
+        stream_rate.append(a.get("stream_triad_gbs", float("nan")))  # the memory's speed beside it (older files: none)
         # whole-step GEMM-FLOP rate (GEMM FLOPs / median step time) over the same run's sgemm rate
         step_share.append(a["gemm_gflop_per_step"] / (a["train_step_ms"] * 1e-3) / a["blas_gflops"])
     med = statistics.median
@@ -127,12 +128,13 @@ for i in range(0, len(args), 5):
         "iclab_step_spread": f"{spread:.3f}", "note": os.environ.get("NOTE") or "compare.sh",
         "sgemm_spread": f"{sgemm_spread:.3f}", "step_sgemm_spread": f"{normalized_spread:.3f}",
         "openblas_square_gflops_median": f"{med(openblas_rate):.1f}", "blocked_square_gflops_median": f"{med(blocked_rate):.1f}",
-        "torch_step_spread": f"{torch_spread:.3f}"})
+        "torch_step_spread": f"{torch_spread:.3f}", "stream_gbs_median": f"{med(stream_rate):.1f}",
+        "stream_spread": f"{max(stream_rate) / min(stream_rate):.3f}"})
     notes.append(f"- `{config}` ({runs[0].get('model_kind', 'induction_head')} model, {a['dtype']}, attention "
                  f"{a['attention_form']}): {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
                  f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio)
                  + f"; square product (sgemm column = the faster) OpenBLAS {med(openblas_rate):.1f}, blocked kernel "
-                 f"{med(blocked_rate):.1f} GFLOP/s (medians)")
+                 f"{med(blocked_rate):.1f} GFLOP/s (medians); stream triad " + ", ".join(f"{x:.1f}" for x in stream_rate) + " GB/s")
 print()
 print("\n".join(notes))
 path = os.environ["HISTORY"]
