@@ -72,14 +72,15 @@ args = sys.argv[1:]
 repeats = int(os.environ["REPEATS"])
 print("| config | iclab train tok/s (median) | torch train tok/s (median) | train ratio min / median | iclab fwd tok/s "
       "| torch fwd tok/s | fwd ratio min / median | model GEMM GFLOP/s | sgemm GFLOP/s | whole-step ÷ sgemm min / median "
+      "| whole-step ÷ OpenBLAS min / median "
       "| GEMM share | iclab step max/min | torch step max/min | sgemm max/min | step×sgemm max/min | OpenBLAS core |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 notes, history = [], []
 for i in range(0, len(args), 5):
     config, stem, threads, load_before, load_after = args[i:i + 5]
     train_ratio, fwd_ratio, ours, theirs, ours_f, theirs_f = [], [], [], [], [], []
     step_ms, step_share, gemm_share, gemm_rate, blas_rate = [], [], [], [], []
-    openblas_rate, blocked_rate, stream_rate = [], [], []  # the square product with each kernel (blas_rate: the faster; older files: OpenBLAS)
+    openblas_rate, blocked_rate, stream_rate, step_openblas = [], [], [], []  # the square product with each kernel (blas_rate: the faster; older files: OpenBLAS)
     for rep in range(1, repeats + 1):
         with h5py.File(f"{stem}.iclab.rep{rep}.h5", "r") as f:
             a = {k: f.attrs[k] for k in f.attrs}
@@ -99,6 +100,8 @@ for i in range(0, len(args), 5):
         stream_rate.append(a.get("stream_triad_gbs", float("nan")))  # the memory's speed beside it (older files: none)
         # whole-step GEMM-FLOP rate (GEMM FLOPs / median step time) over the same run's sgemm rate
         step_share.append(a["gemm_gflop_per_step"] / (a["train_step_ms"] * 1e-3) / a["blas_gflops"])
+        # the issue's own reference: OpenBLAS's sgemm alone (the sgemm column takes the faster of it and iclab's kernel)
+        step_openblas.append(a["gemm_gflop_per_step"] / (a["train_step_ms"] * 1e-3) / openblas_rate[-1])
     med = statistics.median
     spread = max(step_ms) / min(step_ms)
     # The host's own speed moves too (a VM's neighbours): the same process's sgemm reference, timed beside the step,
@@ -113,6 +116,7 @@ for i in range(0, len(args), 5):
     print(f"| `{config}` | {med(ours):,.0f} | {med(theirs):,.0f} | {min(train_ratio):.2f} / {med(train_ratio):.2f} "
           f"| {med(ours_f):,.0f} | {med(theirs_f):,.0f} | {min(fwd_ratio):.2f} / {med(fwd_ratio):.2f} "
           f"| {med(gemm_rate):.1f} | {med(blas_rate):.1f} | {100 * min(step_share):.0f} % / {100 * med(step_share):.0f} % "
+          f"| {100 * min(step_openblas):.0f} % / {100 * med(step_openblas):.0f} % "
           f"| {100 * med(gemm_share):.0f} % | {spread:.2f} | {torch_spread:.2f} | {sgemm_spread:.2f} | {normalized_spread:.2f} | {a.get('blas_core', '?')} |")
     history.append({
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -129,7 +133,8 @@ for i in range(0, len(args), 5):
         "sgemm_spread": f"{sgemm_spread:.3f}", "step_sgemm_spread": f"{normalized_spread:.3f}",
         "openblas_square_gflops_median": f"{med(openblas_rate):.1f}", "blocked_square_gflops_median": f"{med(blocked_rate):.1f}",
         "torch_step_spread": f"{torch_spread:.3f}", "stream_gbs_median": f"{med(stream_rate):.1f}",
-        "stream_spread": f"{max(stream_rate) / min(stream_rate):.3f}"})
+        "stream_spread": f"{max(stream_rate) / min(stream_rate):.3f}",
+        "step_over_openblas_min": f"{min(step_openblas):.3f}", "step_over_openblas_median": f"{med(step_openblas):.3f}"})
     notes.append(f"- `{config}` ({runs[0].get('model_kind', 'induction_head')} model, {a['dtype']}, attention "
                  f"{a['attention_form']}): {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
                  f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio)
