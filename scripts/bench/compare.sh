@@ -17,7 +17,10 @@
 #      OPENBLAS_NUM_THREADS=1 and once with THREADS: the table reports its faster run.
 #   The sgemm column ("the BLAS limit") is `iclab bench`'s square product timed with both kernels nn::gemm can run,
 #   calls alternating, the faster one's median (since 2026-11-27 11:00 UTC; rows before: 06:29-08:10 UTC the default
-#   kernel's, the blocked one from 98af403 on; earlier OpenBLAS's). Both medians are in the history's last two columns.
+#   kernel's, the blocked one from 98af403 on; earlier OpenBLAS's). Both medians are in the history. Beside it (since
+#   2026-11-27 15:30 UTC) the whole-step rate over OpenBLAS's sgemm alone (issue 23's own reference), the PyTorch
+#   reference's step spread over the repetitions and `iclab bench`'s memory triad (when PyTorch and the triad move with
+#   iclab's step, the machine moved).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 threads="${THREADS:-2}"
