@@ -365,6 +365,9 @@ TEST_CASE("provenance is recorded", "[io]") {
     CHECK(reader.read_attr_string("/", "compiler") == compiler());
     CHECK_FALSE(reader.read_attr_string("/", "iclab_version").empty());
     CHECK_FALSE(reader.read_attr_string("/", "build_type").empty());
+    const std::string simd = reader.read_attr_string("/", "simd");
+    CHECK(simd == simd_target());
+    CHECK((simd == "AVX-512" || simd == "AVX2" || simd == "SSE2" || simd == "other"));
     CHECK(reader.read_attr_string("/", "hostname") == hostname());
     CHECK(matches_shape(reader.read_attr_string("/", "created_utc"), "9999-99-99T99:99:99Z"));
 }

@@ -93,6 +93,20 @@ std::string compiler() { return ICLAB_COMPILER; }
 
 std::string build_type() { return ICLAB_BUILD_TYPE; }
 
+// What iclab's own loops and its blocked GEMM's register tile were compiled for (-march; small_gemm.hpp picks its
+// tile by the same macros): the speed of a run depends on it, its bits do not (the kernels fix every sum's order).
+std::string simd_target() {
+#if defined(__AVX512F__)
+    return "AVX-512";
+#elif defined(__AVX2__)
+    return "AVX2";
+#elif defined(__SSE2__)
+    return "SSE2";
+#else
+    return "other";
+#endif
+}
+
 std::string iclab_version() { return ICLAB_VERSION; }
 
 std::string now_iso8601() {
@@ -117,6 +131,7 @@ void write_provenance(ResultsWriter& writer) {
     writer.set_attr("iclab_version", iclab_version());
     writer.set_attr("compiler", compiler());
     writer.set_attr("build_type", build_type());
+    writer.set_attr("simd", simd_target());
     writer.set_attr("blas_core", openblas_core());
     writer.set_attr("blas_config", openblas_config());
     writer.set_attr("blas_threads", static_cast<int64_t>(openblas_threads()));

@@ -14,11 +14,12 @@ std::string openblas_config();  // build options, e.g. "OpenBLAS 0.3.21 DYNAMIC_
 int openblas_threads();
 std::string compiler();         // ICLAB_COMPILER, else the compiler's own version string
 std::string build_type();       // ICLAB_BUILD_TYPE, else "unknown"
+std::string simd_target();      // the widest x86 vector set the build targets: "AVX-512", "AVX2", "SSE2" or "other"
 std::string iclab_version();    // ICLAB_VERSION, else "unknown"
 std::string now_iso8601();      // UTC to the second, e.g. "2024-05-01T12:34:56Z"
 std::string hostname();
 
-// Sets root attributes git_commit, git_dirty, iclab_version, compiler, build_type, blas_core,
+// Sets root attributes git_commit, git_dirty, iclab_version, compiler, build_type, simd, blas_core,
 // blas_config, blas_threads (int64), hostname and created_utc (now_iso8601(): when the
 // provenance was recorded, normally at the start of the run).
 void write_provenance(ResultsWriter& writer);

@@ -68,7 +68,8 @@ avx512=$(grep -qw avx512f /proc/cpuinfo && echo "AVX-512" || echo "no AVX-512")
 echo "CPU: $cpu ($avx512), $(nproc) cores; $threads threads each side; $repeats alternating repetitions; load average now $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- framework experiments 2>/dev/null || echo +dirty)"
-NOTE="${NOTE:-}" CPU="$cpu" AVX512="$avx512" COMMIT="$commit" HISTORY="$history" REPEATS="$repeats" $python - "${rows[@]}" <<'EOF'
+NOTE="${NOTE:-}" CPU="$cpu" AVX512="$avx512" COMMIT="$commit" HISTORY="$history" ROWS="$out/compare_rows.csv" \
+  REPEATS="$repeats" $python - "${rows[@]}" <<'EOF'
 import csv, datetime, json, os, statistics, sys
 import h5py
 args = sys.argv[1:]
@@ -137,7 +138,8 @@ for i in range(0, len(args), 5):
         "openblas_square_gflops_median": f"{med(openblas_rate):.1f}", "blocked_square_gflops_median": f"{med(blocked_rate):.1f}",
         "torch_step_spread": f"{torch_spread:.3f}", "stream_gbs_median": f"{med(stream_rate):.1f}",
         "stream_spread": f"{max(stream_rate) / min(stream_rate):.3f}",
-        "step_over_openblas_min": f"{min(step_openblas):.3f}", "step_over_openblas_median": f"{med(step_openblas):.3f}"})
+        "step_over_openblas_min": f"{min(step_openblas):.3f}", "step_over_openblas_median": f"{med(step_openblas):.3f}",
+        "build_simd": a.get("simd", "")})  # the vector set iclab was built for (results files since 2026-11-27 18:30)
     notes.append(f"- `{config}` ({runs[0].get('model_kind', 'induction_head')} model, {a['dtype']}, attention "
                  f"{a['attention_form']}): {a['parameter_count']:,} parameters, {a['tokens_per_step']} tokens/step; train ratios by "
                  f"repetition " + ", ".join(f"{x:.2f}" for x in train_ratio) + "; forward " + ", ".join(f"{x:.2f}" for x in fwd_ratio)
@@ -145,6 +147,12 @@ for i in range(0, len(args), 5):
                  f"{med(blocked_rate):.1f} GFLOP/s (medians); stream triad " + ", ".join(f"{x:.1f}" for x in stream_rate) + " GB/s")
 print()
 print("\n".join(notes))
+def write_rows(path, rows):  # this run's rows alone, for scripts/bench/bars.py below
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+write_rows(os.environ["ROWS"], history)
 path = os.environ["HISTORY"]
 if path:
     fields = list(history[0].keys())
@@ -168,3 +176,6 @@ if path:
         writer.writerows(history)
     print(f"\nappended {len(history)} rows to {path} (plot: /usr/bin/python3 scripts/bench/plot_history.py)")
 EOF
+echo
+echo "Issue 23's bars for this run (rules fixed in scripts/bench/bars.py):"
+$python scripts/bench/bars.py "$out/compare_rows.csv" --all

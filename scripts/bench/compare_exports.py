@@ -10,7 +10,8 @@
                                                      the same build run under two OPENBLAS_CORETYPE values
 
 Per file pair: the same dataset names, every dataset equal as bytes (dtype, shape and data), and the root attributes
-equal apart from the ones that name the build or the moment (created_utc, git_commit, git_dirty). Prints one line per
+equal apart from the ones that name the build or the moment (created_utc, git_commit, git_dirty, simd: the vector set
+the build targets, which changes no bit of iclab's kernels, so that an AVX2 and an AVX-512 build compare equal). Prints one line per
 pair; exit status 1 when any pair differs (or a file is missing), 0 when all are equal.
 """
 import os
@@ -19,7 +20,7 @@ import sys
 
 import h5py
 
-IGNORED_ATTRS = {"created_utc", "git_commit", "git_dirty"}
+IGNORED_ATTRS = {"created_utc", "git_commit", "git_dirty", "simd"}
 # --results: a run's clock readings (wall times, rates) and the host it ran on differ from run to run by nature.
 # A dataset or attribute is a clock reading when one of the words of its name (split at "_") is a unit of time or a
 # rate or size of the moment: elapsed_s, init_s_fp32, conversion_ms_per_prompt, iclaa_seconds, peak_rss_gib, speedup.
