@@ -54,7 +54,7 @@ def verdicts(row):
         cell, ok = judge(number(row, key), lambda v: v >= ratio_bar, f"{number(row, key):.2f}")
         cells.append(cell); met.append(ok)
     value = number(row, "step_over_openblas_min")
-    cell, ok = judge(value, lambda v: v >= step_bar, f"{100 * value:.0f} %")
+    cell, ok = judge(value, lambda v: v >= step_bar, f"{100 * value:.1f} %")  # one decimal: 69.96 % is not 70 %
     cells.append(cell); met.append(ok)
     spread, sgemm = number(row, "iclab_step_spread"), number(row, "sgemm_spread")
     repeats = number(row, "repeats")

@@ -21,6 +21,8 @@
 #   2026-11-27 15:30 UTC) the whole-step rate over OpenBLAS's sgemm alone (issue 23's own reference), the PyTorch
 #   reference's step spread over the repetitions and `iclab bench`'s memory triad (when PyTorch and the triad move with
 #   iclab's step, the machine moved).
+#   3. issue 23's bars are judged on this run's rows by scripts/bench/bars.py (rules fixed there; the rows are also in
+#      OUT/compare_rows.csv): `/usr/bin/python3 scripts/bench/bars.py --all` judges the whole history.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 threads="${THREADS:-2}"

@@ -41,11 +41,15 @@ def main():
         rows = list(csv.DictReader(f))
     if not rows:
         sys.exit(f"plot_history: {path} has no rows")
-    # a series per config and build: rows whose note names another build's flags (`-march=...`, e.g. an AVX2 build
-    # measured with compare.sh's BUILD= and NOTE=) form a series of their own
+    # a series per config and build: rows of a build for less than the CPU has (column build_simd, since 2026-11-27
+    # 18:00; before, a note naming the build's flags, `-march=...`, e.g. an AVX2 build measured with compare.sh's
+    # BUILD= and NOTE=) form a series of their own, named by the vector set (-march=haswell: AVX2)
     def series(r):
-        march = [w for w in r.get("note", "").split() if w.startswith("-march=")]
-        return r["config"] + (f" [build {march[0]}]" if march else "")
+        simd = r.get("build_simd") or ""
+        march = [w.strip("(),;") for w in r.get("note", "").split() if w.strip("(),;").startswith("-march=")]
+        if not simd and march:
+            simd = "AVX2" if march[0] == "-march=haswell" else march[0]
+        return r["config"] + (f" [{simd} build]" if simd and simd != r.get("avx512") else "")
     configs = list(dict.fromkeys(series(r) for r in rows))
     # one x position per compare.sh run: its rows share the time stamp (written once per run), commit, core, repetitions
     # and note (the load differs per config within a run)
