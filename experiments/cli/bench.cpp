@@ -144,8 +144,8 @@ void bench(const BenchOptions& options) {
                       "in-context regression model (task.kind, task.format) or a language model (lm: task.vocab_size); "
                           << options.config_path << " is a " << cfg.get_string("experiment") << " config");
     // Refuse an existing output before spending minutes measuring.
-    if (!options.out.empty()) io::check_output_file(options.out, options.overwrite, "iclab bench --out");
-    if (!options.export_path.empty()) io::check_output_file(options.export_path, options.overwrite, "iclab bench --export");
+    if (!options.out.empty()) io::check_output_file(options.out, options.overwrite, "iclab bench --out", {options.config_path});
+    if (!options.export_path.empty()) io::check_output_file(options.export_path, options.overwrite, "iclab bench --export", {options.config_path});
     ICLAB_INPUT_CHECK(options.out.empty() || options.export_path.empty() || !io::same_output_file(options.out, options.export_path),
                       "iclab bench: --out and --export name the same file " << options.out << ": give two files");
     if (regression && !induction)

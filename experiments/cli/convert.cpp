@@ -126,9 +126,10 @@ void convert_iclaa(const ConvertOptions& options, const std::vector<std::int32_t
 void convert(const ConvertOptions& options) {
     // Everything that can be refused is refused before the model is loaded.
     ICLAB_INPUT_CHECK(!options.out.empty(), "iclab convert: --out ADAPTER.h5 is required");
-    io::check_output_file(options.out, options.overwrite, "iclab convert --out");  // an adapter is never replaced without --overwrite
-    for (const auto& base : options.adapters)
-        ICLAB_INPUT_CHECK(!io::same_output_file(base, options.out), "iclab convert: --out " << options.out.string() << " is also a base --adapter");
+    // The output policy (framework/io/output_path.hpp): never the run read, inside it, or a base adapter.
+    std::vector<std::filesystem::path> inputs{options.run_dir};
+    inputs.insert(inputs.end(), options.adapters.begin(), options.adapters.end());
+    io::check_output_file(options.out, options.overwrite, "iclab convert --out", inputs);
     if (run::load_finished_run_config(options.run_dir, experiments::catalog(), "iclab convert").has("task.vocab_size")) {
         convert_lm(options);
         return;

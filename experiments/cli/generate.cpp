@@ -11,6 +11,7 @@
 
 #include "experiments/cli/gpt2_commands.hpp"
 #include "experiments/cli/lm_input.hpp"
+#include "framework/io/output_path.hpp"
 #include "experiments/registry.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/core/threads.hpp"
@@ -143,10 +144,11 @@ void generate_in(const GenerateOptions& options) {
 }  // namespace
 
 void generate(const GenerateOptions& options) {
-    ICLAB_INPUT_CHECK(options.out.empty() || options.overwrite || !std::filesystem::exists(options.out),
-                      options.out.string() << " exists (--overwrite replaces it)");
-    ICLAB_INPUT_CHECK(options.out.empty() || options.out.parent_path().empty() || std::filesystem::is_directory(options.out.parent_path()),
-                      "the folder of --out " << options.out.string() << " does not exist");
+    if (!options.out.empty()) {  // the output policy (framework/io/output_path.hpp): never an input, nor inside one
+        std::vector<std::filesystem::path> inputs{options.run_dir};
+        inputs.insert(inputs.end(), options.adapters.begin(), options.adapters.end());
+        io::check_output_file(options.out, options.overwrite, "iclab generate --out", inputs);
+    }
     ICLAB_INPUT_CHECK(std::isfinite(options.temperature) && options.temperature >= 0.0,
                       "iclab generate: --temperature must be >= 0 (0: greedy), got " << options.temperature);
     ICLAB_INPUT_CHECK(options.dtype == "float64" || options.dtype == "float32",

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "framework/core/check.hpp"
+#include "framework/io/output_path.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/claims_pool.hpp"
 #include "framework/run/collect.hpp"
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 
 void collect(const std::vector<fs::path>& paths, const fs::path& out, bool overwrite) {
     ICLAB_INPUT_CHECK(!paths.empty(), "iclab collect: give at least one folder");
-    run::check_collection_out(out, overwrite);  // before any work
+    run::check_collection_out(out, overwrite, paths);  // before any work: never an input folder, nor inside one
     const std::vector<fs::path> runs = run::find_runs(paths);
     ICLAB_INPUT_CHECK(!runs.empty(), "iclab collect: no finished run (config.yaml and results.h5) under the folders given");
     const run::Collection collection = run::collect_runs(runs);
@@ -35,7 +36,7 @@ void collect(const std::vector<fs::path>& paths, const fs::path& out, bool overw
 void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwrite) {
     ICLAB_INPUT_CHECK(!paths.empty(), "iclab claims: give at least one folder");
     ICLAB_INPUT_CHECK(out.empty() || out.extension() == ".csv", "iclab claims: --out must end in .csv, got " << out.string());
-    ICLAB_INPUT_CHECK(out.empty() || overwrite || !fs::exists(out), out.string() << " exists (--overwrite replaces it)");
+    if (!out.empty()) io::check_output_file(out, overwrite, "iclab claims --out", paths);  // before pooling
     const std::vector<fs::path> runs = run::find_runs(paths);
     ICLAB_INPUT_CHECK(!runs.empty(), "iclab claims: no finished run (config.yaml and results.h5) under the folders given");
     const auto pooled = run::pool_run_claims(runs, &experiments::catalog());

@@ -16,7 +16,11 @@ namespace iclab::cli {
 
 void predict(const PredictOptions& options) {
     // Refuse what would be refused after the work: an existing --out, a folder that is missing or takes no file.
-    if (!options.out.empty()) io::check_output_file(options.out, options.overwrite, "iclab predict --out");
+    if (!options.out.empty()) {
+        std::vector<std::filesystem::path> inputs{options.run_dir};  // the output policy: never an input, nor inside one
+        inputs.insert(inputs.end(), options.adapters.begin(), options.adapters.end());
+        io::check_output_file(options.out, options.overwrite, "iclab predict --out", inputs);
+    }
     if (run::load_finished_run_config(options.run_dir, experiments::catalog(), "iclab predict").has("task.vocab_size")) {
         predict_lm(options);
         return;

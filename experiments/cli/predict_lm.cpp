@@ -73,10 +73,7 @@ void predict_lm_typed(const PredictOptions& options, const std::vector<std::int3
 
 void predict_lm(const PredictOptions& options) {
     const config::Config cfg = run::load_finished_run_config(options.run_dir, experiments::catalog(), "iclab predict");
-    ICLAB_INPUT_CHECK(options.out.empty() || options.overwrite || !std::filesystem::exists(options.out),
-                      options.out.string() << " exists (--overwrite replaces it)");
-    ICLAB_INPUT_CHECK(options.out.empty() || options.out.parent_path().empty() || std::filesystem::is_directory(options.out.parent_path()),
-                      "the folder of --out " << options.out.string() << " does not exist");
+    // --out: checked by predict() before it calls this (framework/io/output_path.hpp).
     // --text through the run's BPE tokenizer, or --tokens; refused before loading the weights (the context limit named)
     const model::ModelSpec spec = run::lm_model_spec(cfg);
     const bool text = !options.text.empty();

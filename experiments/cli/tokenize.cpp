@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "framework/core/check.hpp"
+#include "framework/io/output_path.hpp"
 #include "framework/text/bpe.hpp"
 #include "framework/text/token_file.hpp"
 
@@ -142,6 +143,12 @@ int command_tokenize(const std::vector<std::string>& args) {
                                           !vm.count("source") && !vm.count("split-rule") && !vm.count("overwrite")),
                       "iclab tokenize: --train, --heldout, --document-separator, --source, --split-rule and --overwrite go with --out");
     ICLAB_INPUT_CHECK(!tokenizer.empty(), "iclab tokenize: missing --tokenizer DIR\n" << kTokenizeUsage);
+    if (vm.count("out")) {  // the output policy (framework/io/output_path.hpp), before any work; an up-to-date file is kept
+        std::vector<std::filesystem::path> inputs{tokenizer};
+        inputs.insert(inputs.end(), train.begin(), train.end());
+        inputs.insert(inputs.end(), heldout.begin(), heldout.end());
+        io::check_output_file(out, /*overwrite=*/true, "iclab tokenize --out", inputs);
+    }
     const text::Bpe bpe = text::Bpe::load(tokenizer);
 
     if (vm.count("text") || vm.count("text-file")) {

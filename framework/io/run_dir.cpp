@@ -3,6 +3,7 @@
 #include <system_error>
 
 #include "framework/core/check.hpp"
+#include "framework/io/output_path.hpp"
 
 namespace iclab::io {
 
@@ -20,7 +21,8 @@ std::string sanitize_run_name(const std::string& name) {
 }
 
 std::filesystem::path make_run_dir(const std::filesystem::path& results_root, const std::string& name,
-                                   bool overwrite) {
+                                   bool overwrite, bool* existed) {
+    if (existed != nullptr) *existed = false;
     std::error_code error;
     std::filesystem::create_directories(results_root, error);
     // Bad input, not a failure of iclab's (the config rule on output.dir catches most of it before this point).
@@ -34,7 +36,10 @@ std::filesystem::path make_run_dir(const std::filesystem::path& results_root, co
         const std::filesystem::path candidate =
             results_root / (suffix == 1 ? base : base + "-" + std::to_string(suffix));
         // create_directory returns true only to the caller that created it: that is the claim.
-        if (std::filesystem::create_directory(candidate, error)) return candidate;
+        if (std::filesystem::create_directory(candidate, error)) {
+            write_output_marker(candidate, "a run folder (iclab run)");
+            return candidate;
+        }
         // Not created: either the name is taken (libstdc++ reports an existing non-folder as an
         // error, an existing folder as none) or the file system refused.
         std::error_code status_error;
@@ -43,6 +48,7 @@ std::filesystem::path make_run_dir(const std::filesystem::path& results_root, co
                     "cannot create run folder " << candidate.string() << ": " << error.message());
         if (overwrite) {
             ICLAB_CHECK(std::filesystem::is_directory(status), candidate.string() << " exists and is not a folder");
+            if (existed != nullptr) *existed = true;
             return candidate;
         }
     }

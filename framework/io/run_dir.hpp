@@ -18,10 +18,12 @@ std::string sanitize_run_name(const std::string& name);
 //   overwrite == false: claims <name>, else <name>-2, <name>-3, ... — the first that did not exist.
 //     Any existing folder counts as taken, whether it holds a completed results.h5 or is left over
 //     from an interrupted run: an old run is never touched, and a partial one stays for inspection.
-//   overwrite == true: reuses <name> if it exists (ResultsWriter replaces results.h5 only at commit).
+//   overwrite == true: returns <name> if it exists, with *existed = true (the caller builds the new run beside it
+//     and replaces it at commit: framework/run/run_folder.cpp).
 // Race-safe: a folder is claimed by create_directory returning true, so two processes starting the
-// same run at once get different folders. Throws iclab::Error on file-system failures.
+// same run at once get different folders; a claimed folder gets iclab's marker (output_path.hpp). Throws
+// iclab::Error on file-system failures.
 std::filesystem::path make_run_dir(const std::filesystem::path& results_root, const std::string& name,
-                                   bool overwrite);
+                                   bool overwrite, bool* existed = nullptr);
 
 }  // namespace iclab::io

@@ -128,9 +128,21 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs,
     std::map<std::string, std::size_t> index;
     std::vector<std::vector<std::pair<std::string, std::vector<io::ClaimResult>>>> per_setting;
     std::vector<std::vector<std::int64_t>> seeds;  // per setting: each run's training seed (the unit of seed_means claims)
+    // One run per (setting, seed, arm): two copies of a run (or two runs of one setting and seed) would count its values
+    // twice and narrow the interval, whatever unit its claims pool over.
+    std::map<std::string, fs::path> run_of;
     for (Read& r : read) {
         const ArmValues& keys = arm_values[r.experiment];
         const std::string key = setting_key(r.setting_text, r.experiment, keys);
+        {
+            const YAML::Node config = YAML::Load(r.config_text);
+            std::string identity = key + "\nseed " + std::to_string(run_seed(r.config_text, r.dir));
+            for (const auto& arm : keys) identity += "\n" + arm.first + " = " + config_value(config, arm.first);
+            const auto [it, fresh] = run_of.emplace(identity, r.dir);
+            ICLAB_INPUT_CHECK(fresh, "iclab claims: " << it->second.string() << " and " << r.dir.string()
+                                                      << " are runs of the same setting with the same seed (copies of one run?): "
+                                                         "pooling both would count its values twice; give one of them");
+        }
         auto [it, fresh] = index.emplace(key, out.size());
         if (fresh) {
             PooledClaims p;

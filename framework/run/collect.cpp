@@ -297,20 +297,21 @@ void write_csv(const WideTable& table, const fs::path& path) {
 
 fs::path curves_csv_path(const fs::path& out) { return out.parent_path() / (out.stem().string() + "_curves.csv"); }
 
-void check_collection_out(const fs::path& out, bool overwrite) {
+void check_collection_out(const fs::path& out, bool overwrite, const std::vector<fs::path>& inputs) {
     const std::string extension = out.extension().string();
     ICLAB_INPUT_CHECK(extension == ".csv" || extension == ".h5", "iclab collect: --out must end in .csv or .h5, got " << out.string());
-    io::check_output_file(out, overwrite, "iclab collect --out");
-    if (extension == ".csv") io::check_output_file(curves_csv_path(out), overwrite, "iclab collect --out (its curves file)");
+    io::check_output_file(out, overwrite, "iclab collect --out", inputs);
+    if (extension == ".csv") io::check_output_file(curves_csv_path(out), overwrite, "iclab collect --out (its curves file)", inputs);
 }
 
 void write_collection(const Collection& collection, const fs::path& out, bool overwrite) {
-    check_collection_out(out, overwrite);
+    check_collection_out(out, overwrite, {});
     if (out.extension() == ".csv") {
         write_csv_pair(collection.runs, out, collection.curves, curves_csv_path(out));
         return;
     }
     io::ResultsWriter writer(out, overwrite);
+    writer.set_attr("format", "iclab collection");  // iclab's own file: --overwrite may replace it (output_path.hpp)
     writer.write_columns("/runs", hdf5_columns(collection.runs));
     writer.write_columns("/curves", hdf5_columns(collection.curves));
     writer.set_attr("runs", static_cast<std::int64_t>(collection.runs.rows()));

@@ -43,8 +43,9 @@ std::vector<std::filesystem::path> find_runs(const std::vector<std::filesystem::
 Collection collect_runs(const std::vector<std::filesystem::path>& run_dirs);
 
 // InputError (exit 2) unless `out` ends in .csv or .h5 and it (and for .csv <stem>_curves.csv beside it) can be written
-// as a new file (io::check_output_file): called before collecting, so a refused --out costs nothing and writes nothing.
-void check_collection_out(const std::filesystem::path& out, bool overwrite);
+// as a new file under the output policy (io::check_output_file; never one of `inputs`, inside one or around one): called
+// before collecting, so a refused --out costs nothing and writes nothing.
+void check_collection_out(const std::filesystem::path& out, bool overwrite, const std::vector<std::filesystem::path>& inputs);
 
 // A table as CSV (RFC 4180 quoting), written under a temporary name and renamed (no partial file on failure).
 void write_csv(const WideTable& table, const std::filesystem::path& path);

@@ -8,6 +8,7 @@
 
 #include "framework/core/check.hpp"
 #include "framework/io/json.hpp"
+#include "framework/io/output_path.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/io/safetensors.hpp"
@@ -15,6 +16,7 @@
 #include "framework/run/experiment.hpp"
 #include "framework/run/lm_run.hpp"
 #include "framework/run/run_folder.hpp"
+#include "framework/text/tokenizer_files.hpp"
 
 namespace iclab::run {
 
@@ -73,57 +75,10 @@ void refuse_bool(const io::JsonValue& root, const std::string& key, bool impleme
                            << key << ": " << (implemented ? "true" : "false") << ")");
 }
 
-// The tokenizer files of a GPT-2 folder: Hugging Face's pair or OpenAI's, not both; none is allowed.
-std::vector<std::string> tokenizer_files(const fs::path& dir, const std::string& who) {
-    const bool hf_vocab = fs::exists(dir / "vocab.json"), hf_merges = fs::exists(dir / "merges.txt");
-    const bool ai_vocab = fs::exists(dir / "encoder.json"), ai_merges = fs::exists(dir / "vocab.bpe");
-    ICLAB_INPUT_CHECK(hf_vocab == hf_merges, who << ": " << dir.string() << " has " << (hf_vocab ? "vocab.json without merges.txt" : "merges.txt without vocab.json"));
-    ICLAB_INPUT_CHECK(ai_vocab == ai_merges, who << ": " << dir.string() << " has " << (ai_vocab ? "encoder.json without vocab.bpe" : "vocab.bpe without encoder.json"));
-    ICLAB_INPUT_CHECK(!(hf_vocab && ai_vocab), who << ": " << dir.string()
-                                                   << " has both vocab.json + merges.txt and encoder.json + vocab.bpe: keep one pair");
-    if (hf_vocab) return {"vocab.json", "merges.txt"};
-    if (ai_vocab) return {"encoder.json", "vocab.bpe"};
-    return {};
-}
-
-void copy_files(const fs::path& from, const fs::path& to, const std::vector<std::string>& names) {
-    if (names.empty()) return;
-    fs::create_directories(to);
-    for (const auto& name : names) {
-        ICLAB_INPUT_CHECK(fs::is_regular_file(from / name), (from / name).string() << " is not a regular file");
-        fs::copy_file(from / name, to / name, fs::copy_options::overwrite_existing);
-    }
-}
-
 void write_text(const fs::path& path, const std::string& text) {
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
     file << text;
     ICLAB_CHECK(file.good(), "cannot write " << path.string());
-}
-
-// Where a folder output goes: refuses an existing one without overwrite and a missing parent folder.
-void check_output_folder(const fs::path& out, bool overwrite, const std::string& who) {
-    ICLAB_INPUT_CHECK(overwrite || !fs::exists(out), who << ": " << out.string() << " exists (--overwrite replaces it)");
-    ICLAB_INPUT_CHECK(!fs::exists(out) || fs::is_directory(out), who << ": " << out.string() << " exists and is not a folder");
-    ICLAB_INPUT_CHECK(out.parent_path().empty() || fs::is_directory(out.parent_path()),
-                      who << ": the folder of " << out.string() << " does not exist");
-}
-
-// Builds a folder in OUT.partial with `fill`, then puts it in place of OUT; on any failure nothing is left behind.
-template <class Fill>
-void build_folder_atomically(const fs::path& out, Fill&& fill) {
-    const fs::path staging = out.string() + ".partial";
-    fs::remove_all(staging);
-    fs::create_directories(staging);
-    try {
-        fill(staging);
-        if (fs::exists(out)) fs::remove_all(out);  // only with overwrite (checked before)
-        fs::rename(staging, out);
-    } catch (...) {
-        std::error_code ignored;
-        fs::remove_all(staging, ignored);
-        throw;
-    }
 }
 
 // Copies every GPT-2 tensor of the file into the model, after checking names and shapes against config.json
@@ -255,9 +210,9 @@ Gpt2Config gpt2_config_of(const model::ModelSpec& s) {
 void import_gpt2(const fs::path& dir, const fs::path& run_dir, const Catalog& catalog, bool overwrite, bool quiet) {
     const std::string who = "iclab import gpt2";
     ICLAB_INPUT_CHECK(fs::is_directory(dir), who << ": " << dir.string() << " is not a folder");
-    check_output_folder(run_dir, overwrite, who);
+    const io::OutputTarget target = io::check_output(run_dir, io::OutputKind::folder, overwrite, who + " --out", {dir});
     const Gpt2Config g = read_gpt2_config(dir / "config.json");
-    const std::vector<std::string> tokenizer = tokenizer_files(dir, who);
+    const std::vector<text::TokenizerFile> tokenizer = text::read_tokenizer_files(dir, who);  // parsed before anything is written
     const fs::path weights = dir / "model.safetensors";
     ICLAB_INPUT_CHECK(fs::exists(weights), who << ": " << weights.string() << " does not exist"
                                                << (fs::exists(dir / "pytorch_model.bin") ? " (pytorch_model.bin is a pickle: iclab does not load pickles; "
@@ -265,7 +220,9 @@ void import_gpt2(const fs::path& dir, const fs::path& run_dir, const Catalog& ca
                                                                                          : ""));
     io::SafetensorsReader reader(weights);
     load_gpt2_tensors(reader, g, nullptr);  // names and shapes, before the model is allocated
-    build_folder_atomically(run_dir, [&](const fs::path& staging) {
+    {
+        io::StagedFolder staged(target, "a run imported from a GPT-2 folder (iclab import gpt2)");
+        const fs::path& staging = staged.path();
         const fs::path config_path = staging / kConfigFile;
         write_text(config_path, gpt2_lm_config_yaml(g));
         const config::Config cfg = catalog.load_config(config_path.string(), {});
@@ -289,20 +246,21 @@ void import_gpt2(const fs::path& dir, const fs::path& run_dir, const Catalog& ca
         writer.commit();
         write_text(staging / kLogFile, "run " + run_dir.string() + "\nimported " + now + " from " + fs::absolute(dir).string() +
                                            " (iclab import gpt2)\n");
-        copy_files(dir, staging / kTokenizerFolder, tokenizer);
+        text::write_tokenizer_files(tokenizer, staging / kTokenizerFolder);
         if (!quiet)
             std::printf("imported GPT-2 (%zu layers, width %zu, %zu heads, %zu positions, vocabulary %zu, %s embeddings): "
                         "%zu parameters; tokenizer: %s\n",
                         g.layers, g.width, g.heads, g.positions, g.vocab, g.tie ? "tied" : "untied", model.parameter_count(),
-                        tokenizer.empty() ? "none in the folder" : (tokenizer[0] + " + " + tokenizer[1]).c_str());
-    });
+                        tokenizer.empty() ? "none in the folder" : (tokenizer[0].name + " + " + tokenizer[1].name).c_str());
+        staged.commit();
+    }
     if (!quiet) std::printf("wrote %s\n", run_dir.string().c_str());
 }
 
 void export_gpt2(const fs::path& run_dir, const fs::path& out_dir, const Catalog& catalog, bool overwrite, bool quiet) {
     const std::string who = "iclab export";
-    check_output_folder(out_dir, overwrite, who);
     LmRun<float> run = load_lm_run<float>(run_dir, catalog, who);
+    const io::OutputTarget target = io::check_output(out_dir, io::OutputKind::folder, overwrite, who + " --out", {run_dir, run.tokenizer_dir()});
     const model::Transformer<float>& model = *run.model;
     Gpt2Config g;
     try {
@@ -311,8 +269,11 @@ void export_gpt2(const fs::path& run_dir, const fs::path& out_dir, const Catalog
         throw InputError(who + ": " + run_dir.string() + " is " + error.what());
     }
     const fs::path tokenizer_dir = run.tokenizer_dir();
-    const std::vector<std::string> tokenizer = tokenizer_dir.empty() ? std::vector<std::string>{} : tokenizer_files(tokenizer_dir, who);
-    build_folder_atomically(out_dir, [&](const fs::path& staging) {
+    const std::vector<text::TokenizerFile> tokenizer =
+        tokenizer_dir.empty() ? std::vector<text::TokenizerFile>{} : text::read_tokenizer_files(tokenizer_dir, who);
+    {
+        io::StagedFolder staged(target, "a Hugging Face GPT-2 folder (iclab export)");
+        const fs::path& staging = staged.path();
         std::ostringstream json;
         json << "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n  \"n_layer\": " << g.layers
              << ",\n  \"n_embd\": " << g.width << ",\n  \"n_head\": " << g.heads << ",\n  \"n_positions\": " << g.positions
@@ -337,11 +298,12 @@ void export_gpt2(const fs::path& run_dir, const fs::path& out_dir, const Catalog
             tensors.push_back({name.hf, name.hf_shape, values});
         }
         io::write_safetensors(staging / "model.safetensors", tensors, {{"format", "pt"}});
-        copy_files(tokenizer_dir, staging, tokenizer);
-    });
+        text::write_tokenizer_files(tokenizer, staging);
+        staged.commit();
+    }
     if (!quiet)
         std::printf("wrote %s: config.json, model.safetensors (%zu tensors, F32)%s\n", out_dir.string().c_str(),
-                    gpt2_tensor_names(g).size(), tokenizer.empty() ? "" : (", " + tokenizer[0] + ", " + tokenizer[1]).c_str());
+                    gpt2_tensor_names(g).size(), tokenizer.empty() ? "" : (", " + tokenizer[0].name + ", " + tokenizer[1].name).c_str());
 }
 
 }  // namespace iclab::run

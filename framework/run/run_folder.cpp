@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "framework/core/hash.hpp"
+#include "framework/io/output_path.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/io/run_dir.hpp"
 #include "framework/run/experiment.hpp"
@@ -145,6 +146,7 @@ RunFolder::RunFolder(const config::Config& cfg, const RunOptions& options) {
         identity_.overrides = checkpoint.read_attr_string("/", "overrides");
         identity_.start_time = checkpoint.read_attr_string("/", "start_time");
         const std::string earlier = checkpoint.read_attr_string("/", "resumed_at");
+        if (checkpoint.has_attr("/", "replaces")) replaces_ = checkpoint.read_attr_string("/", "replaces");
         identity_.resumed_at = (earlier.empty() ? "" : earlier + "; ") + "step " +
                                std::to_string(checkpoint.read_attr_int64("/", "next_step")) + " at " + io::now_iso8601();
         log_.open(path_ / kLogFile, std::ios::out | std::ios::app);
@@ -152,7 +154,9 @@ RunFolder::RunFolder(const config::Config& cfg, const RunOptions& options) {
         log_ << "resumed " << io::now_iso8601() << " from " << kCheckpointFile << " at step "
              << checkpoint.read_attr_int64("/", "next_step") << "\n" << std::flush;
     } else {
-        path_ = io::make_run_dir(cfg.get_string("output.dir"), run_name(cfg), options.overwrite);
+        bool existed = false;
+        path_ = io::make_run_dir(cfg.get_string("output.dir"), run_name(cfg), options.overwrite, &existed);
+        if (existed) start_replacement(cfg);
         identity_.config_source = cfg.source_path();
         for (const auto& o : cfg.overrides()) identity_.overrides += (identity_.overrides.empty() ? "" : " ") + o;
         identity_.start_time = io::now_iso8601();
@@ -182,9 +186,38 @@ RunFolder::RunFolder(const config::Config& cfg, const RunOptions& options) {
     io::write_provenance(w);
 }
 
+// --overwrite of an existing run (the output policy, framework/io/output_path.hpp): the old folder must be iclab's,
+// neither the working directory nor around the config; the new run is built in ".<name>.iclab-replacing" beside it
+// (resumable there) and put in its place only by commit(), so a run that fails or is stopped leaves the old one intact.
+void RunFolder::start_replacement(const config::Config& cfg) {
+    namespace fs = std::filesystem;
+    const io::OutputTarget target =
+        io::check_output(path_, io::OutputKind::folder, /*overwrite=*/true, "iclab run --overwrite", {cfg.source_path()});
+    const fs::path staging = target.path.parent_path() / ("." + target.path.filename().string() + ".iclab-replacing");
+    std::error_code error;
+    if (fs::exists(fs::symlink_status(staging, error))) {
+        // An earlier replacement that never finished: iclab's own (its marker), so it may go.
+        ICLAB_INPUT_CHECK(fs::is_directory(fs::symlink_status(staging, error)) && io::written_by_iclab(staging),
+                          "iclab run --overwrite: " << staging.string() << " is in the way and was not made by iclab; move it");
+        fs::remove_all(staging);
+    }
+    ICLAB_CHECK(fs::create_directory(staging, error), "cannot create " << staging.string() << ": " << error.message());
+    io::write_output_marker(staging, "a run replacing " + target.path.string() + " (iclab run --overwrite)");
+    replaces_ = target.path;
+    path_ = staging;
+}
+
 void RunFolder::commit() {
     writer_->set_attr("end_time", io::now_iso8601());
     writer_->commit();
+    if (!replaces_.empty()) {
+        // The finished run takes the old one's place atomically; the old one is removed last.
+        ICLAB_INPUT_CHECK(!std::filesystem::exists(replaces_) || io::written_by_iclab(replaces_),
+                          replaces_.string() << " changed during the run and is no longer iclab's: the new run stays in " << path_.string());
+        io::replace_folder(path_, replaces_, /*may_replace=*/true);
+        path_ = replaces_;
+        replaces_.clear();
+    }
     log_ << "finished " << io::now_iso8601() << "\n" << std::flush;
 }
 
@@ -200,6 +233,7 @@ std::unique_ptr<io::ResultsWriter> RunFolder::open_checkpoint() const {
     writer->set_attr("start_time", identity_.start_time);
     writer->set_attr("resumed_at", identity_.resumed_at);
     writer->set_attr("written_time", io::now_iso8601());
+    writer->set_attr("replaces", replaces_.string());  // "" or the run folder an --overwrite run replaces at its end
     return writer;
 }
 

@@ -75,7 +75,8 @@ public:
     const RunIdentity& identity() const { return identity_; }
     std::ostream& log() { return log_; }
     io::ResultsWriter& results() { return *writer_; }
-    // Writes the end time and commits results.h5 (temporary file, fsync, rename).
+    // Writes the end time and commits results.h5 (temporary file, fsync, rename); a run started with --overwrite over
+    // an existing one is then put in that one's place (path() becomes it).
     void commit();
     // A checkpoint.h5 that carries the run's identity (experiment, config and its fingerprint, source,
     // overrides, seed, start and resume times) as root attributes, for `iclab run --resume` to reopen the folder;
@@ -83,7 +84,9 @@ public:
     std::unique_ptr<io::ResultsWriter> open_checkpoint() const;
 
 private:
+    void start_replacement(const config::Config& cfg);
     std::filesystem::path path_;
+    std::filesystem::path replaces_;  // --overwrite: the old run folder this one replaces at commit ("" otherwise)
     bool resumed_ = false;
     RunIdentity identity_;
     std::ofstream log_;

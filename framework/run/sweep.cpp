@@ -15,6 +15,7 @@
 #include "framework/core/check.hpp"
 #include "framework/core/hash.hpp"
 #include "framework/core/process.hpp"
+#include "framework/io/output_path.hpp"
 #include "framework/run/job_lock.hpp"
 #include "framework/run/run_folder.hpp"
 
@@ -23,6 +24,33 @@ namespace iclab::run {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The output policy (framework/io/output_path.hpp) for a sweep folder, which is added to and never replaced: never a
+// config or the sweep file, inside one or around one; an existing folder must be iclab's (its marker, or sweep.yaml
+// from before the marker), so a launch never fills a folder iclab did not make.
+void check_sweep_folder(const fs::path& dir, const SweepSpec& spec) {
+    std::vector<fs::path> inputs(spec.configs.begin(), spec.configs.end());
+    if (!spec.source.empty() && spec.source != "command line") inputs.emplace_back(spec.source);
+    const fs::path resolved = fs::weakly_canonical(fs::absolute(dir));
+    for (const fs::path& input : inputs) {
+        const fs::path in = fs::weakly_canonical(fs::absolute(input));
+        const auto within = [](const fs::path& inner, const fs::path& outer) {
+            auto i = inner.begin();
+            for (auto o = outer.begin(); o != outer.end(); ++o, ++i)
+                if (i == inner.end() || *i != *o) return false;
+            return true;
+        };
+        ICLAB_INPUT_CHECK(!within(resolved, in) && !within(in, resolved),
+                          "the sweep folder " << dir.string() << " is, contains or lies inside an input of the sweep (" << input.string()
+                                              << "): set output.dir elsewhere");
+    }
+    std::error_code error;
+    if (!fs::exists(fs::symlink_status(dir, error))) return;
+    ICLAB_INPUT_CHECK(fs::is_directory(fs::symlink_status(dir, error)), "the sweep folder " << dir.string() << " exists and is not a folder");
+    ICLAB_INPUT_CHECK(fs::exists(dir / io::kOutputMarker) || fs::is_regular_file(dir / "sweep.yaml"),
+                      "the sweep folder " << dir.string() << " exists and was not made by iclab (no " << io::kOutputMarker
+                                          << " or sweep.yaml): move it, or set output.dir or the sweep's name elsewhere");
+}
 
 std::string key_of(const std::string& override_text) { return override_text.substr(0, override_text.find('=')); }
 
@@ -179,6 +207,7 @@ Sweep plan_sweep(const SweepSpec& spec, const Catalog& catalog) {
         if (!fixed_canonical.empty()) name += "_" + fnv1a64_hex(fixed_canonical).substr(0, 8);
     }
     sweep.dir = output_dir / "sweeps" / bounded_name(name);
+    check_sweep_folder(sweep.dir, spec);
     // What each run will write as its config.yaml, to recognize its folder later.
     for (auto& job : sweep.jobs) {
         std::vector<std::string> overrides = job.overrides;
@@ -256,6 +285,7 @@ bool job_running(const Sweep& sweep, const SweepJob& job) { return lock_held_els
 
 void write_sweep_plan(const Sweep& sweep) {
     fs::create_directories(sweep.dir);
+    if (!fs::exists(sweep.dir / io::kOutputMarker)) io::write_output_marker(sweep.dir, "a sweep folder (iclab run -m / iclab sweep)");
     YAML::Emitter out;
     out << YAML::Comment("iclab sweep plan: written by iclab run -m / iclab sweep, read by iclab sweep-job");
     out << YAML::BeginMap << YAML::Key << "dir" << YAML::Value << sweep.dir.string() << YAML::Key << "jobs" << YAML::Value
