@@ -78,7 +78,7 @@ def parse_args():
         if path is not None and not os.path.isfile(path):
             parser.error(f"{name}: no file {path}")
     if args.json is not None:
-        args.json = check_output(args.json, [p for p in (args.config, args.check) if p], parser.format_usage().strip())
+        args.json = check_output(args.json, [p for p in (args.config, args.check) if p], parser.format_usage().strip(), {".json"})
     return args
 
 

@@ -139,7 +139,7 @@ def main():
         if not os.path.isdir(folder):
             parser.error(f"no folder {folder}")
     if args.out:  # checked before any work: a writable place, not a folder, not an input
-        args.out = check_output(args.out, args.dirs, parser.format_usage().strip())
+        args.out = check_output(args.out, args.dirs, parser.format_usage().strip(), {".md"})
     runs = load_runs(args.dirs)
     runs = runs[runs["experiment"] == "prefix_vs_causal"]
     cells = paired(runs)
