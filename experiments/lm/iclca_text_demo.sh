@@ -13,7 +13,8 @@
 #      <= 1e-12 (float64) or <= 1e-5 (float32)
 #   3  ran, and not exact (the line of the dtype that missed says FAIL)
 #   2  bad input, nothing run: a usage line on stderr (an argument that is not a number >= 1, an unknown DTYPE, a
-#      missing run or token file, a run that is not an lm run with linear attention, fewer than K usable chapters),
+#      missing run or token file, a run that is not an lm run with linear attention, M + N + NEW beyond the model's
+#      context, fewer than K usable chapters),
 #      or iclab refused an input (its own exit 2)
 #   1  a failure (iclab or Python failed)
 set -euo pipefail
@@ -37,10 +38,11 @@ iclab="${ICLAB:-$(cd "$(dirname "$0")/../.." && pwd)/build/iclab}"
 [ -x "$iclab" ] || { echo "iclca_text_demo.sh: $iclab is not built (scripts/setup.sh builds it, or set ICLAB)" >&2; exit 1; }
 /usr/bin/python3 -c "import h5py, numpy, yaml" 2>/dev/null ||
   { echo "iclca_text_demo.sh: /usr/bin/python3 needs python3-h5py, python3-numpy, python3-yaml (scripts/test.sh installs them)" >&2; exit 1; }
-# The run: an lm run with linearized attention (a config.yaml without model.attention has the default, linear).
-/usr/bin/python3 - "$run/config.yaml" "$usage" <<'PY'
+# The run: an lm run with linearized attention (a config.yaml without model.attention has the default, linear) whose
+# context holds M + N + NEW positions (generate stops at the context, and a cut generation would read as not exact).
+/usr/bin/python3 - "$run/config.yaml" "$usage" "$((prompt_len + input_len + new))" <<'PY'
 import sys, yaml
-path, usage = sys.argv[1], sys.argv[2]
+path, usage, positions = sys.argv[1], sys.argv[2], int(sys.argv[3])
 def refuse(message):
     print(f"iclca_text_demo.sh: {message}\n{usage}", file=sys.stderr)
     sys.exit(2)
@@ -60,6 +62,10 @@ if attention != "linear":
     refuse(f"the run has {attention} attention: ICLCA is exact only for linearized attention (model.attention: linear, "
            "e.g. configs/quick/lm_kjv_linear.yaml). For a softmax model the prompt converts only approximately, by ICLAA "
            "(`iclab convert RUN --method iclaa`, experiments/iclaa_lm/README.md), which this exactness demo does not check.")
+task = config.get("task") if isinstance(config.get("task"), dict) else {}
+context = task.get("context_length")
+if isinstance(context, int) and positions > context:
+    refuse(f"M + N + NEW = {positions} positions exceed the model's context of {context} (task.context_length)")
 PY
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 - "$tokens" "$count" "$prompt_len" "$input_len" "$work" "$usage" <<'PY'

@@ -295,11 +295,23 @@ def main():
         refused("demo: a missing token file", [bash, demo, linear, f"{scratch}/none.h5", "1", "8", "4", "4"], tree, env)
         refused("demo: more chapters than the token file has", [bash, demo, linear, tokens, "2", "8", "4", "4"], tree, env,
                 expect="held-out chapters")
+        refused("demo: more positions than the model's context", [bash, demo, linear, tokens, "1", "8", "4", "200"], tree, env,
+                expect="exceed the model's context")
         refused("demo: a softmax run", [bash, demo, softmax, tokens, "1", "8", "4", "4", "float64"], tree, env,
                 expect="ICLCA is exact only for linearized attention")
         done = run([bash, demo, linear, tokens, "1", "8", "4", "4", "both"], tree, env)
         check("demo: a linear run is exact (exit 0)", done.returncode == 0, done.stdout + done.stderr)
         check("demo: both dtypes pass", done.stdout.count("1/1") == 2 and "FAIL" not in done.stdout, done.stdout)
+        # An iclab that drops --adapter: X is continued without the prompt, which is not exact: exit 3, not 1 or 2.
+        dropper = os.path.join(scratch, "iclab_without_adapter")
+        with open(dropper, "w") as f:
+            f.write('#!/bin/bash\nargs=(); skip=0\nfor a in "$@"; do\n  if [ $skip = 1 ]; then skip=0; continue; fi\n'
+                    '  if [ "$a" = --adapter ]; then skip=1; continue; fi\n  args+=("$a")\ndone\n'
+                    f'exec {ICLAB} "${{args[@]}}"\n')
+        os.chmod(dropper, 0o755)
+        done = run([bash, demo, linear, tokens, "1", "8", "4", "4", "float64"], tree, {"ICLAB": dropper})
+        check("demo: not exact is exit 3", done.returncode == 3 and "FAIL" in done.stdout, f"exit {done.returncode}: "
+              + done.stdout + done.stderr)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"{checked - len(failures)} passed, {len(failures)} failed")
