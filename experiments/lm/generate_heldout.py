@@ -39,8 +39,8 @@ def main() -> int:
             parser.error(f"{name} must be an integer in [{low}, {2**31 - 1}], got {value}")
     if not math.isfinite(args.temperature) or args.temperature < 0:
         parser.error(f"--temperature must be a finite number >= 0, got {args.temperature}")
-    if not os.path.isdir(args.run_dir):
-        parser.error(f"no run folder {args.run_dir}")
+    if not os.path.isfile(os.path.join(args.run_dir, "config.yaml")):
+        parser.error(f"{args.run_dir} is not a run folder (no config.yaml)")
     if not (os.path.isfile(args.iclab) and os.access(args.iclab, os.X_OK)):
         parser.error(f"--iclab {args.iclab} is not an executable file (scripts/setup.sh builds build/iclab)")
     if not os.path.isfile(args.heldout) or os.path.getsize(args.heldout) > 64 << 20:  # no FIFO, device, huge file
