@@ -6,12 +6,23 @@
 # Builds tests/fuzz/fuzz_<target>.cpp with -fsanitize=fuzzer,address,undefined into build-fuzz/, seeds the corpus
 # (configs/**/*.yaml for the config loader; a small results file, or small adapters, the target writes itself), runs
 # RUNS executions and prints libFuzzer's final stats. Findings are written to build-fuzz/<target>/crash-*.
+# Exit status: 0 (findings are printed and written, not an exit status), 2 for a bad argument (usage line), 1 when a
+# build fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/args.sh
+all_targets=(config results_reader adapter_reader adapter_fields sweep_file safetensors)
+usage="usage: scripts/fuzz.sh [config|results_reader|adapter_reader|adapter_fields|sweep_file|safetensors] [RUNS]   (FUZZ_SECONDS=N, FUZZ_TIMEOUT=N)"
+case "${1:-}" in -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+[ $# -le 2 ] || usage_error "at most two arguments, got $#"
+targets=("${1:-config}"); [ $# -eq 0 ] && targets=("${all_targets[@]}")
+[[ " ${all_targets[*]} " == *" ${targets[0]} "* ]] || usage_error "unknown target '${targets[0]}'"
+runs="${2:-1000000}"
+integer_in RUNS "$runs" 0 999999999
+integer_in FUZZ_SECONDS "${FUZZ_SECONDS:-0}" 0 999999999
+integer_in FUZZ_TIMEOUT "${FUZZ_TIMEOUT:-10}" 1 999999999
 . scripts/lib/apt_ensure.sh
 apt_ensure "fuzz setup" clang libyaml-cpp-dev libhdf5-dev
-targets=("${1:-config}"); [ $# -eq 0 ] && targets=(config results_reader adapter_reader adapter_fields sweep_file safetensors)
-runs="${2:-1000000}"
 out=build-fuzz; mkdir -p "$out"
 hdf5_flags=$(pkg-config --cflags --libs hdf5-serial 2>/dev/null || echo "-I/usr/include/hdf5/serial -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5")
 common=(-std=c++17 -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)

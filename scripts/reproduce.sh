@@ -12,30 +12,63 @@
 #   experiment's estimate of its memory and work, with each part's total, and write docs/reproduction_plan_<profile>.md.
 # --report-only: run nothing; the report, the page and the README blocks from the runs finished so far (a long
 #   profile run in parts); the title says how many of the profile's jobs had finished.
+# ICLAB=PATH: use that iclab binary and skip scripts/setup.sh (the build); default build/iclab, built first.
+# Exit status: 0 done; 1 a run, the report or a step failed, or --check found a verdict that differs; 2 bad
+# arguments (a usage line on stderr) or a profile the sweep refuses, with nothing written.
 set -euo pipefail
+if [ -n "${ICLAB:-}" ]; then  # before the cd below: a relative ICLAB is relative to the caller's folder
+  [ -x "$ICLAB" ] && [ -f "$ICLAB" ] || { echo "reproduce: ICLAB=$ICLAB is not an executable file" >&2; exit 2; }
+  ICLAB=$(realpath -- "$ICLAB")
+fi
 cd "$(dirname "$0")/.."
 profile=quick; jobs=$(nproc); check=0; plan=0; report_only=0
+usage="usage: scripts/reproduce.sh --profile quick|paper [--jobs N] [--check | --plan | --report-only]"
+bad_usage() { echo "reproduce: $1" >&2; echo "$usage" >&2; exit 2; }
+# An option's value: present and not the next option (--profile --plan is a missing value, not a profile named --plan).
+value() { [ $# -ge 2 ] && [ -n "$2" ] && [[ "$2" != -* ]] || bad_usage "$1 needs a value"; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --profile) profile=$2; shift 2 ;;
-    --jobs) jobs=$2; shift 2 ;;
+    --profile) value "$@"; profile=$2; shift 2 ;;
+    --profile=*) profile=${1#*=}; shift ;;
+    --jobs) value "$@"; jobs=$2; shift 2 ;;
+    --jobs=*) jobs=${1#*=}; shift ;;
     --check) check=1; shift ;;
     --plan) plan=1; shift ;;
     --report-only) report_only=1; shift ;;
-    *) echo "usage: scripts/reproduce.sh --profile quick|paper [--jobs N] [--check | --plan | --report-only]" >&2; exit 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d;s/^# \{0,1\}//'; exit 0 ;;
+    *) bad_usage "unknown argument '$1'" ;;
   esac
 done
-[[ "$profile" =~ ^[a-z0-9_]+$ ]] || { echo "reproduce: bad profile name '$profile' (letters, digits, _)" >&2; exit 2; }
-[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || { echo "reproduce: --jobs must be a positive integer, not '$jobs'" >&2; exit 2; }
-[ -f "configs/reproduce/$profile.yaml" ] || { echo "reproduce: no profile $profile (configs/reproduce/*.yaml)" >&2; exit 2; }
+[ $((check + plan + report_only)) -le 1 ] || bad_usage "--check, --plan and --report-only exclude each other"
+[[ "$profile" =~ ^[a-z0-9_]+$ ]] || bad_usage "bad profile name '$profile' (letters, digits, _)"
+[[ "$jobs" =~ ^[1-9][0-9]{0,3}$ ]] || bad_usage "--jobs must be an integer in [1, 9999], not '$jobs'"
+[ -f "configs/reproduce/$profile.yaml" ] || bad_usage "no profile $profile (configs/reproduce/*.yaml)"
+iclab=${ICLAB:-build/iclab}
+setup() { [ -n "${ICLAB:-}" ] || scripts/setup.sh; }
 page=docs/reproduction.md
 [ "$profile" = quick ] || page=docs/reproduction_$profile.md
 if [ "$check" -eq 1 ] && [ ! -f "$page" ]; then echo "reproduce: --check needs the committed $page" >&2; exit 2; fi
 files=("configs/reproduce/$profile.yaml")
 for extra in configs/reproduce/"${profile}"_*.yaml; do [ -f "$extra" ] && files+=("$extra"); done
 if [ "$plan" -eq 1 ]; then
-  scripts/setup.sh
+  setup
   out=docs/reproduction_plan_$profile.md
+  # Every part's listing first, in a folder of this run's own; the page is written beside its target under a unique
+  # name and renamed over it only when every part was listed: a refused plan leaves the old page and no stray file.
+  work=$(mktemp -d); tmp=""
+  trap 'rm -rf "$work"; [ -z "$tmp" ] || rm -f "$tmp"' EXIT
+  part=0
+  for file in "${files[@]}"; do
+    part=$((part + 1))
+    rc=0; "$iclab" sweep "$file" --dry-run >"$work/$part.out" 2>"$work/$part.err" || rc=$?
+    if [ "$rc" -ne 0 ]; then
+      cat "$work/$part.err" >&2
+      echo "reproduce: --plan refused: iclab sweep $file --dry-run exited $rc; nothing written" >&2
+      [ "$rc" -eq 2 ] && exit 2
+      exit 1
+    fi
+  done
+  tmp=$(mktemp "docs/.reproduction_plan_$profile.md.XXXXXX")
   {
     echo "# iclab reproduction plan: profile $profile, commit $(git rev-parse --short HEAD)"
     echo
@@ -46,21 +79,24 @@ if [ "$plan" -eq 1 ]; then
     echo "A paper 003 Part B run whose lr-fallback detector fires trains a second time (not in its estimate)."
     echo "Measured wall times of finished runs: docs/reproduction.md and each experiment's README."
     echo "Machine of this listing: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(date -u +%Y-%m-%d)."
+    part=0
     for file in "${files[@]}"; do
+      part=$((part + 1))
       echo; echo "## $file"; echo; echo '```'
-      build/iclab sweep "$file" --dry-run 2>"$out.total" | sed '$d'
-      cat "$out.total"
+      sed '$d' "$work/$part.out"   # the last line is the sweep folder
+      cat "$work/$part.err"
       echo '```'
     done
-    rm -f "$out.total"
-  } > "$out"
-  grep -h "^iclab: sweep" "$out" >&2
+  } > "$tmp"
+  chmod 644 "$tmp"   # mktemp makes it 600
+  mv -f "$tmp" "$out"; tmp=""
+  grep -h "^iclab: sweep" "$out" >&2 || true
   echo "reproduce: wrote $out" >&2
   exit 0
 fi
-scripts/setup.sh
+setup
 scripts/plot/setup.sh
-scripts/text/prepare_kjv.sh >/dev/null  # iclaa_lm's token file and tokenizer (cached: a second run writes nothing)
+ICLAB="$iclab" scripts/text/prepare_kjv.sh >/dev/null  # iclaa_lm's token file and tokenizer (cached: a second run writes nothing)
 . scripts/lib/apt_ensure.sh
 apt_ensure "report setup" python3-pandas python3-yaml
 start=$(date +%s)
@@ -73,7 +109,7 @@ rm -rf "$listings"
 for file in "${files[@]}"; do
   part=$((part + 1))
   if [ "$report_only" -eq 1 ]; then
-    listing=$(build/iclab sweep "$file" --dry-run 2>/dev/null)
+    listing=$("$iclab" sweep "$file" --dry-run 2>/dev/null)
     finished=$((finished + $(grep -c '^finished ' <<<"$listing" || true)))
     total=$((total + $(grep -c -E '^(finished|pending|interrupted|stale|running) ' <<<"$listing" || true)))
     mkdir -p "$listings"
@@ -82,8 +118,8 @@ for file in "${files[@]}"; do
     [ -d "$sweep" ] && sweeps+=("$sweep")
     continue
   fi
-  echo "reproduce: part $part of ${#files[@]}: $file ($(build/iclab sweep "$file" --dry-run | grep -c pending || true) runs pending), --jobs $jobs" >&2
-  sweep=$(build/iclab sweep "$file" --jobs "$jobs" | tail -n 1) || status=$?
+  echo "reproduce: part $part of ${#files[@]}: $file ($("$iclab" sweep "$file" --dry-run | grep -c pending || true) runs pending), --jobs $jobs" >&2
+  sweep=$("$iclab" sweep "$file" --jobs "$jobs" | tail -n 1) || status=$?
   [ -d "$sweep" ] || { echo "reproduce: the sweep $file did not start (exit $status)" >&2; exit "$status"; }
   sweeps+=("$sweep")
 done
@@ -92,7 +128,7 @@ if [ "$report_only" -eq 1 ]; then
   [ "${#sweeps[@]}" -gt 0 ] || { echo "reproduce: --report-only: no run of profile $profile has started" >&2; exit 1; }
   title="$title (partial: $finished of $total jobs finished)"
 fi
-/usr/bin/python3 scripts/report/make_report.py "${sweeps[@]}" --out results/report --title "$title" --page "$page" --profile "$profile" \
+/usr/bin/python3 scripts/report/make_report.py "${sweeps[@]}" --iclab "$iclab" --out results/report --title "$title" --page "$page" --profile "$profile" \
   --unfinished "$listings"
 wall=$(( $(date +%s) - start ))
 [ "$report_only" -eq 1 ] || printf '\nWall time of scripts/reproduce.sh --profile %s --jobs %s: %d min %02d s on %s (%s cores).\n' "$profile" "$jobs" \
@@ -114,7 +150,8 @@ print(f"reproduce --check: {len(measured)} claims, {len(differences)} verdicts d
 sys.exit(1 if differences else 0)
 PY
 else
-  cp results/report/reproduction.md "$page"
+  page_tmp=$(mktemp "$(dirname "$page")/.$(basename "$page").XXXXXX")
+  cp results/report/reproduction.md "$page_tmp" && chmod 644 "$page_tmp" && mv -f "$page_tmp" "$page"
   echo "reproduce: wrote $page" >&2
 fi
 /usr/bin/python3 scripts/report/readme_claims.py results/report/readme_blocks.json --profile "$profile" \

@@ -3,8 +3,14 @@
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 #   scripts/setup.sh            set up + build
 #   BUILD_DIR=build-asan CMAKE_ARGS="-DICLAB_SANITIZE=ON -DICLAB_NATIVE=OFF" scripts/setup.sh   sanitizer build
+# Takes no arguments (exit 2 with a usage line otherwise); JOBS (default: the cores) is an integer >= 1. Exit 1 when
+# a package cannot be installed or the build fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/args.sh
+usage='usage: [BUILD_DIR=DIR] [CMAKE_ARGS="..."] [JOBS=N] scripts/setup.sh'
+no_arguments "$@"
+integer_in JOBS "${JOBS:-1}" 1 4096
 
 . scripts/lib/apt_ensure.sh
 apt_ensure setup g++ cmake make pkg-config git \

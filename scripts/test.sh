@@ -4,13 +4,28 @@
 #   scripts/test.sh --sanitize  ASan + UBSan build in build-asan/ (slower)
 #   scripts/test.sh --slurm     start a single-node Slurm cluster here (scripts/slurm/local_cluster.sh), then run
 #                               every test, the Slurm sweep test (label slurm) included
+# JOBS (default: the cores) is the number of tests run at once. Exit status: ctest's (0 all passed, 8 a test
+# failed), 2 for an unknown argument (with a usage line), 1 when the setup fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/args.sh
+usage="usage: scripts/test.sh [--sanitize | --slurm]"
+mode=""
+case $# in
+  0) ;;
+  1) case "$1" in
+       --sanitize|--slurm) mode=$1 ;;
+       -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+       *) usage_error "unknown argument '$1'" ;;
+     esac ;;
+  *) usage_error "at most one of --sanitize, --slurm" ;;
+esac
+integer_in JOBS "${JOBS:-1}" 1 4096
 ctest_args=()
-if [ "${1:-}" = "--slurm" ]; then
+if [ "$mode" = "--slurm" ]; then
   scripts/slurm/local_cluster.sh
 fi
-if [ "${1:-}" = "--sanitize" ]; then
+if [ "$mode" = "--sanitize" ]; then
   export BUILD_DIR=build-asan CMAKE_ARGS="-DICLAB_SANITIZE=ON -DICLAB_NATIVE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo"
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   ctest_args=(-E "learns the induction head")  # the 1-minute training run takes ~10x longer under ASan

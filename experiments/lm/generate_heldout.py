@@ -7,9 +7,14 @@
 Takes `count` verse pairs spread evenly over the held-out text (every 20th chapter, never trained on): the prompt is
 one whole verse and the first `words` words of the next; iclab generate continues it (greedy by default). The table shows the
 prompt's tail, the verse's true rest and the model's continuation up to the end of its first line. iclab is run with
-an argument list (no shell); the text goes in as --prompt-text.
+an argument list (no shell); the text goes in as --prompt-text. Prints the table on stdout and writes no file.
+Exit status: 0 the table; 2 bad arguments (a usage line on stderr: an unknown option, a missing value, a number out
+of range, a missing run folder or held-out file, a held-out file that is not UTF-8 text or has no usable verse pair),
+or iclab generate refused its input (its exit 2); 1 iclab failed.
 """
 import argparse
+import math
+import os
 import pathlib
 import subprocess
 import sys
@@ -27,11 +32,32 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--iclab", default="build/iclab")
     args = parser.parse_args()
-    lines = [line.strip() for line in pathlib.Path(args.heldout).read_text(encoding="utf-8").splitlines() if line.strip()]
+    # Every bad input is a usage error (exit 2), never a traceback.
+    for name, value, low in (("--count", args.count, 1), ("--words", args.words, 0), ("--new-tokens", args.new_tokens, 1),
+                             ("--top-k", args.top_k, 0), ("--seed", args.seed, 0)):
+        if value < low or value > 2**31 - 1:
+            parser.error(f"{name} must be an integer in [{low}, {2**31 - 1}], got {value}")
+    if not math.isfinite(args.temperature) or args.temperature < 0:
+        parser.error(f"--temperature must be a finite number >= 0, got {args.temperature}")
+    if not os.path.isfile(os.path.join(args.run_dir, "config.yaml")):
+        parser.error(f"{args.run_dir} is not a run folder (no config.yaml)")
+    if not (os.path.isfile(args.iclab) and os.access(args.iclab, os.X_OK)):
+        parser.error(f"--iclab {args.iclab} is not an executable file (scripts/setup.sh builds build/iclab)")
+    if not os.path.isfile(args.heldout) or os.path.getsize(args.heldout) > 64 << 20:  # no FIFO, device, huge file
+        parser.error(f"--heldout {args.heldout} is not a text file of at most 64 MiB "
+                     "(scripts/text/prepare_kjv.sh writes data/kjv/heldout.txt)")
+    try:
+        text = pathlib.Path(args.heldout).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        parser.error(f"cannot read --heldout {args.heldout}: {e} (scripts/text/prepare_kjv.sh writes data/kjv/heldout.txt)")
+    if "\0" in text:  # an argv cannot carry it
+        parser.error(f"{args.heldout} contains a NUL byte")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     usable = [i for i in range(len(lines) - 1) if len(lines[i + 1].split()) > args.words + 4]
-    if args.count < 1 or not usable:
-        print("generate_heldout: no verse pairs to use", file=sys.stderr)
-        return 2
+    if not usable:
+        parser.error(f"{args.heldout} has no verse followed by one of more than {args.words + 4} words")
+    if args.count > len(usable):
+        parser.error(f"--count {args.count}: {args.heldout} has only {len(usable)} usable verse pairs")
     picks = [usable[(k * len(usable)) // args.count] for k in range(args.count)]
     how = "greedy" if args.temperature <= 0 else f"sampled: T = {args.temperature:g}, top-k {args.top_k}, seed {args.seed}"
     print(f"| prompt (a held-out verse, then the start of the next) | the verse goes on | the model continues ({how}) |")
@@ -44,8 +70,9 @@ def main() -> int:
                                  str(args.new_tokens), "--temperature", str(args.temperature), "--top-k", str(args.top_k),
                                  "--seed", str(args.seed), "--quiet"], capture_output=True, text=True, check=False)
         if result.returncode != 0:
-            print(result.stderr, file=sys.stderr)
-            return result.returncode
+            print(result.stderr, file=sys.stderr, end="")
+            print(f"generate_heldout: iclab generate exited {result.returncode}", file=sys.stderr)
+            return 2 if result.returncode == 2 else 1
         continuation = result.stdout.split("\n")[0].strip()
         tail = lines[i] if len(lines[i]) < 60 else "…" + lines[i][-57:]
         cell = lambda text: text.replace("|", "\\|")

@@ -19,7 +19,11 @@ Rows written before a column existed (the PyTorch spread, whole-step over OpenBL
 Default: the rows of the newest run (same date stamp); --last N: the last N rows; --all: every row.
 """
 import csv
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import usage_error  # noqa: E402
 
 BARS = {  # config path -> (train and forward ratio minimum, whole-step over OpenBLAS's sgemm minimum)
     "configs/quick/induction_head.yaml": (3.0, 0.70),
@@ -71,21 +75,39 @@ def verdicts(row):
     return cells, all_met
 
 
+USAGE = "usage: bars.py [CSV] [--last N] [--all]"
+
+
 def main(argv):
-    path, last, every = "docs/bench_history.csv", None, False
+    path, last, every, paths = "docs/bench_history.csv", None, False, []
     args = list(argv)
     while args:
         arg = args.pop(0)
-        if arg == "--last" and args:
+        if arg in ("-h", "--help"):
+            print(__doc__)
+            return
+        if arg == "--last":
+            if not args or not args[0].isdigit() or not 1 <= int(args[0]) <= 10**9:
+                usage_error(USAGE, "--last needs a number of rows >= 1")
             last = int(args.pop(0))
         elif arg == "--all":
             every = True
         elif arg.startswith("-"):
-            sys.exit(__doc__)
+            usage_error(USAGE, f"unknown option {arg}")
         else:
-            path = arg
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+            paths.append(arg)
+    if len(paths) > 1:
+        usage_error(USAGE, f"one CSV at most, got {len(paths)}")
+    path = paths[0] if paths else path
+    if not os.path.isfile(path):
+        usage_error(USAGE, f"no history file {path}")
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
+            verdicts(row)  # every row readable before the table starts
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError, ValueError, AttributeError) as e:
+        usage_error(USAGE, f"cannot read {path} as compare.sh's history: {type(e).__name__}: {e}")
     if last is not None:
         rows = rows[-last:]
     elif not every and rows:

@@ -23,8 +23,24 @@
 #   iclab's step, the machine moved).
 #   3. issue 23's bars are judged on this run's rows by scripts/bench/bars.py (rules fixed there; the rows are also in
 #      OUT/compare_rows.csv): `/usr/bin/python3 scripts/bench/bars.py --all` judges the whole history.
+# Exit status: 0 done (the bars' verdicts are printed, not an exit status); 2 for a bad argument or environment value
+# (usage line, before any work); 1 when a step fails (a model check that differs is a failure).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. scripts/lib/args.sh
+usage="usage: [THREADS=N WARMUP=N ITERS=N REPEATS=N OUT=DIR BUILD=DIR HISTORY=CSV NOTE=TEXT] scripts/bench/compare.sh [CONFIG ...]"
+case "${1:-}" in -h|--help) sed -n 2,30p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+for arg in "$@"; do
+  [[ "$arg" != -* ]] || usage_error "unknown option '$arg'"
+  [ -f "$arg" ] || usage_error "no config file '$arg'"
+done
+integer_in THREADS "${THREADS:-2}" 1 4096
+integer_in WARMUP "${WARMUP:-3}" 0 1000000
+integer_in ITERS "${ITERS:-10}" 1 1000000
+integer_in REPEATS "${REPEATS:-3}" 1 1000
+[ ! -e "${OUT:-build/bench}" ] || [ -d "${OUT:-build/bench}" ] || usage_error "OUT=${OUT} is not a folder"
+[ -z "${HISTORY-docs/bench_history.csv}" ] || [ ! -e "${HISTORY-docs/bench_history.csv}" ] || [ -f "${HISTORY-docs/bench_history.csv}" ] ||
+  usage_error "HISTORY=${HISTORY} is not a file"
 threads="${THREADS:-2}"
 warmup="${WARMUP:-3}"
 iters="${ITERS:-10}"
@@ -165,10 +181,12 @@ if path:
         if header != fields and header == fields[:len(header)]:  # older file: add the new columns, empty in old rows
             with open(path, newline="") as f:
                 old = list(csv.DictReader(f))
-            with open(path, "w", newline="") as f:
+            tmp = f"{path}.{os.getpid()}.partial"  # beside it, renamed over it: a failure leaves the old history
+            with open(tmp, "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=fields, restval="", lineterminator="\n")
                 writer.writeheader()
                 writer.writerows(old)
+            os.replace(tmp, path)
         elif header != fields:
             sys.exit(f"compare: {path} has columns {header}, this script writes {fields}")
     with open(path, "a", newline="") as f:

@@ -12,13 +12,19 @@
 Per file pair: the same dataset names, every dataset equal as bytes (dtype, shape and data), and the root attributes
 equal apart from the ones that name the build or the moment (created_utc, git_commit, git_dirty, simd: the vector set
 the build targets, which changes no bit of iclab's kernels, so that an AVX2 and an AVX-512 build compare equal). Prints one line per
-pair; exit status 1 when any pair differs (or a file is missing), 0 when all are equal.
+pair; exit status 1 when any pair differs (or a file is missing), 0 when all are equal, 2 for bad arguments (a usage
+line: an unknown option, not two paths, a path that does not exist, a folder beside a file).
 """
 import os
 import re
 import sys
 
 import h5py
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import usage_error  # noqa: E402
+
+USAGE = "usage: compare_exports.py [--results] [--any-blas] A B   (two .h5 files or two folders)"
 
 IGNORED_ATTRS = {"created_utc", "git_commit", "git_dirty", "simd"}
 # --results: a run's clock readings (wall times, rates) and the host it ran on differ from run to run by nature.
@@ -95,11 +101,22 @@ def compare(path_a, path_b, results=False, any_blas=False):
 
 def main():
     args = sys.argv[1:]
+    if any(a in ("-h", "--help") for a in args):
+        print(__doc__)
+        sys.exit(0)
     results, any_blas = "--results" in args, "--any-blas" in args
     args = [a for a in args if a not in ("--results", "--any-blas")]
+    for arg in args:
+        if arg.startswith("-"):
+            usage_error(USAGE, f"unknown option {arg}")
     if len(args) != 2:
-        sys.exit(__doc__)
+        usage_error(USAGE, f"expected two paths, got {len(args)}")
     first, second = args
+    for path in args:
+        if not os.path.exists(path):
+            usage_error(USAGE, f"no file or folder {path}")
+    if os.path.isdir(first) != os.path.isdir(second):
+        usage_error(USAGE, f"{first} and {second}: one is a folder, the other is not")
     if os.path.isdir(first):
         pairs = []
         for root, _, names in sorted(os.walk(first)):

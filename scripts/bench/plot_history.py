@@ -18,6 +18,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_savefig, check_output, positional, usage_error  # noqa: E402
+
+USAGE = "usage: plot_history.py [HISTORY.csv] [OUT.png]"
+
 
 def number(text):
     """A field as a float; empty (a row back-filled from older tables) is NaN, which matplotlib leaves out."""
@@ -35,10 +40,18 @@ def loaded(row, cores):
 
 
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else "docs/bench_history.csv"
-    out = sys.argv[2] if len(sys.argv) > 2 else "docs/bench_history.png"
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    args = positional(sys.argv, USAGE, 0, 2, __doc__)
+    path = args[0] if len(args) > 0 else "docs/bench_history.csv"
+    if not os.path.isfile(path):
+        usage_error(USAGE, f"no history file {path}")
+    out = check_output(args[1] if len(args) > 1 else "docs/bench_history.png", [path], USAGE, {".png", ".pdf", ".svg"})
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
+            row["config"], row["date"], row["commit"]  # noqa: B018  (columns every row is plotted by)
+    except (OSError, UnicodeDecodeError, csv.Error, KeyError, TypeError) as e:
+        usage_error(USAGE, f"cannot read {path} as compare.sh's history: {type(e).__name__}: {e}")
     if not rows:
         sys.exit(f"plot_history: {path} has no rows")
     # a series per config and build: rows of a build for less than the CPU has (column build_simd, since 2026-11-27
@@ -95,7 +108,7 @@ def main():
     fig.suptitle(f"iclab bench history ({rows[-1]['cpu']}, {rows[-1]['avx512']}, OpenBLAS {rows[-1]['openblas_core']}; "
                  "hollow: load average above the core count at the start)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out, dpi=110)
     print(f"wrote {out}")
 
 

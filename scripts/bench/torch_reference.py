@@ -48,6 +48,9 @@ import statistics
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_write_text, check_output, usage_error  # noqa: E402
+
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -67,6 +70,15 @@ def parse_args():
     args = parser.parse_args()
     if args.check is None and args.config is None:
         parser.error("give CONFIG (benchmark) or --check EXPORT_H5")
+    for name, value, low in (("--threads", args.threads, 1), ("--blas-threads", args.blas_threads, 1),
+                             ("--warmup", args.warmup, 0), ("--iters", args.iters, 1)):
+        if value is not None and not low <= value <= 1_000_000:
+            parser.error(f"{name} must be an integer in [{low}, 1000000], got {value}")
+    for name, path in (("CONFIG", args.config), ("--check", args.check)):
+        if path is not None and not os.path.isfile(path):
+            parser.error(f"{name}: no file {path}")
+    if args.json is not None:
+        args.json = check_output(args.json, [p for p in (args.config, args.check) if p], parser.format_usage().strip(), {".json"})
     return args
 
 
@@ -329,8 +341,7 @@ def benchmark(args):
     print(f"  forward        {result['forward_tokens_per_s']:12.0f} tokens/s  ({statistics.median(forward_s) * 1e3:.2f} ms)")
     print(f"  training step  {result['train_tokens_per_s']:12.0f} tokens/s  ({statistics.median(train_s) * 1e3:.2f} ms)")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+        atomic_write_text(args.json, json.dumps(result, indent=1))
 
 
 # ---- cross-check against iclab ----------------------------------------------------------------------

@@ -12,6 +12,10 @@ import os
 import re
 import sys
 
+USAGE = "usage: check_includes.py [SOURCE_DIR]   (exit 1: a violation, listed; 2: bad arguments)"
+if len(sys.argv) > 2 or (len(sys.argv) == 2 and (sys.argv[1].startswith("-") or not os.path.isdir(sys.argv[1]))):
+    print(f"check_includes: not a source folder: {' '.join(sys.argv[1:])}\n{USAGE}", file=sys.stderr)
+    sys.exit(2)
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
 RANKS = {
     "framework/core": 0,

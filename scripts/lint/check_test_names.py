@@ -1,7 +1,7 @@
 """Catch2 test names that ctest's test discovery would split: catch_discover_tests turns a ';' in a TEST_CASE name
 into a CMake list separator, so the test becomes two ctest entries that both fail (2026-11-26). Also refuses a name
 given twice (Catch2 refuses it at run time).
-  check_test_names.py SOURCE_DIR [TESTS_DIR]   exit 1 listing each bad name, 0 otherwise
+  check_test_names.py SOURCE_DIR [TESTS_DIR]   exit 1 listing each bad name, 0 otherwise, 2 for bad arguments
 """
 import glob
 import os
@@ -14,6 +14,9 @@ NAME = re.compile(r'TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"')
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     tests = sys.argv[2] if len(sys.argv) > 2 else os.path.join(root, "tests")
+    if len(sys.argv) > 3 or any(a.startswith("-") for a in sys.argv[1:]) or not os.path.isdir(tests):
+        print(f"check_test_names: no tests folder {tests}\nusage: check_test_names.py SOURCE_DIR [TESTS_DIR]", file=sys.stderr)
+        return 2
     bad, seen = [], {}
     for path in sorted(glob.glob(os.path.join(tests, "*.cpp"))):
         with open(path) as f:

@@ -4,6 +4,7 @@ Reads /curves/<variant>_seed<k>/{step, train_loss, icl_accuracy, min_attention_d
 /tables/runs; draws, per variant, the mean over seeds and the min-max band. Nothing is recomputed: the numbers
 are the run's.
 """
+import os
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -15,22 +16,23 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_savefig, check_output, positional, reading, run_results  # noqa: E402
+
 
 def text(value):
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+USAGE = "usage: figure1.py RUN_DIR [OUT.png]"
+
+
 def main(argv):
-    if len(argv) < 2:
-        print("usage: figure1.py RUN_DIR [OUT.png]", file=sys.stderr)
-        return 2
-    run = Path(argv[1])
-    out = Path(argv[2]) if len(argv) > 2 else run / "figure1.png"
-    results = run / "results.h5"
-    if not results.exists():
-        print(f"{results}: no such file (is {run} a finished bias_training run?)", file=sys.stderr)
-        return 2
-    with h5py.File(results, "r") as f:
+    args = positional(argv, USAGE, 1, 2, __doc__)
+    run = Path(args[0])
+    results = run_results(run, USAGE)
+    out = check_output(args[1] if len(args) > 1 else run / "figure1.png", [results, run], USAGE, {".png", ".pdf", ".svg"})
+    with reading(results, USAGE, "a bias_training run's results"), h5py.File(results, "r") as f:
         if text(f.attrs.get("experiment", "")) != "bias_training":
             print(f"{results} is not a bias_training run", file=sys.stderr)
             return 2
@@ -65,7 +67,7 @@ def main(argv):
     axes[1].legend(loc="lower right")
     fig.suptitle(title + " (mean over seeds, band: min-max)")
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    atomic_savefig(fig, out, dpi=120)
     print(out)
     return 0
 

@@ -6,6 +6,7 @@ prediction against the SGD step with horizontal lines for the label ("True") and
 
     /usr/bin/python3 scripts/plot/gd004_fig3_left.py RUN_DIR [OUT.png]
 """
+import os
 import sys
 from pathlib import Path
 
@@ -15,22 +16,26 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_savefig, check_output, positional, reading, run_results  # noqa: E402
+
+
+USAGE = "usage: gd004_fig3_left.py RUN_DIR [OUT.png]"
+
 
 def main(argv):
-    if len(argv) < 2:
-        print("usage: gd004_fig3_left.py RUN_DIR [OUT.png]", file=sys.stderr)
-        return 2
-    run = Path(argv[1])
-    results = run / "results.h5"
-    if not results.exists():
-        print(f"gd004_fig3_left.py: no {results}", file=sys.stderr)
-        return 1
-    with h5py.File(results, "r") as f:
+    args = positional(argv, USAGE, 1, 2, __doc__)
+    run = Path(args[0])
+    results = run_results(run, USAGE)
+    if len(args) > 1:  # checked before reading; the default name depends on N
+        check_output(args[1], [results, run], USAGE, {".png", ".pdf", ".svg"})
+    with reading(results, USAGE, "a gd004_example run's results"), h5py.File(results, "r") as f:
         traj = f["tables/004_example_traj"]
         steps, epochs, y_cl = traj["step"][:], traj["epoch"][:], traj["y_cl"][:]
         example = f["tables/004_example"]
         n, y_true, y_tf = int(example["N"][0]), float(example["y_true"][0]), float(example["y_tf"][0])
-    out = Path(argv[2]) if len(argv) > 2 else run / ("004_fig3_left_N15.png" if n == 15 else f"004_fig8_N{n}.png")
+    out = check_output(args[1] if len(args) > 1 else run / ("004_fig3_left_N15.png" if n == 15 else f"004_fig8_N{n}.png"),
+                       [results, run], USAGE, {".png", ".pdf", ".svg"})
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
     ax.plot(steps, y_cl, color="tab:blue", label="GD-CL (reference model)")
     ax.axhline(y_true, color="tab:green", linestyle="--", label="True")
@@ -42,7 +47,7 @@ def main(argv):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, out, dpi=110)
     print(out)
     return 0
 

@@ -7,6 +7,7 @@ Writes PREFIX004_fig5_left_reg.png, PREFIX004_fig5_center_aug.png, PREFIX004_fig
 caveat's controls ran, PREFIX004_fig5_left_reg_controls.png (those whose tables exist) into OUT_DIR (default
 RUN_DIR) and prints one path per line.
 """
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +17,11 @@ import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_savefig, check_output, check_output_folder, positional, reading, run_results  # noqa: E402
+
+USAGE = "usage: gd004_fig5.py RUN_DIR [OUT_DIR [PREFIX]]"
 
 
 def table(f, name):
@@ -48,7 +54,7 @@ def panel(f, name, title, out, styles):
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, check_output(out, (), USAGE), dpi=110)
     plt.close(fig)
     return out
 
@@ -88,24 +94,19 @@ def controls(f, out):
     np.atleast_1d(axes)[0].set_ylabel("train loss, epoch mean")
     np.atleast_1d(axes)[0].legend(fontsize=6)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, check_output(out, (), USAGE), dpi=110)
     plt.close(fig)
     return out
 
 
 def main(argv):
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    run = Path(argv[1])
-    out_dir = Path(argv[2]) if len(argv) > 2 else run
-    prefix = argv[3] if len(argv) > 3 else ""
-    results = run / "results.h5"
-    if not results.exists():
-        print(f"gd004_fig5.py: no {results}", file=sys.stderr)
-        return 1
+    args = positional(argv, USAGE, 1, 3, __doc__)
+    run = Path(args[0])
+    results = Path(run_results(run, USAGE))
+    out_dir = Path(check_output_folder(args[1] if len(args) > 1 else run, USAGE, args[2] if len(args) > 2 else ""))
+    prefix = args[2] if len(args) > 2 else ""
     made = []
-    with h5py.File(results, "r") as f:
+    with reading(results, USAGE, "a gd004_fig5 run's results"), h5py.File(results, "r") as f:
         for name, title, suffix, style in (("004_fig5_reg", "Fig. 5 left: regularized (Eq. 15), lr 0.003", "left_reg", reg_style),
                                            ("004_fig5_aug", "Fig. 5 centre: augmented, lr 0.005", "center_aug", aug_style),
                                            ("004_fig5_neg", "Fig. 5 right: negative samples, lr 0.005", "right_neg", neg_style)):

@@ -7,6 +7,7 @@ Writes PREFIX004_fig3_center_attn_err.png, _fig3_right_out_err.png, _fig4_heatma
 _fig6_attn_by_R.png, _fig7_out_by_R.png, _fig10_reg_traj.png and _fig10_delta_vs_ncl.png (those whose tables
 exist) into OUT_DIR (default RUN_DIR) and prints one path per line.
 """
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +17,11 @@ import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_savefig, check_output, check_output_folder, positional, reading, run_results  # noqa: E402
+
+USAGE = "usage: gd004_figures.py RUN_DIR [OUT_DIR [PREFIX]]"
 
 
 def table(f, name):
@@ -41,7 +47,7 @@ def error_panel(mean, metrics, out):
         ax.grid(alpha=0.3, which="both")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, check_output(out, (), USAGE), dpi=110)
     plt.close(fig)
     return out
 
@@ -56,24 +62,19 @@ def heatmaps(f, names, title, out):
         ax.set_yticks([])
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    atomic_savefig(fig, check_output(out, (), USAGE), dpi=110)
     plt.close(fig)
     return out
 
 
 def main(argv):
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    run = Path(argv[1])
-    out_dir = Path(argv[2]) if len(argv) > 2 else run
-    prefix = argv[3] if len(argv) > 3 else ""
-    results = run / "results.h5"
-    if not results.exists():
-        print(f"gd004_figures.py: no {results}", file=sys.stderr)
-        return 1
+    args = positional(argv, USAGE, 1, 3, __doc__)
+    run = Path(args[0])
+    results = Path(run_results(run, USAGE))
+    out_dir = Path(check_output_folder(args[1] if len(args) > 1 else run, USAGE, args[2] if len(args) > 2 else ""))
+    prefix = args[2] if len(args) > 2 else ""
     made = []
-    with h5py.File(results, "r") as f:
+    with reading(results, USAGE, "a gd004_figures run's results"), h5py.File(results, "r") as f:
         if "tables/004_dr_sweep_mean" in f:
             mean = table(f, "004_dr_sweep_mean")
             t = int(mean["T"][0])
@@ -104,7 +105,7 @@ def main(argv):
             ax.legend(fontsize=6)
             fig.tight_layout()
             out = out_dir / f"{prefix}004_fig10_reg_traj.png"
-            fig.savefig(out, dpi=110)
+            atomic_savefig(fig, check_output(out, (), USAGE), dpi=110)
             plt.close(fig)
             made.append(out)
             summary = table(f, "004_fig10_summary")
@@ -122,7 +123,7 @@ def main(argv):
             ax.legend(fontsize=6)
             fig.tight_layout()
             out = out_dir / f"{prefix}004_fig10_delta_vs_ncl.png"
-            fig.savefig(out, dpi=110)
+            atomic_savefig(fig, check_output(out, (), USAGE), dpi=110)
             plt.close(fig)
             made.append(out)
     for path in made:

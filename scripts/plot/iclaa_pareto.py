@@ -11,19 +11,25 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_savefig, check_output, positional, reading, run_results  # noqa: E402
+
 
 def column(group, name):
     values = group[name][()]
     return [v.decode() if isinstance(v, bytes) else v for v in values]
 
 
+USAGE = "usage: iclaa_pareto.py RUN_DIR [OUT.png]"
+
+
 def main():
-    if len(sys.argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    run_dir = sys.argv[1]
-    out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(run_dir, "iclaa_pareto.png")
-    with h5py.File(os.path.join(run_dir, "results.h5"), "r") as f:
+    args = positional(sys.argv, USAGE, 1, 2, __doc__)
+    run_dir = args[0]
+    results = run_results(run_dir, USAGE)
+    out = check_output(args[1] if len(args) > 1 else os.path.join(run_dir, "iclaa_pareto.png"), [results, run_dir], USAGE,
+                       {".png", ".pdf", ".svg"})
+    with reading(results, USAGE, "an iclaa run's results"), h5py.File(results, "r") as f:
         t = f["tables"]["iclaa"]
         label, kind, convention = column(t, "method"), column(t, "kind"), column(t, "rope_convention")
         size, nbytes = column(t, "size"), column(t, "bytes_per_layer_head")
@@ -57,7 +63,7 @@ def main():
     axes[0].legend(fontsize=7)
     fig.suptitle("ICLAA: error and ICL accuracy against bytes (exact prompt cache: error 0)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    atomic_savefig(fig, out, dpi=120)
     print(out)
     return 0
 

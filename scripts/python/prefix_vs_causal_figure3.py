@@ -16,6 +16,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from iclab_runs import load_run  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_savefig, check_output  # noqa: E402
 
 TASKS = {"linear": "LR", "sigmoid": "N-LR", "classification": "MC"}
 
@@ -26,6 +28,11 @@ def main():
     parser.add_argument("--png")
     parser.add_argument("--seed", type=int, default=0, help="the training seed of in-run probes to plot (default 0)")
     args = parser.parse_args()
+    for folder in args.dirs:
+        if not os.path.isdir(folder):
+            parser.error(f"no folder {folder}")
+    if args.png:  # checked before any work: a writable place, not a folder, not an input
+        args.png = check_output(args.png, args.dirs, parser.format_usage().strip(), {".png", ".pdf", ".svg"})
     curves = {}
     for top in args.dirs:
         for root, _, files in os.walk(top):
@@ -76,7 +83,7 @@ def main():
             ax.legend()
         axes[0][0].set_ylabel("test error (probe)")
         fig.tight_layout()
-        fig.savefig(args.png, dpi=120)
+        atomic_savefig(fig, args.png, dpi=120)
         print("wrote", args.png)
 
 

@@ -20,6 +20,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from iclab_runs import load_runs  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_savefig, check_output  # noqa: E402
 from prefix_vs_causal_table import TASKS, fmt, permuted, setting, value  # noqa: E402
 from rank_test import ALPHA, falls  # noqa: E402
 
@@ -29,6 +31,11 @@ def main():
     parser.add_argument("dirs", nargs="+")
     parser.add_argument("--png")
     args = parser.parse_args()
+    for folder in args.dirs:
+        if not os.path.isdir(folder):
+            parser.error(f"no folder {folder}")
+    if args.png:  # checked before any work: a writable place, not a folder, not an input
+        args.png = check_output(args.png, args.dirs, parser.format_usage().strip(), {".png", ".pdf", ".svg"})
     runs = load_runs(args.dirs)
     runs = runs[runs["experiment"] == "prefix_vs_causal"]
     points = {}  # (task, mask, seed) -> {batches: (test, train_pool)}
@@ -95,7 +102,7 @@ def main():
             ax.legend(fontsize=7)
         axes[0][0].set_ylabel("query error")
         fig.tight_layout()
-        fig.savefig(args.png, dpi=120)
+        atomic_savefig(fig, args.png, dpi=120)
         print("wrote", args.png)
 
 

@@ -22,6 +22,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from iclab_runs import load_runs  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_write_text, check_output  # noqa: E402
 
 TASKS = {"linear": "LR", "sigmoid": "N-LR", "classification": "MC"}
 # Paper 003 Table 3 (App. E.2; Table 1 rows: SL-L2, UL-no-L2): {(setting, mask): (LR, N-LR, MC %)}.
@@ -133,6 +135,11 @@ def main():
     parser.add_argument("dirs", nargs="+")
     parser.add_argument("--out", help="also write the markdown here")
     args = parser.parse_args()
+    for folder in args.dirs:
+        if not os.path.isdir(folder):
+            parser.error(f"no folder {folder}")
+    if args.out:  # checked before any work: a writable place, not a folder, not an input
+        args.out = check_output(args.out, args.dirs, parser.format_usage().strip(), {".md"})
     runs = load_runs(args.dirs)
     runs = runs[runs["experiment"] == "prefix_vs_causal"]
     cells = paired(runs)
@@ -201,8 +208,7 @@ def main():
     text = "\n".join(lines + fewer + pool + table7(cells)) + "\n"
     print(text)
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+        atomic_write_text(args.out, text)
 
 
 if __name__ == "__main__":

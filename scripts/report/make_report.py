@@ -31,7 +31,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from iclab_runs import find_runs, load_run  # noqa: E402
+from script_io import atomic_output, atomic_savefig, atomic_write_text  # noqa: E402
 from unfinished import read_parts, unfinished_html, unfinished_md  # noqa: E402
 from verdicts import (PAPER_ORDER, PAPER_TITLES, VERDICTS, band_verdict, read_claims_csv,  # noqa: E402
                       verdict_keys_block)
@@ -299,7 +301,7 @@ def figures_of(run, out_dir, stem):
                 ax.legend(fontsize=6)
             fig.tight_layout()
             path = os.path.join(out_dir, f"{stem}_{metric}.png")
-            fig.savefig(path, dpi=110)
+            atomic_savefig(fig, path, dpi=110)
             plt.close(fig)
             made.append((f"{metric} over training", path))
             break
@@ -377,6 +379,20 @@ def main():
     parser.add_argument("--profile", default="quick", help="the profile named on the page")
     parser.add_argument("--unfinished", default="", help="folder of the parts' --dry-run listings (a partial report)")
     args = parser.parse_args()
+    for folder in args.dirs:
+        if not os.path.isdir(folder):
+            parser.error(f"no folder {folder}")
+    if not (os.path.isfile(args.iclab) and os.access(args.iclab, os.X_OK)):
+        parser.error(f"--iclab {args.iclab} is not an executable file")
+    if args.unfinished and os.path.exists(args.unfinished) and not os.path.isdir(args.unfinished):
+        parser.error(f"--unfinished {args.unfinished} is not a folder")
+    if not args.out or (os.path.lexists(args.out) and not os.path.isdir(args.out)):
+        parser.error(f"--out {args.out!r} is not a folder")
+    out_real = os.path.realpath(args.out)
+    for folder in args.dirs:  # the report's folder is never an input run's folder, inside one, or above one
+        real = os.path.realpath(folder)
+        if out_real == real or out_real.startswith(real + os.sep) or real.startswith(out_real + os.sep):
+            parser.error(f"--out {args.out} and the input {folder} overlap: the report goes in a folder of its own")
     out_dir = os.path.abspath(args.out)
     figure_dir = os.path.join(out_dir, "figures")
     os.makedirs(figure_dir, exist_ok=True)
@@ -446,13 +462,12 @@ def main():
              "text-align:right;vertical-align:top} td.l{text-align:left} table.claims td{text-align:left;max-width:38em} "
              "th{background:#eee;position:sticky;top:0} td.ok{background:#d9f2d9} td.bad{background:#f6cccc} "
              "td.unsure{background:#fff2c6} td.na{background:#e4e4e4} img{width:100%;max-width:1400px} figure{margin:1em 0} nav{line-height:1.8}")
-    with open(os.path.join(out_dir, "report.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    with open(os.path.join(out_dir, "index.html"), "w") as f:
+    atomic_write_text(os.path.join(out_dir, "report.md"), "\n".join(md) + "\n")
+    with atomic_output(os.path.join(out_dir, "index.html")) as tmp, open(tmp, "w") as f:
         f.write(f"<!doctype html><html><head><meta charset='utf-8'><title>iclab report</title><style>{style}</style></head>"
                 f"<body>{''.join(body)}</body></html>\n")
     write_reproduction_page(out_dir, claims, prov, runs, args.title, args.profile, unfinished_md(unfinished))
-    with open(os.path.join(out_dir, "readme_blocks.json"), "w") as f:
+    with atomic_output(os.path.join(out_dir, "readme_blocks.json")) as tmp, open(tmp, "w") as f:
         json.dump(readme_blocks(claims, args.title, args.page), f, indent=1, sort_keys=True)
     print(os.path.join(out_dir, "index.html"))
     return 0
@@ -477,8 +492,7 @@ def write_reproduction_page(out_dir, claims, prov, runs, title, profile, unfinis
         lines.append(f"| {section_key(run)[2]} | {setting_of(run)} | {run.attrs.get('seed', '?')} | {fmt(wall_seconds(run))} | "
                      f"{fmt(peak) if peak == peak else ''} |")
     lines += ["", verdict_keys_block(claims), ""]
-    with open(os.path.join(out_dir, "reproduction.md"), "w") as f:
-        f.write("\n".join(lines))
+    atomic_write_text(os.path.join(out_dir, "reproduction.md"), "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from script_io import atomic_write_text  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -41,8 +44,13 @@ def main():
     if not re.fullmatch(r"[a-z0-9_]+", args.profile):
         print(f"readme_claims: bad profile name {args.profile!r}", file=sys.stderr)
         return 2
-    with open(args.blocks) as f:
-        blocks = json.load(f)
+    try:
+        with open(args.blocks, encoding="utf-8") as f:
+            blocks = json.load(f)
+        if not isinstance(blocks, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in blocks.items()):
+            raise ValueError("not a mapping of README paths to blocks")
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        parser.error(f"cannot read {args.blocks} (make_report.py's readme_blocks.json): {e}")
     stale = []
     for readme, block in sorted(blocks.items()):
         path = os.path.normpath(os.path.join(ROOT, readme))
@@ -60,10 +68,7 @@ def main():
             continue
         stale.append(readme)
         if not args.check:
-            tmp = path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(new)
-            os.replace(tmp, path)
+            atomic_write_text(path, new)  # a unique name beside the README, renamed over it
     verb = "differ from the report" if args.check else "updated"
     print(f"readme_claims: {len(blocks)} READMEs, {len(stale)} {verb}" + (": " + ", ".join(stale) if stale else ""), file=sys.stderr)
     return 0

@@ -4,9 +4,17 @@
 # munged, slurmctld and slurmd (no systemd needed). Idempotent: a running cluster is left as it is.
 #   scripts/slurm/local_cluster.sh          set up and start
 #   scripts/slurm/local_cluster.sh stop     stop the daemons this script started (by their pid files)
+# Exit status: 0 up (or stopped); 2 an unknown argument (usage line, nothing started); 1 the node did not come up.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/lib/apt_ensure.sh
+. scripts/lib/args.sh
+usage="usage: scripts/slurm/local_cluster.sh [stop]"
+case "$#:${1:-}" in
+  0:|1:stop) ;;
+  1:-h|1:--help) echo "$usage"; exit 0 ;;
+  *) usage_error "unknown arguments: $*" ;;
+esac
 
 sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
 # The daemons this script started, one "name pid-file" line each: `stop` stops those and only those (on a shared

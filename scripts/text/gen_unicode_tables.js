@@ -5,9 +5,27 @@
 // Every code point 0..0x10FFFF is tested (surrogates D800-DFFF are "other": a string decoded from UTF-8 has none).
 // Usage: node scripts/text/gen_unicode_tables.js [OUT.cpp]   (default: framework/text/unicode_tables.cpp;
 //        "-" prints to stdout, which the tests use to check the committed file against the installed node).
+// The file is written beside OUT and renamed over it. Exit 2 with a usage line for a bad argument (more than one, an
+// option, an OUT that is not a .cpp name in an existing folder), before any work.
 'use strict';
 const fs = require('fs');
 const path = require('path');
+
+const usage = 'usage: node scripts/text/gen_unicode_tables.js [OUT.cpp | -]';
+function usageError(message) {
+  process.stderr.write(`gen_unicode_tables: ${message}\n${usage}\n`);
+  process.exit(2);
+}
+const args = process.argv.slice(2);
+if (args.length > 1) usageError(`at most one argument, got ${args.length}`);
+const out = args[0] || path.join(__dirname, '..', '..', 'framework', 'text', 'unicode_tables.cpp');
+if (out !== '-') {
+  if (out.startsWith('-')) usageError(`unknown option ${out}`);
+  if (!out.endsWith('.cpp')) usageError(`OUT must end in .cpp, got ${out}`);
+  const folder = path.dirname(out);
+  if (!fs.existsSync(folder) || !fs.statSync(folder).isDirectory()) usageError(`no folder ${folder}`);
+  if (fs.existsSync(out) && !fs.lstatSync(out).isFile()) usageError(`${out} exists and is not a file`);
+}
 
 const letter = /^\p{L}$/u, number = /^\p{N}$/u, space = /^\s$/u;
 const names = ['other', 'letter', 'number', 'space'];
@@ -54,10 +72,11 @@ lines.push('');
 lines.push('}  // namespace iclab::text::detail');
 const text = lines.join('\n') + '\n';
 
-const out = process.argv[2] || path.join(__dirname, '..', '..', 'framework', 'text', 'unicode_tables.cpp');
 if (out === '-') process.stdout.write(text);
 else {
-  fs.writeFileSync(out, text);
+  const tmp = path.join(path.dirname(out), `.${path.basename(out)}.${process.pid}.partial`);
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, out);
   const counts = [0, 0, 0, 0];
   for (const [first, last, c] of ranges) counts[c] += last - first + 1;
   console.error(`${out}: ${ranges.length} ranges; letters ${counts[1]}, numbers ${counts[2]}, spaces ${counts[3]} code points`);

