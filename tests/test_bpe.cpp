@@ -346,11 +346,19 @@ TEST_CASE("iclab tokenize encodes, decodes and refuses bad input with exit 2, wr
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Contains("missing --tokenizer"));
     std::ofstream(scratch.path / "train.txt") << "the\n";
+    // a token file never lands inside the tokenizer folder it reads (docs/cli.md, where iclab writes)
     r = iclab_test::run_iclab("tokenize " + tokenizer + "--out '" + (scratch.path / "t.h5").string() + "' --train '" +
+                                  (scratch.path / "train.txt").string() + "' --heldout '" + (scratch.path / "train.txt").string() + "'",
+                              scratch.path);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Contains("lies inside an input of the command"));
+    const std::filesystem::path out = std::filesystem::temp_directory_path() / ("iclab_t_" + std::to_string(::getpid()) + ".h5");
+    r = iclab_test::run_iclab("tokenize " + tokenizer + "--out '" + out.string() + "' --train '" +
                                   (scratch.path / "train.txt").string() + "' --heldout '" + (scratch.path / "missing.txt").string() + "'",
                               scratch.path);
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Contains("cannot read the text file"));
+    CHECK_FALSE(std::filesystem::exists(out));
     CHECK_FALSE(std::filesystem::exists(scratch.path / "t.h5"));
     std::ofstream(scratch.path / "vocab.bpe") << "#version: 0.2\nh e\nh e\n";
     r = iclab_test::run_iclab("tokenize " + tokenizer + "--text a", scratch.path);

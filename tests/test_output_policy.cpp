@@ -81,9 +81,9 @@ TEST_CASE("output policy: every generated input/output pair is refused or leaves
     // Output paths generated from each input: same, parent, child, sibling with a suffix, symlinked, trailing slash,
     // '.', '..', and the working directory and its parent.
     std::vector<std::string> outputs{".", "..", "./", "../work", root.string(), (root / "work").string() + "/"};
-    for (const std::string base : {(root / "run").string(), (root / "adapter.h5").string(), (root / "run_link").string(),
+    for (const std::string& base : std::vector<std::string>{(root / "run").string(), (root / "adapter.h5").string(), (root / "run_link").string(),
                                    (root / "adapter_link.h5").string()}) {
-        for (const std::string suffix : {"", "/", "/.", "/..", "/sub", "/sub/..", "/results.h5", "/new.h5", ".partial", "_2", "/../run",
+        for (const char* suffix : {"", "/", "/.", "/..", "/sub", "/sub/..", "/results.h5", "/new.h5", ".partial", "_2", "/../run",
                                          "/./"})
             outputs.push_back(base + suffix);
     }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "framework/core/hash.hpp"
 #include "tests/cli_helpers.hpp"
@@ -78,7 +79,7 @@ TEST_CASE("import and export never destroy their inputs, the working directory o
         fs::create_directories(root / "cwd");
         std::ofstream(root / "cwd" / "thesis.tex") << "chapter 1\n";
         const auto cwd_before = snapshot(root / "cwd");
-        for (const std::string out : {".", "./", "../cwd", (root / "cwd").string()}) {
+        for (const std::string& out : std::vector<std::string>{".", "./", "../cwd", (root / "cwd").string()}) {
             const auto refused = run_in(root / "cwd", "import gpt2 " + f.hf.string() + " --out " + out + " --overwrite", root);
             CHECK(refused.status == 2);
             CHECK_THAT(refused.err, Catch::Contains("working directory"));
@@ -95,14 +96,14 @@ TEST_CASE("import and export never destroy their inputs, the working directory o
         CHECK(iclab_test::read_file(root / "fresh.partial" / "keep.txt") == "mine\n");
     }
     SECTION("import --out onto or inside its input folder is refused") {
-        for (const fs::path out : {f.hf, f.hf / "run", f.hf / ".", root}) {
+        for (const fs::path& out : std::vector<fs::path>{f.hf, f.hf / "run", f.hf / ".", root}) {
             const auto refused = run_iclab("import gpt2 " + f.hf.string() + " --out " + out.string() + " --overwrite", root);
             CHECK(refused.status == 2);
         }
         CHECK(snapshot(f.hf) == hf_before);
     }
     SECTION("export --out onto the run it exports is refused") {
-        for (const std::string out : {f.run.string(), f.run.string() + "/", (f.run / "hf").string(), (f.run / "..").string()}) {
+        for (const std::string& out : std::vector<std::string>{f.run.string(), f.run.string() + "/", (f.run / "hf").string(), (f.run / "..").string()}) {
             const auto refused = run_iclab("export " + f.run.string() + " --format safetensors --out " + out + " --overwrite", root);
             INFO(out << ": " << refused.err);
             CHECK(refused.status == 2);

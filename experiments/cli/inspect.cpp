@@ -21,8 +21,9 @@ namespace fs = std::filesystem;
 
 void collect(const std::vector<fs::path>& paths, const fs::path& out, bool overwrite) {
     ICLAB_INPUT_CHECK(!paths.empty(), "iclab collect: give at least one folder");
-    run::check_collection_out(out, overwrite, paths);  // before any work: never an input folder, nor inside one
     const std::vector<fs::path> runs = run::find_runs(paths);
+    // Before any work: never one of the runs read, nor inside one (a folder that holds runs may hold the output too).
+    run::check_collection_out(out, overwrite, runs);
     ICLAB_INPUT_CHECK(!runs.empty(), "iclab collect: no finished run (config.yaml and results.h5) under the folders given");
     const run::Collection collection = run::collect_runs(runs);
     for (const auto& line : collection.skipped) std::fprintf(stderr, "iclab collect: skipped %s\n", line.c_str());
@@ -36,8 +37,9 @@ void collect(const std::vector<fs::path>& paths, const fs::path& out, bool overw
 void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwrite) {
     ICLAB_INPUT_CHECK(!paths.empty(), "iclab claims: give at least one folder");
     ICLAB_INPUT_CHECK(out.empty() || out.extension() == ".csv", "iclab claims: --out must end in .csv, got " << out.string());
-    if (!out.empty()) io::check_output_file(out, overwrite, "iclab claims --out", paths);  // before pooling
     const std::vector<fs::path> runs = run::find_runs(paths);
+    // Before pooling: never one of the runs read, nor inside one (a folder that holds runs may hold the output too).
+    if (!out.empty()) io::check_output_file(out, overwrite, "iclab claims --out", runs);
     ICLAB_INPUT_CHECK(!runs.empty(), "iclab claims: no finished run (config.yaml and results.h5) under the folders given");
     const auto pooled = run::pool_run_claims(runs, &experiments::catalog());
     std::size_t counts[4] = {0, 0, 0, 0}, total = 0;

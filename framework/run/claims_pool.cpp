@@ -136,12 +136,17 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs,
         const std::string key = setting_key(r.setting_text, r.experiment, keys);
         {
             const YAML::Node config = YAML::Load(r.config_text);
-            std::string identity = key + "\nseed " + std::to_string(run_seed(r.config_text, r.dir));
-            for (const auto& arm : keys) identity += "\n" + arm.first + " = " + config_value(config, arm.first);
+            const std::int64_t seed = run_seed(r.config_text, r.dir);
+            std::string identity = key + "\nseed " + std::to_string(seed), arms;
+            for (const auto& arm : keys) {
+                const std::string value = config_value(config, arm.first);
+                identity += "\n" + arm.first + " = " + value;
+                arms += (arms.empty() ? " (" : ", ") + arm.first + " = " + value;
+            }
             const auto [it, fresh] = run_of.emplace(identity, r.dir);
-            ICLAB_INPUT_CHECK(fresh, "iclab claims: " << it->second.string() << " and " << r.dir.string()
-                                                      << " are runs of the same setting with the same seed (copies of one run?): "
-                                                         "pooling both would count its values twice; give one of them");
+            ICLAB_INPUT_CHECK(fresh, "seed " << seed << (arms.empty() ? "" : arms + ")") << " is in both " << it->second.string() << " and "
+                                             << r.dir.string() << ": runs of the same setting with the same seed (copies of one run?) "
+                                                                  "would count its values twice; give one of them");
         }
         auto [it, fresh] = index.emplace(key, out.size());
         if (fresh) {
