@@ -55,7 +55,7 @@ TEST_CASE("predict --text-file and convert --prompt-file read an lm run's file a
     REQUIRE(converted.status == 0);
     const iclab::io::ResultsReader reader(adapter);
     CHECK(reader.read_attr_string("/", "prompt_text") == "the light");
-    CHECK(reader.read_int32("/prompt").values.size() == 9);
+    CHECK(reader.read_int32("/prompt_tokens").values.size() == 9);
 }
 
 TEST_CASE("predict and convert on an induction run still read a file's letters, whitespace dropped", "[cli][lm_inputs]") {
@@ -93,7 +93,9 @@ TEST_CASE("an lm run whose float32 forward overflows is refused by predict and g
                                      scratch.path);
     CHECK(generated.status == 2);
     CHECK_THAT(generated.err, Catch::Contains("the float32 forward of the prompt and 0 generated tokens is not finite"));
-    CHECK_THAT(generated.err, Catch::Contains("at position 5 (token id 101)"));
+    CHECK_THAT(generated.err, Catch::Contains("it first became NaN or infinite in layer 0 (from 0), "));  // layer, op, position
+    CHECK_THAT(generated.err, Catch::Contains(", at position "));
+    CHECK_THAT(generated.err, Catch::Contains(" (token id "));
     CHECK_THAT(generated.err, Catch::Contains("generate with --dtype float64"));
     CHECK(generated.out.empty());
     CHECK_FALSE(fs::exists(out));
@@ -143,7 +145,7 @@ TEST_CASE("text with NUL bytes is stored byte for byte: generate's continuation 
     INFO(converted.err);
     REQUIRE(converted.status == 0);
     const iclab::io::ResultsReader adapter_reader(adapter);
-    CHECK(adapter_reader.read_int32("/prompt").values == std::vector<std::int32_t>{65, 110, 100, 0, 71, 111, 100});
+    CHECK(adapter_reader.read_int32("/prompt_tokens").values == std::vector<std::int32_t>{65, 110, 100, 0, 71, 111, 100});
     CHECK(adapter_reader.read_attr_string("/", "prompt_text") == "And\u2400God");
     const auto applied = run_iclab("generate " + run + " --adapter " + adapter.string() + " --prompt-text ' said' --max-new-tokens 2", scratch.path);
     INFO(applied.err);
@@ -178,9 +180,11 @@ TEST_CASE("negative counts are refused naming the flag, not read as 2^64 - 1", "
         {"run configs/quick/induction_head.yaml --stop-after -1 --dry-run", "--stop-after"},
         {"run configs/quick/induction_head.yaml --stop-after-units -1 --dry-run", "--stop-after-units"},
         {"run configs/quick/induction_head.yaml --threads -1 --dry-run", "--threads"},
+        {"run -m configs/quick/induction_head.yaml seed=0,1 --jobs -1 --dry-run", "--jobs"},
+        {"run -m configs/quick/induction_head.yaml seed=0,1 --threads -1 --dry-run", "--threads"},
         {"bench configs/quick/induction_head.yaml --blas-size -1", "--blas-size"},
         {"bench configs/quick/induction_head.yaml --iters -1", "--iters"},
-        {"sweep-job " + scratch.path.string() + " -1", "INDEX"},
+        {"sweep-job " + scratch.path.string() + " -1", "'-1'"},
     };
     for (const auto& c : cases) {
         const auto result = run_iclab(c.args, scratch.path);
@@ -221,7 +225,7 @@ TEST_CASE("an lm config whose data.tokens or data.tokenizer is missing or wrong 
     };
     for (const auto& c : cases) {
         write_config(c.tokens, c.tokenizer);
-        for (const std::string command : {"run " + config.string() + " --dry-run" + out, "run " + config.string() + out}) {
+        for (const std::string& command : {"run " + config.string() + " --dry-run" + out, "run " + config.string() + out}) {
             const auto result = run_iclab(command, scratch.path);
             INFO(command << "\n" << result.err);
             CHECK(result.status == 2);
@@ -251,7 +255,7 @@ TEST_CASE("an lm config whose data.tokens or data.tokenizer is missing or wrong 
     // a sweep lists nothing as runnable when a job's token file is not one
     write_config((scratch.path / "text.txt").string(), "");
     const fs::path sweep = scratch.path / "sweep.yaml";
-    std::ofstream(sweep) << "configs: [" << config.string() << "]\ngrid:\n  seed: [0, 1]\noverrides:\n  output.dir: " << (scratch.path / "results").string() << "\n";
+    std::ofstream(sweep) << "configs: [" << config.string() << "]\ngrid:\n  seed: [0, 1]\noverrides:\n  - output.dir=" << (scratch.path / "results").string() << "\n";
     const auto planned = run_iclab("sweep " + sweep.string() + " --dry-run", scratch.path);
     INFO(planned.out << planned.err);
     CHECK(planned.status == 2);
@@ -269,7 +273,7 @@ TEST_CASE("a tokenizer without <|endoftext|> generates, to --max-new-tokens, say
     write_file(tokenizer / "encoder.json", json);
     REQUIRE_FALSE(iclab::text::Bpe::load(tokenizer).has_end_of_text());
     const fs::path out = scratch.path / "g.h5";
-    for (const std::string flags : {std::string(" --no-stop"), std::string()}) {
+    for (const std::string& flags : {std::string(" --no-stop"), std::string()}) {
         const auto generated = run_iclab("generate " + run + " --prompt-text 'And God' --max-new-tokens 5 --overwrite --out " + out.string() + flags,
                                          scratch.path);
         INFO(flags << "\n" << generated.err);

@@ -50,7 +50,7 @@ void add_sweep_flags(po::options_description& flags) {
 cli::LaunchOptions launch_options(const po::variables_map& vm) {
     cli::LaunchOptions options;
     options.jobs = vm["jobs"].as<int>();
-    options.threads = vm["threads"].as<int>();
+    options.threads = static_cast<int>(cli::count_flag(vm["threads"].as<int>(), "--threads", 0, 1024));
     options.launcher = vm["launcher"].as<std::string>();
     if (vm.count("partition")) options.partition = vm["partition"].as<std::string>();
     if (vm.count("time")) options.time = vm["time"].as<std::string>();
@@ -189,6 +189,7 @@ int command_run(const std::vector<std::string>& args) {
     options.stop_after = static_cast<std::size_t>(cli::count_flag(vm["stop-after"].as<std::int64_t>(), "iclab run: --stop-after", 0, INT64_MAX));
     options.stop_after_units =
         static_cast<std::size_t>(cli::count_flag(vm["stop-after-units"].as<std::int64_t>(), "iclab run: --stop-after-units", 0, INT64_MAX));
+    cli::count_flag(vm["threads"].as<int>(), "iclab run: --threads", 0, 1024);  // --dry-run too, before configure_threads
 
     config::Config cfg;
     std::string config_path, resume_text;
