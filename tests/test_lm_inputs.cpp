@@ -10,6 +10,7 @@
 #include "experiments/registry.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/checkpoint_io.hpp"
+#include "framework/run/finished_run.hpp"
 #include "framework/run/lm_run.hpp"
 #include "framework/text/bpe.hpp"
 #include "tests/lm_run_helpers.hpp"
@@ -20,17 +21,23 @@ namespace {
 
 void write_file(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
-// Rewrites RUN/results.h5 with every parameter multiplied by `factor` (the config attribute kept, so the run still
-// loads): a model whose float32 forward overflows while its float64 forward does not.
-void scale_parameters(const std::string& run, float factor) {
-    iclab::run::LmRun<float> loaded = iclab::run::load_lm_run<float>(run, iclab::experiments::catalog(), "test");
+// Rewrites RUN/results.h5 with the config attribute and `model`'s parameters multiplied by `factor` (the run still
+// loads: load_lm_run and load_induction_run read those two).
+template <class T>
+void write_scaled(const std::string& run, iclab::model::Transformer<T>& model, T factor) {
     const fs::path results = fs::path(run) / "results.h5";
     const std::string config = iclab::io::ResultsReader(results).read_attr_string("/", "config");
-    for (auto& p : loaded.model->params) p *= factor;
+    for (auto& p : model.params) p *= factor;
     iclab::io::ResultsWriter writer(results, true);
     writer.set_attr("config", config);
-    iclab::run::write_checkpoint(writer, *loaded.model);
+    iclab::run::write_checkpoint(writer, model);
     writer.commit();
+}
+
+// An lm run whose float32 forward overflows while its float64 forward does not (factor 1e13: q k^T ~ 1e52).
+void scale_lm_parameters(const std::string& run, float factor) {
+    iclab::run::LmRun<float> loaded = iclab::run::load_lm_run<float>(run, iclab::experiments::catalog(), "test");
+    write_scaled(run, *loaded.model, factor);
 }
 
 }  // namespace
@@ -81,7 +88,7 @@ TEST_CASE("an lm run whose float32 forward overflows is refused by predict and g
           "[cli][lm_inputs]") {
     Scratch scratch;
     const std::string run = train_tiny_lm_run(scratch.path);
-    scale_parameters(run, 1e13);
+    scale_lm_parameters(run, 1e13f);
     const fs::path out = scratch.path / "p.h5";
     const auto predicted = run_iclab("predict " + run + " --text 'In the' --dtype float32 --out " + out.string(), scratch.path);
     CHECK(predicted.status == 2);
@@ -107,6 +114,34 @@ TEST_CASE("an lm run whose float32 forward overflows is refused by predict and g
     const auto generated_double = run_iclab("generate " + run + " --prompt-text 'In the' --max-new-tokens 4 --no-stop", scratch.path);
     INFO(generated_double.err);
     CHECK(generated_double.status == 0);
+}
+
+TEST_CASE("a float64 forward that overflows is refused by convert on an lm run and predict on an induction run", "[cli][lm_inputs]") {
+    Scratch scratch;
+    const std::string lm = train_tiny_lm_run(scratch.path, "model.dtype=float64");
+    {
+        iclab::run::LmRun<double> loaded = iclab::run::load_lm_run<double>(lm, iclab::experiments::catalog(), "test");
+        write_scaled(lm, *loaded.model, 1e120);
+    }
+    const fs::path adapter = scratch.path / "a.h5";
+    const auto converted = run_iclab("convert " + lm + " --method exact --prompt-text 'In the' --out " + adapter.string(), scratch.path);
+    CHECK(converted.status == 2);
+    CHECK_THAT(converted.err, Catch::Contains("the float64 forward of the prompt is not finite: it first became NaN or infinite in layer 0 (from 0)"));
+    CHECK_THAT(converted.err, Catch::Contains("float64 overflowed too"));
+    CHECK_FALSE(fs::exists(adapter));
+
+    const auto trained = run_iclab("run configs/quick/induction_head.yaml train.steps=2 train.warmup_steps=1 eval.every=2 eval.sequences=2 "
+                                   "train.batch_size=2 --quiet output.dir=" + (scratch.path / "results").string(), scratch.path);
+    REQUIRE(trained.status == 0);
+    const std::string induction = last_line(trained.out);
+    {
+        iclab::run::InductionRun loaded = iclab::run::load_induction_run(induction, iclab::experiments::catalog(), 1, "test");
+        write_scaled(induction, *loaded.model, 1e120);
+    }
+    const auto predicted = run_iclab("predict " + induction + " --text abcab", scratch.path);
+    CHECK(predicted.status == 2);
+    CHECK_THAT(predicted.err, Catch::Contains("iclab predict: the float64 forward of the text is not finite: it first became NaN or infinite in "));
+    CHECK_THAT(predicted.out, !Catch::Contains("nan"));
 }
 
 TEST_CASE("text with NUL bytes is stored byte for byte: generate's continuation and convert's prompt file", "[cli][lm_inputs]") {
