@@ -37,7 +37,9 @@ TEST_CASE("the lm experiment refuses training without a token file, and configs 
     std::ofstream(config) << "experiment: lm\nmodel:\n  attention: softmax\n  position_embedding: learned\n  rope: false\n"
                              "  tie_embeddings: true\ntask:\n  vocab_size: 50257\n  context_length: 64\n";
     const std::string out = " output.dir=" + (scratch.path / "results").string();
-    CHECK(run_iclab("run " + config.string() + " --dry-run" + out, scratch.path).status == 0);
+    const auto dry_run = run_iclab("run " + config.string() + " --dry-run" + out, scratch.path);  // refused before any work too
+    CHECK(dry_run.status == 2);
+    CHECK_THAT(dry_run.err, Catch::Contains(config.string() + ": data.tokens is required"));
     const auto train = run_iclab("run " + config.string() + out, scratch.path);
     CHECK(train.status == 2);
     CHECK_THAT(train.err, Catch::Contains("data.tokens is required"));

@@ -53,26 +53,36 @@ std::vector<std::string> positional_arguments(const po::variables_map& vm) {
     return vm.count("positional") ? vm["positional"].as<std::vector<std::string>>() : std::vector<std::string>{};
 }
 
-// Reads letters from a file, skipping whitespace.
-// A text or prompt file: a regular file of at most kMaxLettersFile bytes (never a device, FIFO or folder, which could
-// be read forever or mean something else), whitespace dropped.
-constexpr std::uintmax_t kMaxLettersFile = 1 << 20;
+// A text or prompt file: a regular file of at most kMaxTextFile bytes (never a device, FIFO or folder, which could be
+// read forever or mean something else), read as it is: which run reads it decides whether whitespace matters.
+constexpr std::uintmax_t kMaxTextFile = 1 << 20;
 
-std::string read_letters_file(const std::string& path, const char* flag) {
+std::string read_text_file(const std::string& path, const char* flag) {
     std::error_code error;
     const std::filesystem::file_status status = std::filesystem::status(path, error);
     ICLAB_INPUT_CHECK(std::filesystem::exists(status), flag << " " << path << " does not exist");
     ICLAB_INPUT_CHECK(!std::filesystem::is_directory(status), flag << " " << path << " is a directory, not a file");
     ICLAB_INPUT_CHECK(std::filesystem::is_regular_file(status), flag << " " << path << " is not a regular file");
     const std::uintmax_t size = std::filesystem::file_size(path, error);
-    ICLAB_INPUT_CHECK(!error && size <= kMaxLettersFile,
-                      flag << " " << path << " has " << size << " bytes, more than the " << kMaxLettersFile << " read as letters");
-    std::ifstream file(path);
+    ICLAB_INPUT_CHECK(!error && size <= kMaxTextFile, flag << " " << path << " has " << size << " bytes, more than the " << kMaxTextFile << " read");
+    std::ifstream file(path, std::ios::binary);
     ICLAB_INPUT_CHECK(file.good(), "cannot read " << flag << " " << path);
     std::string text;
-    for (char c; file.get(c) && text.size() <= kMaxLettersFile;)
-        if (!std::isspace(static_cast<unsigned char>(c))) text += c;
+    for (char c; text.size() <= kMaxTextFile && file.get(c);) text += c;
+    ICLAB_INPUT_CHECK(text.size() <= kMaxTextFile, flag << " " << path << " grew past " << kMaxTextFile << " bytes while it was read");
     return text;
+}
+
+std::string drop_whitespace(const std::string& text) {
+    std::string letters;
+    for (const char c : text)
+        if (!std::isspace(static_cast<unsigned char>(c))) letters += c;
+    return letters;
+}
+
+std::int64_t count_flag(std::int64_t value, const char* flag, std::int64_t min, std::int64_t max) {
+    ICLAB_INPUT_CHECK(value >= min && value <= max, flag << " must be from " << min << " to " << max << ", got " << value);
+    return value;
 }
 
 }  // namespace iclab::cli

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "experiments/cli/command_line.hpp"
 #include "experiments/registry.hpp"
 #include "framework/core/measure.hpp"
 #include "framework/icl/adapter_file.hpp"
@@ -137,6 +138,13 @@ void convert(const ConvertOptions& options) {
     ICLAB_INPUT_CHECK(!options.prompt_is_tokens, "iclab convert: --prompt-tokens is for language-model (lm) runs");
     ICLAB_INPUT_CHECK(options.method != "exact" && options.method != "recent" && options.method != "heavy" && options.method != "hybrid",
                       "iclab convert: --method " << options.method << " (a prompt-cache or hybrid adapter) is for language-model (lm) runs");
+    if (options.prompt_from_file) {  // an induction run reads the file's letters (an lm run, above, its text as it is)
+        ConvertOptions letters_only = options;
+        letters_only.prompt = drop_whitespace(options.prompt);
+        letters_only.prompt_from_file = false;
+        convert(letters_only);
+        return;
+    }
     const std::vector<int> letters = tasks::encode_letters(options.prompt);
     ICLAB_INPUT_CHECK(!letters.empty(), "iclab convert: the prompt is empty");
     const std::vector<std::int32_t> prompt(letters.begin(), letters.end());

@@ -18,6 +18,7 @@ struct ConvertOptions {
     std::filesystem::path run_dir;
     std::string prompt;                          // letters a-z, A-Z (tasks::encode_letters); lm runs: text (BPE)
     bool prompt_is_tokens = false;               // lm runs: the prompt is prompt_tokens (--prompt-tokens)
+    bool prompt_from_file = false;               // --prompt-file: induction runs read its letters (whitespace dropped)
     std::vector<int> prompt_tokens;
     std::filesystem::path out;                   // the adapter file to write
     std::vector<std::filesystem::path> adapters; // applied in this order before converting (composition)

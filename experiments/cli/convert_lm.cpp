@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "experiments/cli/convert.hpp"
+#include "experiments/cli/finite_check.hpp"
 #include "experiments/cli/lm_input.hpp"
 #include "experiments/registry.hpp"
 #include "framework/icl/adapter_file.hpp"
@@ -14,11 +15,26 @@
 #include "framework/icl/feature_fit.hpp"
 #include "framework/icl/iclaa.hpp"
 #include "framework/icl/iclca.hpp"
+#include "framework/io/results_file.hpp"
 #include "framework/run/lm_run.hpp"
 
 namespace iclab::cli {
 
 namespace {
+
+// The prompt's text as the adapter records it ("" for token ids): a display copy, NUL bytes shown as U+2400 (an HDF5
+// string ends at a NUL); the adapter's /prompt token ids are exact.
+std::string prompt_text(const ConvertOptions& options) { return options.prompt_is_tokens ? std::string() : io::nul_as_symbol(options.prompt); }
+
+// NaN or infinity in the conversion's forward over the prompt (traced, convert_lm): refused before anything is written.
+void check_prompt_forward(const model::Transformer<double>& model, const std::vector<std::int32_t>& prompt, const std::string& who) {
+    if (model.first_non_finite().found()) refuse_non_finite(model, prompt.data(), prompt.size(), who, "the prompt", "");
+}
+
+// The flag that gave the prompt, for messages.
+const char* prompt_flag(const ConvertOptions& options) {
+    return options.prompt_is_tokens ? "--prompt-tokens" : options.prompt_from_file ? "--prompt-file" : "--prompt-text";
+}
 
 // The prompt's key/value cache (all of it, or keep_tokens recent / heavy ones) as an adapter file (icl::CacheAdapter).
 void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run) {
@@ -32,12 +48,13 @@ void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run) {
     ICLAB_INPUT_CHECK(options.adapters.empty(), who << ": a prompt-cache adapter is not composed; convert the whole prompt at once");
     const std::vector<std::int32_t> prompt =
         lm_input_tokens(options.run_dir, options.prompt_is_tokens ? nullptr : &options.prompt, options.prompt_tokens,
-                        model.spec().vocab, model.spec().max_seq_len - 1, who, options.prompt_is_tokens ? "--prompt-tokens" : "--prompt-text");
+                        model.spec().vocab, model.spec().max_seq_len - 1, who, prompt_flag(options));
     ICLAB_INPUT_CHECK(options.method == "exact" || options.keep_tokens < prompt.size(),
                       who << ": --keep-tokens " << options.keep_tokens << " keeps the whole prompt of " << prompt.size()
                           << " tokens (use --method exact, or a smaller --keep-tokens)");
-    const icl::CacheAdapter adapter = icl::cache_convert(model, prompt, options.prompt_is_tokens ? std::string() : options.prompt,
+    const icl::CacheAdapter adapter = icl::cache_convert(model, prompt, prompt_text(options),
                                                          options.method, options.keep_tokens);
+    check_prompt_forward(model, prompt, who);
     icl::write_cache_adapter(options.out, adapter, options.overwrite);
     const model::ModelSpec& spec = model.spec();
     std::printf("method                prompt cache, %s (%s)\n", options.method.c_str(),
@@ -69,7 +86,7 @@ void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
                           << "iclaa_lm fits it): use prf, orf or elu1");
     const std::vector<std::int32_t> prompt =
         lm_input_tokens(options.run_dir, options.prompt_is_tokens ? nullptr : &options.prompt, options.prompt_tokens, spec.vocab,
-                        spec.max_seq_len - 1, who, options.prompt_is_tokens ? "--prompt-tokens" : "--prompt-text");
+                        spec.max_seq_len - 1, who, prompt_flag(options));
     const bool hybrid = options.method == "hybrid";
     const std::size_t keep = hybrid ? options.keep_tokens : 0;
     ICLAB_INPUT_CHECK(keep <= prompt.size(), who << ": --keep-tokens " << keep << " must lie in [1, " << prompt.size()
@@ -85,8 +102,9 @@ void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
     Rng rng(options.seed);
     icl::LayerHeadMaps maps = icl::build_feature_maps(model, choice, no_data, spec.max_seq_len, rng, nullptr);
     const icl::IclaaAdapter adapter =
-        icl::iclaa_convert(model, prompt, options.prompt_is_tokens ? std::string() : options.prompt, std::move(maps), choice.map,
+        icl::iclaa_convert(model, prompt, prompt_text(options), std::move(maps), choice.map,
                            options.seed, icl::parse_rope_convention(options.rope_convention), keep);
+    check_prompt_forward(model, prompt, who);
     icl::write_iclaa_adapter(options.out, adapter, options.overwrite);
     if (hybrid)
         std::printf("method                hybrid: the last %zu prompt tokens' keys and values exactly, ICLAA for the %zu older ones (%s)\n",
@@ -109,6 +127,7 @@ void convert_lm(const ConvertOptions& options) {
     const std::string who = "iclab convert";
     run::LmRun<double> run = run::load_lm_run<double>(options.run_dir, experiments::catalog(), who);
     model::Transformer<double>& model = *run.model;
+    model.trace_non_finite(true);  // a prompt whose forward is not finite is refused, never converted (finite_check.hpp)
     if (options.method == "exact" || options.method == "recent" || options.method == "heavy") {
         convert_lm_cache(options, run);
         return;
@@ -127,12 +146,13 @@ void convert_lm(const ConvertOptions& options) {
     }
     const std::vector<std::int32_t> prompt =
         lm_input_tokens(options.run_dir, options.prompt_is_tokens ? nullptr : &options.prompt, options.prompt_tokens,
-                        model.spec().vocab, model.spec().max_seq_len, who, options.prompt_is_tokens ? "--prompt-tokens" : "--prompt-text");
+                        model.spec().vocab, model.spec().max_seq_len, who, prompt_flag(options));
     const icl::AppliedAdapters applied = icl::apply_adapter_files(model, options.adapters);
     const icl::AttentionBiases<double> converted = icl::iclca_convert(model, prompt.data(), prompt.size());
-    icl::Adapter adapter = icl::make_adapter(model, converted, prompt, options.prompt_is_tokens ? std::string() : options.prompt,
+    icl::Adapter adapter = icl::make_adapter(model, converted, prompt, prompt_text(options),
                                              applied.chain);
     adapter.source = std::filesystem::absolute(options.run_dir).lexically_normal().string();
+    check_prompt_forward(model, prompt, who);
     icl::write_adapter_file(options.out, adapter, options.overwrite);
     const model::ModelSpec& spec = model.spec();
     std::printf("prompt length M       %zu BPE tokens\n", prompt.size());

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "experiments/cli/finite_check.hpp"
 #include "experiments/cli/gpt2_commands.hpp"
 #include "experiments/cli/lm_input.hpp"
 #include "framework/io/output_path.hpp"
@@ -88,10 +89,24 @@ void generate_in(const GenerateOptions& options) {
     Rng rng(options.seed);
     std::vector<std::size_t> order;
     std::vector<double> weights;
-    const std::int32_t end_of_text = bpe != nullptr ? bpe->end_of_text() : -1;
+    // The stop token: <|endoftext|> when the run's tokenizer has one (a tokenizer without it, or a run without a
+    // tokenizer, generates up to --max-new-tokens, and says so).
+    const std::int32_t end_of_text = bpe != nullptr && bpe->has_end_of_text() ? bpe->end_of_text() : -1;
+    if (options.stop_at_end_of_text && end_of_text < 0)
+        std::fprintf(stderr, "%s: %s no <|endoftext|> token: no stop token, generating up to --max-new-tokens %zu\n", who.c_str(),
+                     bpe != nullptr ? "the run's tokenizer has" : "the run has no tokenizer, so", options.max_new_tokens);
+    // The sequence so far (prompt, then each token generated), to find where a non-finite forward came from.
+    std::vector<std::int32_t> sequence(prompt);
+    const std::string remedy = "generate with --dtype float64";
     bool hit_context = false;
     for (std::size_t step = 0; step < options.max_new_tokens; ++step) {
         const T* row = decoder.last_logits();
+        if (!all_finite(row, V)) {  // never sampled from: where did the forward overflow? (finite_check.hpp)
+            model.set_softmax_prompt(softmax_terms);
+            model.set_learned_position_start(adapters.input_position_start());
+            locate_and_refuse_non_finite(model, sequence.data(), sequence.size(), sequence.size() - 1, who,
+                                         "the prompt and " + std::to_string(step) + " generated tokens", remedy);
+        }
         logits.insert(logits.end(), row, row + V);  // widened exactly when T is float
         const std::int32_t next = choose_token(logits.data() + step * V, V, options.temperature, options.top_k, rng, order, weights);
         generated.push_back(next);
@@ -102,14 +117,24 @@ void generate_in(const GenerateOptions& options) {
             break;
         }
         decoder.append(&next, 1);
+        sequence.push_back(next);
     }
     if (hit_context)
         std::fprintf(stderr, "%s: stopped after %zu new tokens: prompt and continuation reached the model's context of %zu tokens "
                              "(task.context_length)\n", who.c_str(), generated.size(), context);
 
+    // Decoded text is written byte for byte: a NUL (GPT-2's id 188) must not cut it short, as printf's %s would.
+    const auto print_text = [](const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); };
+    const std::string continuation = bpe != nullptr ? bpe->decode(generated) : std::string();
     if (bpe != nullptr) {
-        if (!options.quiet) std::printf("prompt (%zu tokens): %s\n", prompt.size(), bpe->decode(prompt).c_str());
-        std::printf("%s%s\n", options.quiet ? "" : "continuation: ", bpe->decode(generated).c_str());
+        if (!options.quiet) {
+            std::printf("prompt (%zu tokens): ", prompt.size());
+            print_text(bpe->decode(prompt));
+            std::printf("\n");
+        }
+        std::printf("%s", options.quiet ? "" : "continuation: ");
+        print_text(continuation);
+        std::printf("\n");
     }
     if (!options.quiet || bpe == nullptr) {
         std::printf("tokens:");
@@ -133,7 +158,11 @@ void generate_in(const GenerateOptions& options) {
         writer.set_attr("top_k", options.top_k);
         writer.set_attr("seed", options.seed);
         writer.set_attr("stopped_at_context", hit_context ? std::string("true") : std::string("false"));
-        if (bpe != nullptr) writer.set_attr("text", bpe->decode(generated));
+        writer.set_attr("stop_token", end_of_text < 0 ? std::string("none") : "<|endoftext|> (id " + std::to_string(end_of_text) + ")");
+        if (bpe != nullptr) {  // the continuation's exact bytes (NUL included), and a copy to read with NUL shown as U+2400
+            writer.write_bytes("/text", continuation, {{"layout", "(bytes): the continuation decoded by the run's tokenizer, exactly"}});
+            writer.set_attr("text", io::nul_as_symbol(continuation));
+        }
         writer.set_attr("created", io::now_iso8601());
         io::write_provenance(writer);
         writer.commit();

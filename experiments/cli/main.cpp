@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -35,7 +37,6 @@ namespace {
 using cli::kUsage;
 using cli::parse_command;
 using cli::positional_arguments;
-using cli::read_letters_file;
 
 // Flags shared by `run -m` and `sweep`.
 void add_sweep_flags(po::options_description& flags) {
@@ -49,7 +50,7 @@ void add_sweep_flags(po::options_description& flags) {
 cli::LaunchOptions launch_options(const po::variables_map& vm) {
     cli::LaunchOptions options;
     options.jobs = vm["jobs"].as<int>();
-    options.threads = vm["threads"].as<int>();
+    options.threads = static_cast<int>(cli::count_flag(vm["threads"].as<int>(), "--threads", 0, 1024));
     options.launcher = vm["launcher"].as<std::string>();
     if (vm.count("partition")) options.partition = vm["partition"].as<std::string>();
     if (vm.count("time")) options.time = vm["time"].as<std::string>();
@@ -92,6 +93,8 @@ int command_sweep_job(const std::vector<std::string>& args) {
     ICLAB_INPUT_CHECK(rest.size() == 2, "iclab sweep-job: give SWEEP_DIR and INDEX");
     std::size_t index = 0;
     try {
+        // std::stoul reads "-1" as 2^64 - 1: digits only
+        if (rest[1].empty() || rest[1].find_first_not_of("0123456789") != std::string::npos) throw std::invalid_argument(rest[1]);
         index = std::stoul(rest[1]);
     } catch (const std::exception&) {
         throw InputError("iclab sweep-job: INDEX must be a job number, got '" + rest[1] + "'");
@@ -153,9 +156,9 @@ int command_run(const std::vector<std::string>& args) {
         "dry-run", "validate the config (with --resume: that the run can be resumed) and exit")(
         "quiet", "no progress output; stdout keeps only the run folder")("overwrite", "replace a completed run of the same name")(
         "resume", po::value<std::string>(), "continue the interrupted run in RUN_DIR from its checkpoint.h5, with its config.yaml")(
-        "stop-after", po::value<std::size_t>()->default_value(0),
+        "stop-after", po::value<std::int64_t>()->default_value(0),
         "stop after this step with a checkpoint and without results.h5, as if interrupted (continue with --resume)")(
-        "stop-after-units", po::value<std::size_t>()->default_value(0),
+        "stop-after-units", po::value<std::int64_t>()->default_value(0),
         "stop after this many units of the work after training (ICLAA: learned-map fits, chunks of scored pairs) are stored "
         "in this session, as if interrupted (continue with --resume)")(
         "help-config", "list every config key of the config's experiment")(
@@ -183,8 +186,10 @@ int command_run(const std::vector<std::string>& args) {
     run::RunOptions options;
     options.quiet = vm.count("quiet") > 0;
     options.overwrite = vm.count("overwrite") > 0;
-    options.stop_after = vm["stop-after"].as<std::size_t>();
-    options.stop_after_units = vm["stop-after-units"].as<std::size_t>();
+    options.stop_after = static_cast<std::size_t>(cli::count_flag(vm["stop-after"].as<std::int64_t>(), "iclab run: --stop-after", 0, INT64_MAX));
+    options.stop_after_units =
+        static_cast<std::size_t>(cli::count_flag(vm["stop-after-units"].as<std::int64_t>(), "iclab run: --stop-after-units", 0, INT64_MAX));
+    cli::count_flag(vm["threads"].as<int>(), "iclab run: --threads", 0, 1024);  // --dry-run too, before configure_threads
 
     config::Config cfg;
     std::string config_path, resume_text;
@@ -222,6 +227,7 @@ int command_run(const std::vector<std::string>& args) {
         std::cout << cfg.to_yaml();
         return 0;
     }
+    if (experiment.check_inputs) experiment.check_inputs(cfg);  // the data files the config names, before any work
     if (vm.count("dry-run")) {
         if (vm.count("resume")) std::cout << options.resume_dir.string() << " can be resumed" << resume_text << " (experiment " << experiment.name << ")\n";
         else std::cout << "config " << config_path << " is valid (experiment " << experiment.name << ")\n";

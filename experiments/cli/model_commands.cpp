@@ -20,12 +20,15 @@ namespace iclab::cli {
 int command_predict(const std::vector<std::string>& args) {
     po::options_description flags(
         "usage: iclab predict RUN_DIR (--text LETTERS | --text-file FILE | --tokens ID,ID,...) [options]\noptions");
-    std::string text, text_file, out, tokens;
-    std::size_t top = 3;
+    std::string text, text_file, out, tokens, dtype;
+    std::int64_t top = 3;
     flags.add_options()("text", po::value<std::string>(&text), "the input letters (a-z, A-Z); lm runs: text, BPE with RUN_DIR/tokenizer")(
-        "text-file", po::value<std::string>(&text_file), "read the letters from a file (whitespace ignored)")(
+        "text-file", po::value<std::string>(&text_file),
+        "read the input from a file: its letters (whitespace ignored); lm runs: its text as it is, BPE with RUN_DIR/tokenizer")(
         "tokens", po::value<std::string>(&tokens), "language-model (lm) runs: the input token ids, separated by commas or blanks")(
-        "top", po::value<std::size_t>(&top)->default_value(3), "predictions shown per position")(
+        "top", po::value<std::int64_t>(&top)->default_value(3), "predictions shown per position")(
+        "dtype", po::value<std::string>(&dtype),
+        "lm runs: float64 or float32, the type the model runs in (default: the run's model.dtype; with --adapter: float64)")(
         "out", po::value<std::string>(&out), "write logits (T, V), tokens and position kinds to this HDF5 file")(
         "overwrite", "replace an existing --out file")(
         "adapter", po::value<std::vector<std::string>>()->composing(),
@@ -39,13 +42,18 @@ int command_predict(const std::vector<std::string>& args) {
     ICLAB_INPUT_CHECK(vm.count("run_dir"), "iclab predict: missing RUN_DIR\n" << kUsage);
     ICLAB_INPUT_CHECK(!text.empty() + !text_file.empty() + !tokens.empty() == 1,
                       "iclab predict: give exactly one of --text, --text-file and --tokens");
-    if (!text_file.empty()) text = read_letters_file(text_file, "--text-file");
+    count_flag(top, "iclab predict: --top", 0, 1 << 24);
+    if (!text_file.empty()) text = read_text_file(text_file, "--text-file");
     configure_threads(0);
     PredictOptions options;
     options.run_dir = vm["run_dir"].as<std::string>();
     options.text = text;
+    options.text_from_file = !text_file.empty();
     options.token_ids = parse_token_ids(tokens, "--tokens");
-    options.top = top;
+    options.top = static_cast<std::size_t>(top);
+    ICLAB_INPUT_CHECK(dtype.empty() || dtype == "float64" || dtype == "float32",
+                      "iclab predict: --dtype must be float64 or float32, got '" << dtype << "'");
+    options.dtype = dtype;
     options.out = out;
     options.overwrite = vm.count("overwrite") > 0;
     if (vm.count("adapter"))
@@ -61,7 +69,8 @@ int command_convert(const std::vector<std::string>& args) {
     std::string prompt, prompt_file, prompt_text, prompt_tokens, out, method, feature_map, convention;
     std::int64_t features = 256, seed = 0, fit_steps = 600, keep_tokens = 16;
     flags.add_options()("prompt", po::value<std::string>(&prompt), "the prompt X' as letters (a-z, A-Z)")(
-        "prompt-file", po::value<std::string>(&prompt_file), "read the prompt's letters from a file (whitespace ignored)")(
+        "prompt-file", po::value<std::string>(&prompt_file),
+        "read the prompt from a file: its letters (whitespace ignored); lm runs: its text as it is, BPE with RUN_DIR/tokenizer")(
         "prompt-text", po::value<std::string>(&prompt_text), "language-model (lm) runs: the prompt as text (BPE with RUN_DIR/tokenizer)")(
         "prompt-tokens", po::value<std::string>(&prompt_tokens), "lm runs: the prompt as token ids, separated by commas or blanks")(
         "out", po::value<std::string>(&out), "the adapter file to write (HDF5, docs/adapter_format.md)")(
@@ -99,12 +108,13 @@ int command_convert(const std::vector<std::string>& args) {
     ICLAB_INPUT_CHECK(vm.count("prompt") + vm.count("prompt-file") + vm.count("prompt-text") + vm.count("prompt-tokens") == 1,
                       "iclab convert: give exactly one of --prompt, --prompt-file, --prompt-text and --prompt-tokens");
     ICLAB_INPUT_CHECK(!out.empty(), "iclab convert: missing --out ADAPTER.h5");
-    if (!prompt_file.empty()) prompt = read_letters_file(prompt_file, "--prompt-file");
+    if (!prompt_file.empty()) prompt = read_text_file(prompt_file, "--prompt-file");
     configure_threads(0);
     ConvertOptions options;
     options.run_dir = vm["run_dir"].as<std::string>();
     options.prompt = vm.count("prompt-text") ? prompt_text : prompt;
     options.prompt_is_tokens = vm.count("prompt-tokens") > 0;
+    options.prompt_from_file = !prompt_file.empty();
     if (options.prompt_is_tokens) options.prompt_tokens = parse_token_ids(prompt_tokens, "--prompt-tokens");
     options.out = out;
     options.overwrite = vm.count("overwrite") > 0;
@@ -130,11 +140,12 @@ int command_convert(const std::vector<std::string>& args) {
 int command_bench(const std::vector<std::string>& args) {
     po::options_description flags("usage: iclab bench CONFIG [key.path=value ...] [options]\noptions");
     BenchOptions options;
+    std::int64_t blas_size = 2048;
     flags.add_options()("threads", po::value<int>()->default_value(0), "compute threads (0: OMP_NUM_THREADS, else the cores not busy now)")(
         "warmup", po::value<int>(&options.warmup)->default_value(3), "untimed repetitions before each measurement")(
         "iters", po::value<int>(&options.iters)->default_value(10),
         "timed repetitions (the median is reported); 0: no timing, only --export")(
-        "blas-size", po::value<std::size_t>(&options.blas_size)->default_value(2048),
+        "blas-size", po::value<std::int64_t>(&blas_size)->default_value(2048),
         "size of the square reference product (plain BLAS gemm rate)")(
         "out", po::value<std::string>(&options.out), "write the table, GEMM shapes and samples to this HDF5 file")(
         "export", po::value<std::string>(&options.export_path),
@@ -153,6 +164,7 @@ int command_bench(const std::vector<std::string>& args) {
     for (const auto& o : options.overrides)
         ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, "iclab bench: '" << o << "' is not an override of the form key.path=value");
     options.overwrite = vm.count("overwrite") > 0;
+    options.blas_size = static_cast<std::size_t>(count_flag(blas_size, "iclab bench: --blas-size", 1, INT64_MAX));
     configure_threads(vm["threads"].as<int>());
     bench(options);
     return 0;

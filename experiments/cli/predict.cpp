@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <numeric>
 
+#include "experiments/cli/command_line.hpp"
+#include "experiments/cli/finite_check.hpp"
 #include "experiments/registry.hpp"
 #include "framework/icl/adapter_file.hpp"
 #include "framework/icl/iclaa_adapter.hpp"
@@ -25,9 +27,12 @@ void predict(const PredictOptions& options) {
         predict_lm(options);
         return;
     }
+    ICLAB_INPUT_CHECK(options.dtype.empty() || options.dtype == "float64",
+                      "iclab predict: an induction-head run predicts in float64; --dtype " << options.dtype << " is for language-model (lm) runs");
     ICLAB_INPUT_CHECK(options.token_ids.empty(), "iclab predict: --tokens is for language-model (lm) runs; "
                                                      << options.run_dir.string() << " reads letters (--text)");
-    const std::vector<int> tokens = tasks::encode_letters(options.text);
+    const std::string letters = options.text_from_file ? drop_whitespace(options.text) : options.text;
+    const std::vector<int> tokens = tasks::encode_letters(letters);
     ICLAB_INPUT_CHECK(!tokens.empty(), "--text is empty");
     run::InductionRun loaded = run::load_induction_run(options.run_dir, experiments::catalog(), tokens.size(), "iclab predict");
     model::Transformer<double>& model = *loaded.model;
@@ -71,7 +76,10 @@ void predict(const PredictOptions& options) {
 
     const std::size_t TT = tokens.size(), V = tasks::kInductionVocab;
     std::vector<std::int32_t> input(tokens.begin(), tokens.end());
+    model.trace_non_finite(true);  // NaN or infinite logits are refused, never printed (finite_check.hpp)
     model.forward(input.data(), 1, TT);
+    if (model.first_non_finite().found())
+        refuse_non_finite(model, input.data(), TT, "iclab predict", "the text", "the model's parameters are too large for this input");
     std::vector<double> zero(TT, 0.0);
     model.loss(input.data(), zero.data());  // fills probabilities (targets unused with zero weights)
     // Kinds as in [context; text]: a trigger seen in an adapter's prompt makes its repetition an icl position.
@@ -102,7 +110,7 @@ void predict(const PredictOptions& options) {
         for (std::size_t t = 0; t < TT; ++t) kind_ids[t] = static_cast<std::int32_t>(kinds[t]);
         writer.write_tensor("/position_kinds", kind_ids.data(), {TT}, {{"layout", "(T): 0 non_trigger, 1 first_trigger, 2 icl"}});
         writer.set_attr("run_dir", std::filesystem::absolute(options.run_dir).string());
-        writer.set_attr("text", options.text);
+        writer.set_attr("text", letters);
         std::string adapter_files, adapter_fingerprints;
         for (const auto& link : applied.chain) {
             adapter_files += (adapter_files.empty() ? "" : "\n") + link.file;

@@ -13,10 +13,13 @@ namespace iclab::cli {
 struct PredictOptions {
     std::filesystem::path run_dir;
     std::string text;
+    bool text_from_file = false;  // --text-file: induction runs read its letters (whitespace dropped), lm runs its text as it is
     // Language-model (lm) runs: the input as token ids (--tokens), in place of text. The model runs in its
     // model.dtype (float32 for imported GPT-2), and --out writes its logits in that type.
     std::vector<int> token_ids;
     std::size_t top = 3;
+    // lm runs: the type the model runs in, "" (the run's model.dtype), float64 or float32; induction runs: float64 only.
+    std::string dtype;
     std::filesystem::path out;  // empty: no file; else logits (T, V) and tokens (T) as HDF5
     bool overwrite = false;
     // Adapter files applied in this order before predicting (icl::apply_adapter_files); none: the model as trained.

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "experiments/cli/finite_check.hpp"
 #include "experiments/cli/lm_input.hpp"
 #include "experiments/cli/predict.hpp"
 #include "experiments/registry.hpp"
@@ -36,7 +37,10 @@ void predict_lm_typed(const PredictOptions& options, const std::vector<std::int3
             std::printf("adapter %zu: %s (fingerprint %s, prompt length %zu)\n", i + 1, adapters.applied.chain[i].file.c_str(),
                         adapters.applied.chain[i].fingerprint.c_str(), adapters.applied.chain[i].prompt_length);
     }
+    model.trace_non_finite(true);  // NaN or infinite logits are refused, never printed (finite_check.hpp)
     model.forward(input.data(), 1, TT);
+    if (model.first_non_finite().found())
+        refuse_non_finite(model, input.data(), TT, "iclab predict", std::to_string(TT) + " input tokens", "run predict with --dtype float64");
     const std::size_t top = std::min<std::size_t>(options.top, V);
     if (top > 0) {
         std::printf("%5s  %7s  top-%zu next-token ids (probability)\n", "pos", "token", top);
@@ -78,10 +82,16 @@ void predict_lm(const PredictOptions& options) {
     const model::ModelSpec spec = run::lm_model_spec(cfg);
     const bool text = !options.text.empty();
     const std::vector<std::int32_t> input = lm_input_tokens(options.run_dir, text ? &options.text : nullptr, options.token_ids, spec.vocab,
-                                                            0, "iclab predict", text ? "--text" : "--tokens");
+                                                            0, "iclab predict", !text ? "--tokens" : options.text_from_file ? "--text-file" : "--text");
     run::check_fits_context(input.size(), spec, "iclab predict");
-    if (!options.adapters.empty()) {  // adapters hold float64 biases (ICLCA's identity holds to rounding in double)
+    ICLAB_INPUT_CHECK(options.adapters.empty() || options.dtype != "float32",
+                      "iclab predict: with --adapter the model runs in float64 (the adapters' biases are float64): drop --dtype float32");
+    if (!options.adapters.empty() || options.dtype == "float64") {  // adapters hold float64 biases (ICLCA's identity holds to rounding in double)
         predict_lm_typed<double>(options, input);
+        return;
+    }
+    if (options.dtype == "float32") {
+        predict_lm_typed<float>(options, input);
         return;
     }
     run::with_model_dtype(cfg, [&](auto zero) { predict_lm_typed<decltype(zero)>(options, input); });

@@ -52,7 +52,8 @@ Experiment lm() {
             {KeyGroup::output, KeyGroup::model, KeyGroup::train},
             declare_keys,
             run_lm,
-            estimate_lm_training};
+            estimate_lm_training,
+            check_lm_data_files};
 }
 
 }  // namespace iclab::experiments

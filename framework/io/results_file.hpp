@@ -61,6 +61,10 @@ struct Table {
     const std::vector<std::string>& strings(const std::string& name) const;
 };
 
+// A display copy of text for a string attribute: HDF5 ends a variable-length string at its first NUL, so each NUL byte
+// becomes U+2400 "␀" (the symbol for null). For text whose exact bytes are kept elsewhere (write_bytes, token ids).
+std::string nul_as_symbol(const std::string& text);
+
 class ResultsWriter {
 public:
     // Builds the file in memory; nothing is on disk until commit(). The temporary file of commit() has a name of
@@ -105,6 +109,10 @@ public:
                       const Attributes& attributes = {});
     void write_tensor(const std::string& path, const int64_t* data, const std::vector<size_t>& shape,
                       const Attributes& attributes = {});
+
+    // Text stored exactly, as a 1-D uint8 dataset of its bytes: any byte (NUL included, which ends an HDF5 string),
+    // valid UTF-8 or not. For text a model generates or a user's file holds. h5py: bytes(f[path][()]).
+    void write_bytes(const std::string& path, const std::string& bytes, const Attributes& attributes = {});
 
     // Writes the image to the temporary name, fsyncs, and moves it to the final name (atomic on POSIX; without
     // overwrite through link(), which refuses a final name another process completed meanwhile). A full disk
@@ -153,6 +161,9 @@ public:
     TensorData<double> read_tensor_double(const std::string& path) const;
     // Only from stored integers that fit int32 (never truncates floats).
     TensorData<int32_t> read_int32(const std::string& path) const;
+
+    // A 1-D uint8 dataset (write_bytes) as the bytes it holds.
+    std::string read_bytes(const std::string& path) const;
 
     // 1-D datasets, as written by write_columns.
     std::vector<double> read_column_double(const std::string& path) const;  // from float or integer

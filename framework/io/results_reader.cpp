@@ -82,6 +82,8 @@ TensorData<T> read_numeric(const H5::H5File& file, const std::filesystem::path& 
         if (stored == H5T_FLOAT && stored_size == 4) verified(float{}, H5::PredType::NATIVE_FLOAT);
         else if (stored == H5T_FLOAT) verified(double{}, H5::PredType::NATIVE_DOUBLE);
         else if (stored_size == 4) verified(int32_t{}, H5::PredType::NATIVE_INT32);
+        else if (stored_size == 1 && dataset.getIntType().getSign() == H5T_SGN_NONE) verified(uint8_t{}, H5::PredType::NATIVE_UINT8);
+        else if (stored_size == 1) verified(int8_t{}, H5::PredType::NATIVE_INT8);
         else verified(int64_t{}, H5::PredType::NATIVE_INT64);
         return tensor;
     });
@@ -209,6 +211,17 @@ TensorData<double> ResultsReader::read_tensor_double(const std::string& path) co
 
 TensorData<int32_t> ResultsReader::read_int32(const std::string& path) const {
     return read_numeric<int32_t>(hdf5_->file, path_, path, H5::PredType::NATIVE_INT32, false, false);
+}
+
+std::string ResultsReader::read_bytes(const std::string& path) const {
+    const bool bytes = read_step(path_, "reading " + path, [&] {
+        const H5::DataSet dataset = open_dataset(hdf5_->file, absolute_path(path));
+        return dataset.getTypeClass() == H5T_INTEGER && dataset.getIntType().getSize() == 1 &&
+               dataset.getIntType().getSign() == H5T_SGN_NONE;
+    });
+    ICLAB_INPUT_CHECK(bytes, path_.string() << ": " << path << " is not a dataset of bytes (uint8)");
+    const TensorData<int32_t> data = read_numeric<int32_t>(hdf5_->file, path_, path, H5::PredType::NATIVE_INT32, false, true);
+    return std::string(data.values.begin(), data.values.end());
 }
 
 std::vector<double> ResultsReader::read_column_double(const std::string& path) const {

@@ -222,6 +222,18 @@ void ResultsWriter::write_tensor(const std::string& path, const int64_t* data, c
                 H5::PredType::STD_I64LE, H5::PredType::NATIVE_INT64);
 }
 
+void ResultsWriter::write_bytes(const std::string& path, const std::string& bytes, const Attributes& attributes) {
+    write_array(open_file("write bytes").file, partial_path_, path, bytes.data(), {bytes.size()}, attributes, H5::PredType::STD_U8LE,
+                H5::PredType::NATIVE_UINT8);
+}
+
+std::string nul_as_symbol(const std::string& text) {
+    std::string shown;
+    shown.reserve(text.size());
+    for (const char c : text) shown += c == '\0' ? std::string("\u2400") : std::string(1, c);
+    return shown;
+}
+
 namespace {
 
 // Writes all of `bytes` to a new file created exclusively at `path`, fsynced. On failure the file is removed and

@@ -309,6 +309,7 @@ template <class T>
 void Transformer<T>::forward_trunk() {
     const std::size_t N = batch_ * time_, C = spec_.width, hidden = spec_.mlp_ratio * C;
     const T* P = params.data();
+    first_non_finite_ = NonFiniteSite{};
     if (position_offset_ != kAbsent) {  // x_0[b, t] += E_pos[start + t]
         const profile::Scope scope(profile::Kind::input);
         ICLAB_INPUT_CHECK(learned_position_start_ + time_ <= spec_.max_seq_len,
@@ -320,6 +321,8 @@ void Transformer<T>::forward_trunk() {
             for (std::size_t c = 0; c < C; ++c) x[c] += e[c];
         }
     }
+    const std::size_t outside = NonFiniteSite::kNoLayer;
+    note_non_finite(block_input(0), C, outside, "input embedding (and positions)");
     const auto at = [&](std::size_t offset) { return offset == kAbsent ? nullptr : P + offset; };
     nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
     shape.feature_dim = spec_.feature_dim();
@@ -341,8 +344,10 @@ void Transformer<T>::forward_trunk() {
             nn::layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), input, P + o.ln1_gamma, P + o.ln1_beta,
                                   N, C, spec_.layernorm_eps);
             normed = a.ln1.data();
+            note_non_finite(normed, C, l, "LayerNorm ln_1");
         }
         nn::linear_forward<T>(a.qkv.data(), normed, P + o.w_qkv, at(o.b_qkv), N, C, 3 * C, nullptr, spec_.large_gemm);
+        note_non_finite(a.qkv.data(), 3 * C, l, "q, k, v projection (x W_qkv + b_qkv)");
         if (capture_qkv_) captured_qkv_[l].assign(a.qkv.begin(), a.qkv.end());
         soft.prompt = softmax_prompt_ != nullptr && !softmax_prompt_->empty() ? &(*softmax_prompt_)[l] : nullptr;
         if (spec_.attention == ModelSpec::Attention::softmax)
@@ -355,6 +360,7 @@ void Transformer<T>::forward_trunk() {
             nn::linear_attention_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, at(o.random), shape,
                                          options);
         }
+        note_non_finite(a.att.data(), C, l, spec_.attention == ModelSpec::Attention::softmax ? "softmax attention" : "linear attention");
         min_denominator_.resize(spec_.layers);
         min_denominator_[l] = std::numeric_limits<double>::quiet_NaN();
         if (spec_.attention == ModelSpec::Attention::linear && spec_.normalize && !a.attention.den.empty())
@@ -382,6 +388,7 @@ void Transformer<T>::forward_trunk() {
             if (residual_here)
                 for (std::size_t i = 0; i < N * C; ++i) mid[i] += input[i];
         }
+        note_non_finite(mid, C, l, residual_here ? "attention output (W_o, plus the residual)" : "attention output projection W_o");
         if (spec_.mlp) {
             const T* normed_mid = a.mid.data();
             if (fused_residual)
@@ -390,12 +397,17 @@ void Transformer<T>::forward_trunk() {
             else if (spec_.layernorm)
                 nn::layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.mid.data(), P + o.ln2_gamma,
                                       P + o.ln2_beta, N, C, spec_.layernorm_eps);
+            if (fused_residual) note_non_finite(a.mid.data(), C, l, "residual stream after attention");
             if (spec_.layernorm) normed_mid = a.ln2.data();
+            if (spec_.layernorm) note_non_finite(normed_mid, C, l, "LayerNorm ln_2");
             // fc = x W_fc + b_fc, fc_gelu = gelu(fc): the bias add and GELU in the product's parallel region
             nn::linear_gelu_forward(a.fc_gelu.data(), a.fc.data(), normed_mid, P + o.w_fc, P + o.b_fc, N, C, hidden,
                                     spec_.large_gemm);
             nn::linear_forward(output, a.fc_gelu.data(), P + o.w_proj, P + o.b_proj, N, hidden, C,
                                spec_.residual ? a.mid.data() : nullptr, spec_.large_gemm);  // h W_proj + b_proj [+ mid]
+            note_non_finite(a.fc.data(), hidden, l, "MLP fc (x W_fc + b_fc)");
+            note_non_finite(a.fc_gelu.data(), hidden, l, "GELU");
+            note_non_finite(output, C, l, spec_.residual ? "MLP projection (h W_proj + b_proj, plus the residual)" : "MLP projection");
         }
     }
     const T* final_stream = final_input_.data();
@@ -403,6 +415,7 @@ void Transformer<T>::forward_trunk() {
         nn::layernorm_forward(final_norm_.data(), final_mean_.data(), final_rstd_.data(), final_input_.data(),
                               P + final_gamma_offset_, P + final_beta_offset_, N, C, spec_.layernorm_eps);
         final_stream = final_norm_.data();
+        note_non_finite(final_stream, C, outside, "final LayerNorm ln_f");
     }
     const std::size_t out = spec_.output_size();
     if (spec_.tie_embeddings) {  // logits (N, V) = LN_f(x) (N, C) · wteᵀ, wte (V, C)
@@ -415,6 +428,26 @@ void Transformer<T>::forward_trunk() {
         for (std::size_t n = 0; n < N; ++n)
             std::copy(final_stream + n * C + (C - out), final_stream + (n + 1) * C, outputs_.data() + n * out);
     }
+    note_non_finite(outputs_.data(), out, outside, spec_.input == ModelSpec::Input::tokens ? "logits (read-out)" : "outputs (read-out)");
+}
+
+template <class T>
+void Transformer<T>::note_non_finite(const T* data, std::size_t width, std::size_t layer, const char* op) {
+    if (!trace_non_finite_ || first_non_finite_.found()) return;
+    const std::size_t count = batch_ * time_ * width;
+    for (std::size_t i = 0; i < count; ++i)
+        if (!std::isfinite(data[i])) {
+            const std::size_t row = i / width;
+            first_non_finite_ = NonFiniteSite{op, layer, row / time_, row % time_};
+            return;
+        }
+}
+
+template <class T>
+std::string Transformer<T>::NonFiniteSite::describe() const {
+    if (!found()) return "nowhere (every value finite)";
+    const std::string where = layer == kNoLayer ? std::string(op) : "layer " + std::to_string(layer) + " (from 0), " + op;
+    return where + ", at position " + std::to_string(time) + (batch > 0 ? " of sequence " + std::to_string(batch) : "");
 }
 
 template class Transformer<float>;

@@ -168,6 +168,20 @@ public:
     // this can approach 0 or go negative (outputs num/den blow up): a diagnostic the experiments log.
     const std::vector<double>& min_attention_denominator() const { return min_denominator_; }
 
+    // Where a forward first produced a NaN or an infinity (float32 overflows near 3.4e38, in a product or an exp). With
+    // tracing on, each operation's output is scanned after it ran (one pass over memory per operation; off by default)
+    // and the first operation, in the order computed, holding a non-finite value is kept with its first such row.
+    struct NonFiniteSite {
+        static constexpr std::size_t kNoLayer = static_cast<std::size_t>(-1);
+        const char* op = nullptr;          // null: every value of the last traced forward was finite
+        std::size_t layer = kNoLayer;      // block (from 0); kNoLayer: the input embedding or the read-out
+        std::size_t batch = 0, time = 0;   // the row
+        bool found() const { return op != nullptr; }
+        std::string describe() const;      // "layer 2 (from 0), MLP fc (x W_fc + b_fc), at position 5"
+    };
+    void trace_non_finite(bool on) { trace_non_finite_ = on; }
+    const NonFiniteSite& first_non_finite() const { return first_non_finite_; }
+
     // Training mode, after forward: the residual stream (B, T, C) entering block `depth` (depth = layers: the trunk's
     // output, before the final norm). Per-layer probes read it (paper 003 Figure 3).
     const T* residual_stream(std::size_t depth) const;
@@ -202,6 +216,9 @@ private:
     bool use_recurrent_form() const;
     T* block_input(std::size_t l);        // where block l reads its input
     T* block_output(std::size_t l);       // where block l writes its output (the next block's input)
+    // Tracing (trace_non_finite): records (layer, op) and the first row of data (N, width) holding a NaN or an infinity,
+    // unless a site is already recorded.
+    void note_non_finite(const T* data, std::size_t width, std::size_t layer, const char* op);
 
     ModelSpec spec_;
     Mode mode_;
@@ -214,6 +231,8 @@ private:
     std::size_t learned_position_start_ = 0;
     bool capture_states_ = false;
     bool capture_qkv_ = false;
+    bool trace_non_finite_ = false;
+    NonFiniteSite first_non_finite_;
     std::vector<std::vector<T>> captured_qkv_;                     // per layer, when capturing
     const std::vector<std::vector<nn::SoftmaxPromptHead<T>>>* softmax_prompt_ = nullptr;
     std::vector<std::vector<T>> final_states_, final_key_sums_;  // per layer, when capturing

@@ -104,6 +104,7 @@ config::Config Catalog::load_config(const std::string& config_path, const std::v
 
 RunOutcome Catalog::run(const config::Config& cfg, const RunOptions& options) const {
     const Experiment& experiment = find(cfg.get_string("experiment"));
+    if (experiment.check_inputs) experiment.check_inputs(cfg);
     const RunContext context{cfg, options, *this};
     const RunEstimate estimate = experiment.estimate(cfg);
     if (!options.quiet && estimate.flops >= kPrintEstimateFlops)

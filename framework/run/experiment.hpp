@@ -50,6 +50,11 @@ struct Experiment {
     // The run's memory and work from a validated config (required: the Catalog refuses an experiment without it).
     // `iclab run` refuses a run that cannot fit (exit 2, before its folder exists) and prints a long run's estimate.
     std::function<RunEstimate(const config::Config&)> estimate;
+    // Optional: the files a config names that the run will read (a token file, a tokenizer folder), checked cheaply
+    // before any work by `iclab run` (--dry-run too), sweep planning and Catalog::run; InputError through Config::fail
+    // (key, file and line). Not a schema rule: a finished run's config is loaded later without its inputs (moved or
+    // deleted data, an imported model that was never trained here).
+    std::function<void(const config::Config&)> check_inputs = {};
 
     // `experiment` (allowed: this name), the key groups in KeyGroup order, then the experiment's own keys.
     config::Schema schema() const;

@@ -50,6 +50,27 @@ std::vector<std::size_t> sample_window_starts(std::size_t split_size, std::size_
     return starts;
 }
 
+void check_lm_data_files(const config::Config& cfg) {
+    const std::string tokens = cfg.get_string("data.tokens");
+    if (tokens.empty()) {
+        const std::string why = "data.tokens is required to train: a token file (iclab tokenize --out, scripts/text/prepare_kjv.sh)";
+        if (cfg.origin("data.tokens") == "default") throw InputError("config error: " + cfg.source_path() + ": " + why + "; it is not set");
+        cfg.fail({"data.tokens"}, why);
+    }
+    try {
+        text::check_token_file_header(tokens);
+    } catch (const InputError& error) {
+        cfg.fail({"data.tokens"}, std::string("data.tokens: ") + error.what());
+    }
+    const std::string tokenizer = cfg.get_string("data.tokenizer");
+    if (tokenizer.empty()) return;
+    try {
+        text::Bpe::files(tokenizer);
+    } catch (const InputError& error) {
+        cfg.fail({"data.tokenizer"}, std::string("data.tokenizer: ") + error.what());
+    }
+}
+
 void check_lm_training_inputs(const config::Config& cfg) {
     const std::filesystem::path token_path = resolve(cfg, "data.tokens");
     ICLAB_INPUT_CHECK(!token_path.empty(), cfg.source_path() << ": data.tokens is required to train (a token file, "

@@ -37,6 +37,12 @@ struct LmTraining {
 // data.tokenizer (when given) the tokenizer the token file was made with.
 void check_lm_training_inputs(const config::Config& cfg);
 
+// The files an lm training config names, checked cheaply before any work (Experiment::check_inputs: iclab run and its
+// --dry-run, sweep planning): data.tokens given, a regular file with an iclab token file's header
+// (text::check_token_file_header), data.tokenizer "" or a tokenizer folder (text::Bpe::files). InputError through
+// Config::fail: the key, and the file and line that set it.
+void check_lm_data_files(const config::Config& cfg);
+
 // Trains in `run` and writes /curves, /steps, the summary attributes and (output.checkpoint) /checkpoint into
 // run.results(), and the tokenizer (data.tokenizer) into RUN_DIR/tokenizer — all but run.commit(). Streams of
 // `seed`: 1 initialization, 2 training windows, 3 held-out windows.

@@ -167,6 +167,7 @@ Sweep plan_sweep(const SweepSpec& spec, const Catalog& catalog) {
                 SweepJob job;
                 job.config_path = absolute;
                 job.experiment = cfg.get_string("experiment");
+                if (const auto& check_inputs = catalog.find(job.experiment).check_inputs) check_inputs(cfg);  // data files, cheaply
                 try {  // weights the launcher's ETA; an estimate that needs what is not there yet (a source run) is unknown
                     const RunEstimate estimate = catalog.find(job.experiment).estimate(cfg);
                     job.estimated_flops = estimate.flops;

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace iclab::text {
@@ -20,6 +21,9 @@ public:
     // token, a malformed or duplicate merge line, or a merge whose parts or result are not in the vocabulary are
     // InputErrors naming the file (and the line, for merges).
     static Bpe load(const std::filesystem::path& dir);
+    // The folder's two files (vocabulary, merges) as load() picks them, without reading them: InputError when `dir` is
+    // not a folder holding regular files encoder.json + vocab.bpe or vocab.json + merges.txt (one pair).
+    static std::pair<std::filesystem::path, std::filesystem::path> files(const std::filesystem::path& dir);
     // The same from the two files' contents; `vocab_name` and `merges_name` name them in errors.
     static Bpe from_text(std::string_view vocab_json, const std::string& vocab_name, std::string_view merges,
                          const std::string& merges_name);
@@ -41,6 +45,7 @@ public:
     std::string token_text(std::int32_t id) const;
     // The id of "<|endoftext|>" (50256 for GPT-2); InputError if the vocabulary has none.
     std::int32_t end_of_text() const;
+    bool has_end_of_text() const { return end_of_text_ >= 0; }
     std::size_t merge_count() const { return merge_count_; }
     // "fnv1a64:<16 hex>" over the vocabulary (tokens in id order) and the merges (in rank order): equal for
     // encoder.json + vocab.bpe and vocab.json + merges.txt of the same content.

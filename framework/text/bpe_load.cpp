@@ -49,7 +49,7 @@ std::string shown(std::string_view line) {
 
 }  // namespace
 
-Bpe Bpe::load(const std::filesystem::path& dir) {
+std::pair<std::filesystem::path, std::filesystem::path> Bpe::files(const std::filesystem::path& dir) {
     ICLAB_INPUT_CHECK(std::filesystem::is_directory(dir), "tokenizer folder " << dir.string() << " is not a folder");
     const auto has = [&](const char* name) { return std::filesystem::exists(dir / name); };
     const bool openai = has("encoder.json") && has("vocab.bpe");
@@ -61,6 +61,13 @@ Bpe Bpe::load(const std::filesystem::path& dir) {
                              "installs GPT-2's)");
     const std::filesystem::path vocab = dir / (openai ? "encoder.json" : "vocab.json");
     const std::filesystem::path merges = dir / (openai ? "vocab.bpe" : "merges.txt");
+    for (const auto& file : {vocab, merges})
+        ICLAB_INPUT_CHECK(std::filesystem::is_regular_file(file), file.string() << ": not a regular file");
+    return {vocab, merges};
+}
+
+Bpe Bpe::load(const std::filesystem::path& dir) {
+    const auto [vocab, merges] = files(dir);
     return from_text(read_text_file(vocab), vocab.string(), read_text_file(merges), merges.string());
 }
 
@@ -114,6 +121,8 @@ Bpe Bpe::from_text(std::string_view vocab_json, const std::string& vocab_name, s
     std::size_t replaced = 0;
     utf8_replace_invalid(merges_text, &replaced);
     ICLAB_INPUT_CHECK(replaced == 0, merges_name << ": not valid UTF-8");
+    // An empty file has no header line either (a header alone, 0 merges, is a byte-level vocabulary).
+    ICLAB_INPUT_CHECK(!merges_text.empty(), merges_name << ": empty file: expected the header line '#version: 0.2' and the merges");
     std::vector<std::pair<std::string_view, std::string_view>> merges;
     std::unordered_map<std::string, std::size_t> line_of_merge;  // "left right" -> line
     std::size_t line_number = 0;

@@ -185,6 +185,25 @@ TokenFile read_token_file(const std::filesystem::path& path) {
     return file;
 }
 
+void check_token_file_header(const std::filesystem::path& path) {
+    std::error_code error;
+    const auto status = std::filesystem::status(path, error);
+    ICLAB_INPUT_CHECK(std::filesystem::exists(status), "token file " << path.string() << " does not exist");
+    ICLAB_INPUT_CHECK(std::filesystem::is_regular_file(status), "token file " << path.string() << " is not a regular file");
+    constexpr std::size_t kHeaderBytes = std::size_t{1} << 20;
+    std::ifstream file(path, std::ios::binary);
+    ICLAB_INPUT_CHECK(file.good(), "cannot read the token file " << path.string());
+    std::string head(kHeaderBytes, '\0');
+    file.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(file.gcount()));
+    static const std::string signature("\x89HDF\r\n\x1a\n", 8);
+    ICLAB_INPUT_CHECK(head.compare(0, signature.size(), signature) == 0,
+                      path.string() << " is not an iclab token file (not HDF5; iclab tokenize --out writes one)");
+    ICLAB_INPUT_CHECK(head.find(kFormat) != std::string::npos,
+                      path.string() << " is not an iclab token file (an HDF5 file without the format '" << kFormat
+                                    << "'; iclab tokenize --out writes one)");
+}
+
 void check_token_file_tokenizer(const TokenFile& file, const Bpe& bpe, const std::filesystem::path& path) {
     ICLAB_INPUT_CHECK(file.tokenizer_fingerprint == bpe.fingerprint() && static_cast<std::size_t>(file.vocab_size) == bpe.vocab_size(),
                       path.string() << ": made by the tokenizer " << file.tokenizer_fingerprint << " (vocab " << file.vocab_size

@@ -51,6 +51,11 @@ struct TokenFile {
 // Every failure is an InputError naming the file and the field.
 TokenFile read_token_file(const std::filesystem::path& path);
 
+// A quick look that does not read the datasets (sweep planning, iclab run --dry-run): InputError naming `path` unless it
+// is a regular file that starts with the HDF5 signature and holds the format attribute's value within its first MiB
+// (where iclab's writer puts the root attributes, before the datasets). read_token_file checks everything.
+void check_token_file_header(const std::filesystem::path& path);
+
 // InputError unless the file was made by this tokenizer (fingerprint and vocabulary size).
 void check_token_file_tokenizer(const TokenFile& file, const Bpe& bpe, const std::filesystem::path& path);
 
