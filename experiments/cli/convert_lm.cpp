@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "experiments/cli/convert.hpp"
+#include "experiments/cli/lm_estimates.hpp"
 #include "experiments/cli/lm_input.hpp"
 #include "experiments/registry.hpp"
 #include "framework/icl/adapter_file.hpp"
@@ -36,6 +37,11 @@ void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run) {
     ICLAB_INPUT_CHECK(options.method == "exact" || options.keep_tokens < prompt.size(),
                       who << ": --keep-tokens " << options.keep_tokens << " keeps the whole prompt of " << prompt.size()
                           << " tokens (use --method exact, or a smaller --keep-tokens)");
+    {  // the kept keys and values (L, H, K, D) twice, held and written (issue 41: estimated before the work)
+        const double kept = static_cast<double>(options.method == "exact" ? prompt.size() : options.keep_tokens);
+        const model::ModelSpec& spec = model.spec();
+        check_convert_lm_estimate(options, spec, prompt.size(), 3.0 * 2.0 * static_cast<double>(spec.layers * spec.width) * kept * 8.0 / (1 << 30));
+    }
     const icl::CacheAdapter adapter = icl::cache_convert(model, prompt, options.prompt_is_tokens ? std::string() : options.prompt,
                                                          options.method, options.keep_tokens);
     icl::write_cache_adapter(options.out, adapter, options.overwrite);
@@ -77,7 +83,8 @@ void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
     icl::FeatureMapChoice choice;
     choice.map = options.feature_map;
     choice.features = options.feature_map == "elu1" ? spec.head_dim() : options.features;
-    check_iclaa_conversion_size(spec, choice.map, choice.features, prompt.size(), options.out);
+    check_iclaa_conversion_size(spec, choice.map, choice.features, prompt.size(), options.out,
+                                convert_lm_model_memory_gib(options, spec, prompt.size()));  // the model's part (issue 41)
     std::fflush(stdout);
     const icl::SequenceSampler no_data = [](std::vector<std::int32_t>&, std::size_t, Rng&) {
         ICLAB_CHECK(false, "random and elu1 feature maps draw no sequences");
@@ -107,6 +114,7 @@ void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
 
 void convert_lm(const ConvertOptions& options) {
     const std::string who = "iclab convert";
+    check_lm_parameters_fit(options.run_dir, 8.0, who);  // before they are read (issue 41)
     run::LmRun<double> run = run::load_lm_run<double>(options.run_dir, experiments::catalog(), who);
     model::Transformer<double>& model = *run.model;
     if (options.method == "exact" || options.method == "recent" || options.method == "heavy") {
@@ -128,6 +136,7 @@ void convert_lm(const ConvertOptions& options) {
     const std::vector<std::int32_t> prompt =
         lm_input_tokens(options.run_dir, options.prompt_is_tokens ? nullptr : &options.prompt, options.prompt_tokens,
                         model.spec().vocab, model.spec().max_seq_len, who, options.prompt_is_tokens ? "--prompt-tokens" : "--prompt-text");
+    check_convert_lm_estimate(options, model.spec(), prompt.size(), 0.0);  // issue 41; the biases are small
     const icl::AppliedAdapters applied = icl::apply_adapter_files(model, options.adapters);
     const icl::AttentionBiases<double> converted = icl::iclca_convert(model, prompt.data(), prompt.size());
     icl::Adapter adapter = icl::make_adapter(model, converted, prompt, options.prompt_is_tokens ? std::string() : options.prompt,

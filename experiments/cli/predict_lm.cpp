@@ -5,6 +5,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "experiments/cli/lm_estimates.hpp"
 #include "experiments/cli/lm_input.hpp"
 #include "experiments/cli/predict.hpp"
 #include "experiments/registry.hpp"
@@ -83,6 +84,8 @@ void predict_lm(const PredictOptions& options) {
     const std::vector<std::int32_t> input = lm_input_tokens(options.run_dir, text ? &options.text : nullptr, options.token_ids, spec.vocab,
                                                             0, "iclab predict", text ? "--text" : "--tokens");
     run::check_fits_context(input.size(), spec, "iclab predict");
+    // memory and work before the weights are read (issue 41: 25,000 ids died of std::bad_alloc)
+    check_predict_lm_estimate(options, spec, !options.adapters.empty() || cfg.get_string("model.dtype") == "float64" ? 8.0 : 4.0, input.size());
     if (!options.adapters.empty()) {  // adapters hold float64 biases (ICLCA's identity holds to rounding in double)
         predict_lm_typed<double>(options, input);
         return;
