@@ -37,11 +37,8 @@ void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run) {
     ICLAB_INPUT_CHECK(options.method == "exact" || options.keep_tokens < prompt.size(),
                       who << ": --keep-tokens " << options.keep_tokens << " keeps the whole prompt of " << prompt.size()
                           << " tokens (use --method exact, or a smaller --keep-tokens)");
-    {  // the kept keys and values (L, H, K, D) twice, held and written (issue 41: estimated before the work)
-        const double kept = static_cast<double>(options.method == "exact" ? prompt.size() : options.keep_tokens);
-        const model::ModelSpec& spec = model.spec();
-        check_convert_lm_estimate(options, spec, prompt.size(), 3.0 * 2.0 * static_cast<double>(spec.layers * spec.width) * kept * 8.0 / (1 << 30));
-    }
+    check_convert_lm_estimate(options, model.spec(), prompt.size(),  // issue 41: estimated before the work
+                              cache_adapter_memory_gib(model.spec(), options.method == "exact" ? prompt.size() : options.keep_tokens));
     const icl::CacheAdapter adapter = icl::cache_convert(model, prompt, options.prompt_is_tokens ? std::string() : options.prompt,
                                                          options.method, options.keep_tokens);
     icl::write_cache_adapter(options.out, adapter, options.overwrite);

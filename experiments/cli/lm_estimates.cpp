@@ -35,19 +35,22 @@ void check_lm_parameters_fit(const std::filesystem::path& run_dir, double bytes,
                                 true);
 }
 
-void check_predict_lm_estimate(const PredictOptions& options, const model::ModelSpec& spec, double bytes, std::size_t tokens) {
+run::RunEstimate estimate_predict_lm(const PredictOptions& options, const model::ModelSpec& spec, double bytes, std::size_t tokens) {
     const double T = static_cast<double>(tokens), V = static_cast<double>(spec.vocab);
     run::RunEstimate work = run::estimate_lm_forward(spec, bytes, T);
     work.memory_gib += run::adapter_files_memory_gib(options.adapters);
     if (!options.out.empty()) work.memory_gib += run::results_file_memory_gib(T * V * bytes + 4.0 * T);  // /logits, /tokens
-    const bool text = !options.text.empty();
-    run::check_command_estimate(with_parameters(options.run_dir, spec, bytes, work), "iclab predict",
-                                std::string("the number of input tokens (") + (text ? "--text" : "--tokens") + ": the logits (T, V) and, with " +
-                                    "softmax attention, (H, T, T) probabilities grow with it)" +
+    return with_parameters(options.run_dir, spec, bytes, work);
+}
+
+void check_predict_lm_estimate(const PredictOptions& options, const model::ModelSpec& spec, double bytes, std::size_t tokens) {
+    run::check_command_estimate(estimate_predict_lm(options, spec, bytes, tokens), "iclab predict",
+                                std::string("the number of input tokens (") + (options.text.empty() ? "--tokens" : "--text") +
+                                    ": the logits (T, V) and, with softmax attention, (H, T, T) probabilities grow with it)" +
                                     (options.out.empty() ? "" : " or leave out --out (a file of the logits (T, V))"));
 }
 
-void check_generate_estimate(const GenerateOptions& options, const model::ModelSpec& spec, std::size_t prompt) {
+run::RunEstimate estimate_generate(const GenerateOptions& options, const model::ModelSpec& spec, std::size_t prompt) {
     const double bytes = options.dtype == "float32" ? 4.0 : 8.0, V = static_cast<double>(spec.vocab);
     const double M = static_cast<double>(prompt), context = static_cast<double>(spec.max_seq_len);
     // generation stops at the context: at most context - M + 1 new tokens whatever --max-new-tokens says
@@ -55,32 +58,38 @@ void check_generate_estimate(const GenerateOptions& options, const model::ModelS
     run::RunEstimate work = run::estimate_lm_decoding(spec, bytes, M, steps, static_cast<double>(kGeneratePrefillChunk));
     work.memory_gib += run::adapter_files_memory_gib(options.adapters) + 4.0 * steps / kGib;  // the generated ids
     // the chosen row widened to double; with --out every step's row (N, V) in double, and the file holding them
-    work.memory_gib += options.out.empty() ? 8.0 * V / kGib : 8.0 * steps * V / kGib + run::results_file_memory_gib(8.0 * steps * V + 8.0 * (M + steps));
-    run::check_command_estimate(with_parameters(options.run_dir, spec, bytes, work), "iclab generate",
+    work.memory_gib += options.out.empty() ? 8.0 * V / kGib
+                                           : 8.0 * steps * V / kGib + run::results_file_memory_gib(8.0 * steps * V + 8.0 * (M + steps));
+    return with_parameters(options.run_dir, spec, bytes, work);
+}
+
+void check_generate_estimate(const GenerateOptions& options, const model::ModelSpec& spec, std::size_t prompt) {
+    run::check_command_estimate(estimate_generate(options, spec, prompt), "iclab generate",
                                 options.out.empty() ? std::string("--max-new-tokens or the prompt")
                                                     : std::string("--max-new-tokens, or leave out --out (it stores the logits of every "
                                                                   "step, (N, V) in double)"),
                                 options.quiet);
 }
 
-namespace {
-run::RunEstimate estimate_convert_lm(const ConvertOptions& options, const model::ModelSpec& spec, std::size_t prompt) {
+run::RunEstimate estimate_convert_lm(const ConvertOptions& options, const model::ModelSpec& spec, std::size_t prompt, double adapter_gib) {
     const double M = static_cast<double>(prompt), L = static_cast<double>(spec.layers), C = static_cast<double>(spec.width);
     run::RunEstimate work = run::estimate_lm_forward(spec, 8.0, M);
     // captured q, k, v of every layer (L, M, 3C) and the prompt's keys and values taken from them (2 L M C)
-    work.memory_gib += 5.0 * L * M * C * 8.0 / kGib + run::adapter_files_memory_gib(options.adapters);
+    work.memory_gib += 5.0 * L * M * C * 8.0 / kGib + adapter_gib + run::adapter_files_memory_gib(options.adapters);
     return with_parameters(options.run_dir, spec, 8.0, work);
-}
-}  // namespace
-
-double convert_lm_model_memory_gib(const ConvertOptions& options, const model::ModelSpec& spec, std::size_t prompt) {
-    return estimate_convert_lm(options, spec, prompt).memory_gib;
 }
 
 void check_convert_lm_estimate(const ConvertOptions& options, const model::ModelSpec& spec, std::size_t prompt, double adapter_gib) {
-    run::RunEstimate e = estimate_convert_lm(options, spec, prompt);
-    e.memory_gib += adapter_gib;
-    run::check_command_estimate(e, "iclab convert", "the prompt's length (--prompt-text / --prompt-tokens)");
+    run::check_command_estimate(estimate_convert_lm(options, spec, prompt, adapter_gib), "iclab convert",
+                                "the prompt's length (--prompt-text / --prompt-tokens)");
+}
+
+double convert_lm_model_memory_gib(const ConvertOptions& options, const model::ModelSpec& spec, std::size_t prompt) {
+    return estimate_convert_lm(options, spec, prompt, 0.0).memory_gib;
+}
+
+double cache_adapter_memory_gib(const model::ModelSpec& spec, std::size_t kept) {
+    return 3.0 * 2.0 * static_cast<double>(spec.layers * spec.width) * static_cast<double>(kept) * 8.0 / kGib;
 }
 
 }  // namespace iclab::cli

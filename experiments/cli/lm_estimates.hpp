@@ -10,6 +10,7 @@
 #include "experiments/cli/generate.hpp"
 #include "experiments/cli/predict.hpp"
 #include "framework/model/transformer.hpp"
+#include "framework/run/memory_estimate.hpp"
 
 namespace iclab::cli {
 
@@ -17,21 +18,25 @@ namespace iclab::cli {
 void check_lm_parameters_fit(const std::filesystem::path& run_dir, double bytes, const std::string& who);
 
 // predict on T tokens: the forward's activations and logits (T, V), --out's file of the logits.
+run::RunEstimate estimate_predict_lm(const PredictOptions& options, const model::ModelSpec& spec, double bytes, std::size_t tokens);
 void check_predict_lm_estimate(const PredictOptions& options, const model::ModelSpec& spec, double bytes, std::size_t tokens);
 
-// generate: the decoder's caches of the whole context, the prompt's prefill (generate_prefill_chunk tokens at a
-// time), at most min(--max-new-tokens, context - prompt + 1) steps, and with --out the logits of every step (N, V) in
-// double and their file.
+// generate: the decoder's caches of the whole context, the prompt's prefill (kGeneratePrefillChunk tokens at a time),
+// at most min(--max-new-tokens, context - prompt + 1) steps, and with --out the logits of every step (N, V) in double
+// and their file.
+run::RunEstimate estimate_generate(const GenerateOptions& options, const model::ModelSpec& spec, std::size_t prompt);
 void check_generate_estimate(const GenerateOptions& options, const model::ModelSpec& spec, std::size_t prompt);
 // Tokens of the prompt prefilled per decoder append: an append keeps the logits of all its tokens (count, V), and
 // generation reads the last row only.
 constexpr std::size_t kGeneratePrefillChunk = 256;
 
-// convert on an lm run (float64): the prompt's forward with its captured q, k, v and keys and values (L M 3C, 2 L M C),
-// and `adapter_gib` for the adapter (its in-memory form and file); the ICLAA conversion adds its own estimate
-// (check_iclaa_conversion_size).
+// convert on an lm run (float64): the parameters, the prompt's forward with its captured q, k, v and the keys and
+// values taken from them (L M 3C, 2 L M C), plus `adapter_gib` for the adapter; the ICLAA conversion adds its maps to
+// convert_lm_model_memory_gib (check_iclaa_conversion_size).
+run::RunEstimate estimate_convert_lm(const ConvertOptions& options, const model::ModelSpec& spec, std::size_t prompt, double adapter_gib);
 void check_convert_lm_estimate(const ConvertOptions& options, const model::ModelSpec& spec, std::size_t prompt, double adapter_gib);
-// The same without the adapter, unchecked, in GiB: the base that check_iclaa_conversion_size adds its maps to.
 double convert_lm_model_memory_gib(const ConvertOptions& options, const model::ModelSpec& spec, std::size_t prompt);
+// A prompt-cache adapter keeping `kept` tokens: keys and values (L, H, K, D) in double, held, and twice in its file.
+double cache_adapter_memory_gib(const model::ModelSpec& spec, std::size_t kept);
 
 }  // namespace iclab::cli
