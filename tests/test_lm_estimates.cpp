@@ -3,7 +3,7 @@
 // cgroup, ulimit -v / -d, ICLAB_MEMORY_GIB); the estimates lie within 2x of the measured peak resident memory (the
 // difference between a large and a small run of the same command, each in its own process: wait4's ru_maxrss);
 // generate keeps one row of logits without --out; the experiment keys of the issue (iclaa.random_features,
-// gd004_figures' features and repeats) are refused against the budget.
+// iclaa_lm's random features, gd004_figures' features and repeats) are refused against the budget.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "experiments/cli/lm_estimates.hpp"
@@ -205,7 +206,7 @@ TEST_CASE("convert --random-features 1048576 on an lm run is refused under ulimi
     CHECK(!fs::exists(out));
 }
 
-TEST_CASE("experiment keys of issue 41 are refused against the memory budget: iclaa.random_features, gd004_figures features and repeats",
+TEST_CASE("experiment keys of issue 41 are refused against the memory budget: iclaa and iclaa_lm random features, gd004_figures features",
           "[estimate]") {
     Scratch scratch;
     const auto iclaa = run_iclab("run configs/quick/iclaa.yaml iclaa.random_features=[1048576] iclaa.claim_features=1048576 --dry-run",
@@ -214,6 +215,21 @@ TEST_CASE("experiment keys of issue 41 are refused against the memory budget: ic
     CHECK(iclaa.status == 2);
     CHECK_THAT(iclaa.err, Catch::Contains("needs about") && Catch::Contains("4 GiB available (ICLAB_MEMORY_GIB)") &&
                               Catch::Contains("lower iclaa.random_features"));
+    // iclaa_lm: every prf / orf row's map is held for the run (4 rows of 2^20 features here)
+    write_byte_tokenizer(scratch.path / "tok");
+    std::ofstream(scratch.path / "train.txt") << "In the beginning God created the heaven and the earth.\n";
+    std::ofstream(scratch.path / "heldout.txt") << "And God said, Let there be light: and there was light.\n";
+    const fs::path tokens = scratch.path / "tokens.h5";
+    REQUIRE(run_iclab("tokenize --tokenizer " + (scratch.path / "tok").string() + " --out " + tokens.string() + " --train " +
+                          (scratch.path / "train.txt").string() + " --heldout " + (scratch.path / "heldout.txt").string(),
+                      scratch.path)
+                .status == 0);
+    const auto lm = run_iclab("run configs/quick/iclaa_lm.yaml data.tokens=" + tokens.string() + " data.tokenizer=" + (scratch.path / "tok").string() +
+                                  " iclaa_lm.random_features=[1048576] iclaa_lm.claim_features=1048576 --dry-run",
+                              scratch.path, "ICLAB_MEMORY_GIB=4");
+    INFO(lm.err);
+    CHECK(lm.status == 2);
+    CHECK_THAT(lm.err, Catch::Contains("needs about") && Catch::Contains("lower iclaa_lm.random_features"));
     const std::string figures = "run configs/quick/gd004_figures.yaml figures.features=[1048576] figures.repeats=100000 --dry-run";
     const auto refused = run_iclab(figures, scratch.path, "ICLAB_MEMORY_GIB=0.5");
     INFO(refused.err);
