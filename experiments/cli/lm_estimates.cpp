@@ -67,8 +67,7 @@ void check_generate_estimate(const GenerateOptions& options, const model::ModelS
     run::check_command_estimate(estimate_generate(options, spec, prompt), "iclab generate",
                                 options.out.empty() ? std::string("--max-new-tokens or the prompt")
                                                     : std::string("--max-new-tokens, or leave out --out (it stores the logits of every "
-                                                                  "step, (N, V) in double)"),
-                                options.quiet);
+                                                                  "step, (N, V) in double)"));  // on stderr even with --quiet
 }
 
 run::RunEstimate estimate_convert_lm(const ConvertOptions& options, const model::ModelSpec& spec, std::size_t prompt, double adapter_gib) {
