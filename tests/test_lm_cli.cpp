@@ -57,7 +57,8 @@ TEST_CASE("import and export refuse bad command lines and folders before writing
     const auto no_format = run_iclab("import bert " + scratch.path.string() + " --out " + (scratch.path / "r").string(), scratch.path);
     CHECK(no_format.status == 2);
     CHECK_THAT(no_format.err, Catch::Contains("gpt2 is the one format imported"));
-    const auto no_config = run_iclab("import gpt2 " + scratch.path.string() + " --out " + (scratch.path / "r").string(), scratch.path);
+    fs::create_directories(scratch.path / "hf");
+    const auto no_config = run_iclab("import gpt2 " + (scratch.path / "hf").string() + " --out " + (scratch.path / "r").string(), scratch.path);
     CHECK(no_config.status == 2);
     CHECK_THAT(no_config.err, Catch::Contains("config.json: no such file"));
     CHECK(!fs::exists(scratch.path / "r"));

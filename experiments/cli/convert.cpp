@@ -23,19 +23,20 @@ namespace iclab::cli {
 // and the writer's in-memory image (another). FLOPs: the prompt's M features and b_KV sums, 4 M F D per layer and head
 // (a learned map's fit is not counted). Refused when the memory or the disk cannot hold it, or beyond kMaxRunFlops.
 void check_iclaa_conversion_size(const model::ModelSpec& spec, const std::string& feature_map, std::size_t features, std::size_t tokens,
-                                 const std::filesystem::path& out) {
+                                 const std::filesystem::path& out, double model_gib) {
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
     const double L = static_cast<double>(spec.layers), H = static_cast<double>(spec.heads), D = static_cast<double>(spec.head_dim());
     const double F = static_cast<double>(features), M = static_cast<double>(tokens);
     const double per_head = F * D + F + (feature_map == "elu1" ? 0.0 : F * D + F);
-    const double file_gib = 8.0 * L * H * per_head / kGiB, memory_gib = 2.0 * file_gib + 8.0 * M * F / kGiB;
+    const double file_gib = 8.0 * L * H * per_head / kGiB, memory_gib = model_gib + 2.0 * file_gib + 8.0 * M * F / kGiB;
     const double flops = 4.0 * L * H * M * F * D;
     char estimate[200];
     std::snprintf(estimate, sizeof estimate, "an adapter of about %.3g GiB (F %.0f, %.0f layers x %.0f heads, D %.0f), about %.3g GiB of memory, %.2g FLOP",
                   file_gib, F, L, H, D, memory_gib, flops);
     const double available = available_memory_gib();
-    ICLAB_INPUT_CHECK(!(memory_gib > available), "iclab convert: " << estimate << "; this machine has " << available
-                                                                   << " GiB available: lower --random-features");
+    ICLAB_INPUT_CHECK(!(memory_gib > available), "iclab convert: " << estimate << "; this machine has " << describe_available_memory()
+                                                                   << ": lower --random-features"
+                                                                   << (model_gib > 0.0 ? " or shorten the prompt" : ""));
     std::error_code error;
     const std::filesystem::space_info disk = std::filesystem::space(out.has_parent_path() ? out.parent_path() : ".", error);
     ICLAB_INPUT_CHECK(error || file_gib * kGiB <= static_cast<double>(disk.available),

@@ -46,8 +46,9 @@ void convert(const ConvertOptions& options);
 // convert on an lm run (experiments/cli/convert_lm.cpp); convert() calls it for lm runs.
 void convert_lm(const ConvertOptions& options);
 // InputError when an ICLAA adapter of F features for `tokens` prompt tokens would not fit the memory, the disk of
-// `out` or iclab's FLOP limit (convert.cpp); prints the estimate when it is large.
+// `out` or iclab's FLOP limit (convert.cpp); prints the estimate when it is large. `model_gib`: the memory the model
+// holds besides (lm runs: its parameters and the prompt's forward, lm_estimates.hpp), counted with the adapter's.
 void check_iclaa_conversion_size(const model::ModelSpec& spec, const std::string& feature_map, std::size_t features, std::size_t tokens,
-                                 const std::filesystem::path& out);
+                                 const std::filesystem::path& out, double model_gib = 0.0);
 
 }  // namespace iclab::cli

@@ -7,6 +7,7 @@
 
 #include "experiments/cli/convert.hpp"
 #include "experiments/cli/finite_check.hpp"
+#include "experiments/cli/lm_estimates.hpp"
 #include "experiments/cli/lm_input.hpp"
 #include "experiments/registry.hpp"
 #include "framework/icl/adapter_file.hpp"
@@ -52,6 +53,8 @@ void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run) {
     ICLAB_INPUT_CHECK(options.method == "exact" || options.keep_tokens < prompt.size(),
                       who << ": --keep-tokens " << options.keep_tokens << " keeps the whole prompt of " << prompt.size()
                           << " tokens (use --method exact, or a smaller --keep-tokens)");
+    check_convert_lm_estimate(options, model.spec(), prompt.size(),  // issue 41: estimated before the work
+                              cache_adapter_memory_gib(model.spec(), options.method == "exact" ? prompt.size() : options.keep_tokens));
     const icl::CacheAdapter adapter = icl::cache_convert(model, prompt, prompt_text(options),
                                                          options.method, options.keep_tokens);
     check_prompt_forward(model, prompt, who);
@@ -94,7 +97,8 @@ void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
     icl::FeatureMapChoice choice;
     choice.map = options.feature_map;
     choice.features = options.feature_map == "elu1" ? spec.head_dim() : options.features;
-    check_iclaa_conversion_size(spec, choice.map, choice.features, prompt.size(), options.out);
+    check_iclaa_conversion_size(spec, choice.map, choice.features, prompt.size(), options.out,
+                                convert_lm_model_memory_gib(options, spec, prompt.size()));  // the model's part (issue 41)
     std::fflush(stdout);
     const icl::SequenceSampler no_data = [](std::vector<std::int32_t>&, std::size_t, Rng&) {
         ICLAB_CHECK(false, "random and elu1 feature maps draw no sequences");
@@ -125,6 +129,7 @@ void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
 
 void convert_lm(const ConvertOptions& options) {
     const std::string who = "iclab convert";
+    check_lm_parameters_fit(options.run_dir, 8.0, who);  // before they are read (issue 41)
     run::LmRun<double> run = run::load_lm_run<double>(options.run_dir, experiments::catalog(), who);
     model::Transformer<double>& model = *run.model;
     model.trace_non_finite(true);  // a prompt whose forward is not finite is refused, never converted (finite_check.hpp)
@@ -147,6 +152,7 @@ void convert_lm(const ConvertOptions& options) {
     const std::vector<std::int32_t> prompt =
         lm_input_tokens(options.run_dir, options.prompt_is_tokens ? nullptr : &options.prompt, options.prompt_tokens,
                         model.spec().vocab, model.spec().max_seq_len, who, prompt_flag(options));
+    check_convert_lm_estimate(options, model.spec(), prompt.size(), 0.0);  // issue 41; the biases are small
     const icl::AppliedAdapters applied = icl::apply_adapter_files(model, options.adapters);
     const icl::AttentionBiases<double> converted = icl::iclca_convert(model, prompt.data(), prompt.size());
     icl::Adapter adapter = icl::make_adapter(model, converted, prompt, prompt_text(options),

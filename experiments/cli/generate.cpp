@@ -11,6 +11,7 @@
 
 #include "experiments/cli/finite_check.hpp"
 #include "experiments/cli/gpt2_commands.hpp"
+#include "experiments/cli/lm_estimates.hpp"
 #include "experiments/cli/lm_input.hpp"
 #include "framework/io/output_path.hpp"
 #include "experiments/registry.hpp"
@@ -55,12 +56,14 @@ std::int32_t choose_token(const double* logits, std::size_t V, double temperatur
 template <class T>
 void generate_in(const GenerateOptions& options) {
     const std::string who = "iclab generate";
+    check_lm_parameters_fit(options.run_dir, sizeof(T), who);  // before they are read (issue 41)
     run::LmRun<T> run = run::load_lm_run<T>(options.run_dir, experiments::catalog(), who);
     model::Transformer<T>& model = *run.model;
     const std::size_t V = model.spec().vocab, context = model.spec().max_seq_len;
     const std::vector<std::int32_t> prompt = lm_input_tokens(options.run_dir, options.has_text ? &options.prompt_text : nullptr,
                                                              options.prompt_tokens, V, context, who,
                                                              options.has_text ? "--prompt-text" : "--prompt-tokens");
+    check_generate_estimate(options, model.spec(), prompt.size());  // the decoding, and --out's logits (issue 41)
     std::unique_ptr<text::Bpe> bpe;
     if (!run.tokenizer_dir().empty()) bpe = std::make_unique<text::Bpe>(text::Bpe::load(run.tokenizer_dir()));
     // Adapters carry the fingerprint of the parameters as stored; a float64 checkpoint rounded to float is another model.
@@ -83,9 +86,12 @@ void generate_in(const GenerateOptions& options) {
     ICLAB_INPUT_CHECK(prompt.size() <= decoder.context_limit(),
                       who << ": the prompt of " << prompt.size() << " tokens behind the adapter's " << adapters.input_position_start()
                           << "-token prompt does not fit the model's context of " << context << " learned positions");
-    decoder.append(prompt.data(), prompt.size());  // prefill once
+    // prefill once, kGeneratePrefillChunk tokens per append: an append keeps the logits of all its tokens
+    for (std::size_t at = 0; at < prompt.size(); at += kGeneratePrefillChunk)
+        decoder.append(prompt.data() + at, std::min(kGeneratePrefillChunk, prompt.size() - at));
     std::vector<std::int32_t> generated;
-    std::vector<double> logits;  // (new, V): the logits each generated token was chosen from
+    std::vector<double> row(V), logits;  // the row a token is chosen from; with --out, every row (new, V)
+    if (!options.out.empty()) logits.reserve(std::min(options.max_new_tokens, decoder.context_limit() - prompt.size() + 1) * V);
     Rng rng(options.seed);
     std::vector<std::size_t> order;
     std::vector<double> weights;
@@ -100,15 +106,16 @@ void generate_in(const GenerateOptions& options) {
     const std::string remedy = "generate with --dtype float64";
     bool hit_context = false;
     for (std::size_t step = 0; step < options.max_new_tokens; ++step) {
-        const T* row = decoder.last_logits();
-        if (!all_finite(row, V)) {  // never sampled from: where did the forward overflow? (finite_check.hpp)
+        const T* last = decoder.last_logits();
+        if (!all_finite(last, V)) {  // never sampled from: where did the forward overflow? (finite_check.hpp)
             model.set_softmax_prompt(softmax_terms);
             model.set_learned_position_start(adapters.input_position_start());
             locate_and_refuse_non_finite(model, sequence.data(), sequence.size(), sequence.size() - 1, who,
                                          "the prompt and " + std::to_string(step) + " generated tokens", remedy);
         }
-        logits.insert(logits.end(), row, row + V);  // widened exactly when T is float
-        const std::int32_t next = choose_token(logits.data() + step * V, V, options.temperature, options.top_k, rng, order, weights);
+        std::copy(last, last + V, row.begin());  // widened exactly when T is float
+        if (!options.out.empty()) logits.insert(logits.end(), row.begin(), row.end());  // only --out keeps them (issue 41)
+        const std::int32_t next = choose_token(row.data(), V, options.temperature, options.top_k, rng, order, weights);
         generated.push_back(next);
         if (options.stop_at_end_of_text && next == end_of_text) break;
         if (step + 1 == options.max_new_tokens) break;

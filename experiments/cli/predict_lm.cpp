@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "experiments/cli/finite_check.hpp"
+#include "experiments/cli/lm_estimates.hpp"
 #include "experiments/cli/lm_input.hpp"
 #include "experiments/cli/predict.hpp"
 #include "experiments/registry.hpp"
@@ -86,6 +87,10 @@ void predict_lm(const PredictOptions& options) {
     run::check_fits_context(input.size(), spec, "iclab predict");
     ICLAB_INPUT_CHECK(options.adapters.empty() || options.dtype != "float32",
                       "iclab predict: with --adapter the model runs in float64 (the adapters' biases are float64): drop --dtype float32");
+    // memory and work before the weights are read (issue 41: 25,000 ids died of std::bad_alloc)
+    const bool in_float64 = !options.adapters.empty() || options.dtype == "float64" ||
+                            (options.dtype.empty() && cfg.get_string("model.dtype") == "float64");
+    check_predict_lm_estimate(options, spec, in_float64 ? 8.0 : 4.0, input.size());
     if (!options.adapters.empty() || options.dtype == "float64") {  // adapters hold float64 biases (ICLCA's identity holds to rounding in double)
         predict_lm_typed<double>(options, input);
         return;

@@ -34,10 +34,16 @@ void declare_keys(config::Schema& schema) {
         });
 }
 
-// Training; §6: 2 weights x repeats x |R grid| x {prf, orf} Performer attentions over T tokens (features T x R from
-// width C, attention 4 T^2 R... kept as T R (4 C + 4 T)), the features of the largest R held with 4 metric columns per
-// cell; §8: sequences x alphas x N_CL x 2 splits x N_CL x T batch-1 steps of (C, R).
+// Training; §6 (issue 41: counted before as T R (4 C + 4 T) per cell at the nominal rate, 40x below the measured
+// 1.1-1.7 us per feature and cell): per repeat, weights (trained, random) and R, a PRF and an ORF cell, each drawing its
+// directions (C R normals, ORF twice that and Gram-Schmidt 2 C^2 R), the features of T queries and T keys (2 C + one exp
+// per feature) and the (T, T) kernel products (2 R each): loops over vectors of R doubles, at kStreamingWeight. Memory
+// at the largest R: the map (C, R) and its draw, or the map and the features of T queries and keys (2 T R); the table's
+// rows (4 per repeat and R, ~400 bytes with the results file's copy); each repeat's sequence and calibration weights.
+// §8: sequences x alphas x N_CL x 2 splits x N_CL x T batch-1 steps of (C, R), calibrated on the paper profile
+// (experiments/gd004_figures/README.md: §8 244 s on one thread, ~290x the arithmetic counted here).
 RunEstimate estimate(const config::Config& cfg) {
+    constexpr double kNormalFlops = 30.0, kExpFlops = 20.0, kFig10Weight = 290.0, kGib = 1024.0 * 1024.0 * 1024.0;
     RunEstimate e = estimate_training(cfg);
     const double T = static_cast<double>(cfg.get_int("task.examples") + 1), C = static_cast<double>(cfg.get_int("model.width"));
     const double repeats = static_cast<double>(cfg.get_int("figures.repeats"));
@@ -45,18 +51,19 @@ RunEstimate estimate(const config::Config& cfg) {
     if (cfg.get_bool("figures.dr_sweep")) {
         double largest = 0, total = 0;
         for (const auto R : features) largest = std::max(largest, static_cast<double>(R)), total += static_cast<double>(R);
-        e.flops += 2.0 * repeats * 2.0 * total * T * (4.0 * C + 4.0 * T);
-        e.memory_gib += (3.0 * T * largest + repeats * (T * C + 3.0 * C * C) + 4.0 * 4.0 * repeats * static_cast<double>(features.size())) *
-                        8.0 / (1024.0 * 1024.0 * 1024.0);
+        const double per_feature = 3.0 * C * kNormalFlops + 2.0 * C * C + 2.0 * (2.0 * T * (2.0 * C + kExpFlops) + 2.0 * T * T);
+        e.flops += kStreamingWeight * 2.0 * repeats * total * per_feature;
+        const double rows = 4.0 * repeats * static_cast<double>(features.size());
+        e.memory_gib += ((std::max(2.0 * C, C + 2.0 * T) + 1.0) * largest * 8.0 + rows * 400.0 + repeats * (T * C + 3.0 * C * C) * 8.0) / kGib;
     }
     if (cfg.get_bool("figures.fig10")) {
         const double R = static_cast<double>(cfg.get_int("model.random_features"));
         double epochs = 0;
         for (const auto n : cfg.get_int_list("figures.fig10_epochs")) epochs += static_cast<double>(n);
-        e.flops += static_cast<double>(cfg.get_int("figures.fig10_sequences")) *
+        e.flops += kFig10Weight * static_cast<double>(cfg.get_int("figures.fig10_sequences")) *
                    static_cast<double>(cfg.get_float_list("figures.fig10_alphas").size()) * 2.0 * epochs * T * 8.0 * C * R;
     }
-    e.keys = {"figures.features", "figures.repeats", "model.width", "train.steps"};
+    e.keys = {"figures.features", "figures.repeats", "figures.fig10_sequences", "model.width", "train.steps"};
     return e;
 }
 

@@ -182,7 +182,12 @@ void declare_keys(config::Schema& schema) {
 
 // Training (without source.run_dir: estimate_lm_training) and the probe: per window and row a forward of N tokens
 // (2 per multiply-add of the trunk and the V·C read-out), the reference forward of M + N, the learned fits (a forward
-// of batch windows per step); memory: the model in fp64 and three (batch, N, V) logit buffers.
+// of batch windows per step); memory: the model in fp64 and three (batch, N, V) logit buffers. Issue 41: the kernel
+// rows were not counted, so iclaa_lm.random_features=[1048576] started and ran out of memory: every prf / orf row's
+// map (w (D, F) and c (F) per layer and head) is held for the whole run (build_methods), one row's prompt terms
+// (b_KV (F, D), b_D (F) per window of a batch, layer and head) and the prompt's features (M F per head) at a time; the
+// features of the M prompt tokens per window, row, layer and head (2 D F and F exps each) are fp64 loops
+// (kFp64LoopWeight).
 RunEstimate estimate(const config::Config& cfg) {
     const bool trains = cfg.get_string("source.run_dir").empty();
     RunEstimate e = trains ? estimate_lm_training(cfg) : RunEstimate{};
@@ -201,9 +206,15 @@ RunEstimate estimate(const config::Config& cfg) {
     e.flops += P * (rows * N + 2.0 * (M + N)) * per_token + generated * (rows + 1.0) * per_token +
                learned * static_cast<double>(cfg.get_int("iclaa_lm.learned.steps") * cfg.get_int("iclaa_lm.learned.batch")) * (M + N) * per_token;
     const double gib = 1024.0 * 1024.0 * 1024.0;
+    const double H = static_cast<double>(cfg.get_int("model.heads")), D = C / H, seeds = static_cast<double>(cfg.get_int("iclaa_lm.feature_seeds"));
+    double random_features = 0, largest = 0;
+    for (const auto F : cfg.get_int_list("iclaa_lm.random_features"))
+        random_features += kinds * seeds * static_cast<double>(F), largest = std::max(largest, kinds > 0 ? static_cast<double>(F) : 0.0);
+    e.flops += kFp64LoopWeight * P * random_features * M * L * H * (2.0 * D + 20.0);
     const double parameters = V * C + ctx * C + L * 12.0 * C * C;
-    e.memory_gib = std::max(e.memory_gib, (parameters + 3.0 * B * (M + N) * V) * 8.0 / gib);
-    e.keys = {"iclaa_lm.prompts", "iclaa_lm.random_features", "iclaa_lm.feature_seeds", "model.width", "train.steps"};
+    const double kernel_rows = random_features * L * H * (D + 1.0) + largest * L * H * ((D + 1.0) * B + M);
+    e.memory_gib = std::max(e.memory_gib, (parameters + 3.0 * B * (M + N) * V + kernel_rows) * 8.0 / gib);
+    e.keys = {"iclaa_lm.random_features", "iclaa_lm.feature_seeds", "iclaa_lm.prompts", "iclaa_lm.batch_size", "model.width", "train.steps"};
     return e;
 }
 

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -59,16 +60,112 @@ bool reset_peak_rss() {
     return clear_refs.good();
 }
 
-double available_memory_gib() {
-    std::ifstream meminfo("/proc/meminfo");
-    std::string line, key;
+namespace {
+
+// The number after `key` in a "Key: value kB" file (/proc/meminfo, /proc/self/status), in bytes; NaN when absent.
+double proc_field_bytes(const char* file, const std::string& key) {
+    std::ifstream in(file);
+    std::string line, name;
     double value = 0;
-    while (std::getline(meminfo, line)) {
+    while (std::getline(in, line)) {
         std::istringstream fields(line);
-        if (fields >> key >> value && key == "MemAvailable:") return value * 1024.0 / kGiB;
+        if (fields >> name >> value && name == key) return value * 1024.0;
     }
     return kNaN;
 }
+
+// The first number in a file (cgroup limits); NaN when the file is missing or holds "max".
+double file_number(const std::string& path) {
+    std::ifstream in(path);
+    double value = 0;
+    return in >> value ? value : kNaN;
+}
+
+// "key value" lines (a cgroup's memory.stat); 0 when absent.
+double stat_value(const std::string& path, const std::string& key) {
+    std::ifstream in(path);
+    std::string name;
+    double value = 0;
+    while (in >> name >> value)
+        if (name == key) return value;
+    return 0.0;
+}
+
+// The memory cgroup's headroom in bytes: its limit less its usage, inactive page cache counted as free (the kernel
+// reclaims it before it refuses memory); NaN without a limit. cgroup v2 (memory.max, "max": none) or v1
+// (memory.limit_in_bytes, ~2^63: none), in the folder /proc/self/cgroup names, else at the mount's root (a
+// container sees its own cgroup there).
+double cgroup_headroom_bytes() {
+    std::string v2 = "/", v1 = "/";
+    {
+        std::ifstream in("/proc/self/cgroup");
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.rfind("0::", 0) == 0) v2 = line.substr(3);
+            const auto at = line.find(":memory:");
+            if (at != std::string::npos) v1 = line.substr(at + 8);
+        }
+    }
+    const auto headroom = [](const std::string& folder, const char* limit_file, const char* usage_file, const char* inactive_key) {
+        const double limit = file_number(folder + limit_file);
+        if (!std::isfinite(limit) || limit >= 1e18) return kNaN;
+        const double usage = file_number(folder + usage_file);
+        if (!std::isfinite(usage)) return kNaN;
+        return std::max(0.0, limit - usage + stat_value(folder + "/memory.stat", inactive_key));
+    };
+    for (const std::string& folder : {"/sys/fs/cgroup" + v2, std::string("/sys/fs/cgroup")}) {
+        const double bytes = headroom(folder, "/memory.max", "/memory.current", "inactive_file");
+        if (std::isfinite(bytes)) return bytes;
+    }
+    for (const std::string& folder : {"/sys/fs/cgroup/memory" + v1, std::string("/sys/fs/cgroup/memory")}) {
+        const double bytes = headroom(folder, "/memory.limit_in_bytes", "/memory.usage_in_bytes", "total_inactive_file");
+        if (std::isfinite(bytes)) return bytes;
+    }
+    return kNaN;
+}
+
+// A resource limit less what this process already holds of it (/proc/self/status `field`), in bytes; NaN without one.
+double rlimit_headroom_bytes(int resource, const char* field) {
+    rlimit limit{};
+    if (getrlimit(resource, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kNaN;
+    const double used = proc_field_bytes("/proc/self/status", field);
+    return std::max(0.0, static_cast<double>(limit.rlim_cur) - (std::isfinite(used) ? used : 0.0));
+}
+
+}  // namespace
+
+AvailableMemory available_memory() {
+    AvailableMemory result;
+    const auto consider = [&](double bytes, const char* source) {
+        if (std::isfinite(bytes) && !(bytes / kGiB >= result.gib)) result = {bytes / kGiB, source};
+    };
+    consider(proc_field_bytes("/proc/meminfo", "MemAvailable:"), "MemAvailable");
+    consider(cgroup_headroom_bytes(), "the memory cgroup's limit");
+    consider(rlimit_headroom_bytes(RLIMIT_AS, "VmSize:"), "ulimit -v");
+    consider(rlimit_headroom_bytes(RLIMIT_DATA, "VmData:"), "ulimit -d");
+    if (const char* budget = std::getenv("ICLAB_MEMORY_GIB")) {
+        char* end = nullptr;
+        const double gib = std::strtod(budget, &end);
+        ICLAB_INPUT_CHECK(end != budget && *end == '\0' && std::isfinite(gib) && gib > 0.0,
+                          "ICLAB_MEMORY_GIB must be a positive number of GiB, got '" << budget << "'");
+        consider(gib * kGiB, "ICLAB_MEMORY_GIB");
+    }
+    return result;
+}
+
+double available_memory_gib() { return available_memory().gib; }
+
+std::string describe_available_memory() {
+    const AvailableMemory memory = available_memory();
+    char text[160];
+    if (std::string(memory.source) == "MemAvailable" || !std::isfinite(memory.gib))
+        std::snprintf(text, sizeof text, "%.3g GiB available", memory.gib);
+    else
+        std::snprintf(text, sizeof text, "%.3g GiB available (%s)", memory.gib, memory.source);
+    return text;
+}
+
+double current_rss_gib() { return proc_field_bytes("/proc/self/status", "VmRSS:") / kGiB; }
 
 Interval bootstrap_mean_interval(const std::vector<double>& values, double level, std::size_t resamples, Rng& rng) {
     Interval interval;

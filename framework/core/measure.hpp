@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "framework/core/check.hpp"
@@ -60,7 +61,21 @@ double peak_rss_gib();
 // Resets the peak (VmHWM) to the current size (Linux >= 4.0: "5" to /proc/self/clear_refs), so each
 // measurement gets its own peak. False where unsupported: peaks are then running maxima of the process.
 bool reset_peak_rss();
-// MemAvailable of /proc/meminfo in GiB; NaN when unknown.
+// The memory this process may still allocate, in GiB, and what sets it: the least of MemAvailable (/proc/meminfo),
+// the memory cgroup's limit less its usage, the address-space and data-segment limits (ulimit -v, -d) less what the
+// process already maps, and ICLAB_MEMORY_GIB when set (a budget of its own: tests, shared machines). Issue 41: a
+// process under `ulimit -v 4194304` on a machine with 22 GiB free was checked against the 22 GiB and died of
+// std::bad_alloc. gib is NaN when nothing is known. InputError when ICLAB_MEMORY_GIB is not a positive number.
+struct AvailableMemory {
+    double gib = std::numeric_limits<double>::quiet_NaN();
+    const char* source = "unknown";  // "MemAvailable", "the memory cgroup's limit", "ulimit -v", "ulimit -d", "ICLAB_MEMORY_GIB"
+};
+AvailableMemory available_memory();
 double available_memory_gib();
+// "3.2 GiB available (ulimit -v)", "21.9 GiB available": the figure and, when it is not the machine's MemAvailable,
+// what limits it; for messages that refuse work.
+std::string describe_available_memory();
+// Resident set size of this process now, in GiB (VmRSS); NaN when unknown.
+double current_rss_gib();
 
 }  // namespace iclab

@@ -152,7 +152,7 @@ OutputTarget check_output(const fs::path& requested, OutputKind kind, bool overw
         ICLAB_INPUT_CHECK(!fs::is_symlink(status), flag << " " << shown << " is a symbolic link: iclab does not write through links "
                                                            "(give the path it points to)");
         if (kind == OutputKind::file) {
-            ICLAB_INPUT_CHECK(!fs::is_directory(status), flag << " " << shown << " is a folder, not a file");
+            ICLAB_INPUT_CHECK(!fs::is_directory(status), flag << " " << shown << " is a directory, not a file");
             ICLAB_INPUT_CHECK(fs::is_regular_file(status), flag << " " << shown << " exists and is not a regular file");
         } else {
             ICLAB_INPUT_CHECK(fs::is_directory(status), flag << " " << shown << " exists and is not a folder");

@@ -35,8 +35,8 @@ void check_run_estimate(const config::Config& cfg, const RunEstimate& e) {
     const double available = available_memory_gib();
     char text[600];
     if (available > 0.0 && e.memory_gib > available) {
-        std::snprintf(text, sizeof text, "this run needs about %.3g GiB, this machine has %.3g GiB available; lower %s",
-                      e.memory_gib, available, keys.front().c_str());
+        std::snprintf(text, sizeof text, "this run needs about %.3g GiB, this machine has %s; lower %s", e.memory_gib,
+                      describe_available_memory().c_str(), keys.front().c_str());
         std::string message = text;
         for (std::size_t i = 1; i < keys.size(); ++i) message += (i + 1 == keys.size() ? " or " : ", ") + keys[i];
         cfg.fail(keys, message + " (estimate: " + describe_estimate(e) + ")");
@@ -118,9 +118,9 @@ void check_training_memory(const config::Config& cfg) {
     char text[512];
     std::snprintf(text, sizeof text,
                   "this run needs about %.3g GiB (%.3g parameters: %.3g GiB with gradients and optimizer moments; "
-                  "activations of train.batch_size x sequence length: %.3g GiB), this machine has %.3g GiB available; "
+                  "activations of train.batch_size x sequence length: %.3g GiB), this machine has %s; "
                   "lower model.width, model.layers, train.batch_size or the sequence length",
-                  e.total_gib(), e.parameters, e.state_gib, e.activations_gib, available);
+                  e.total_gib(), e.parameters, e.state_gib, e.activations_gib, describe_available_memory().c_str());
     cfg.fail({"model.width", "model.layers", "train.batch_size"}, text);
 }
 

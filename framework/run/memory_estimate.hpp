@@ -29,6 +29,11 @@ constexpr double kNominalFlopsPerSecond = 5e10;
 // quick iclaa fits 2.3e12 FLOP in 306 s and scoring 3.7e11 in ~60 s; paper fits 1.9e13 in 3130 s, paper scoring
 // 1.3e13 in 58 min), against the nominal 50.
 constexpr double kFp64LoopWeight = 8.0;
+// Loops bound by memory bandwidth rather than arithmetic count this many nominal FLOPs per FLOP: one-token decoding
+// steps (every weight, and the cached keys and values, read once per token: 1.4 GFLOP/s in fp64 and 2.2 in fp32 of CPU
+// time, width 64, V 50257) and paper 004's Performer features and attention over long feature vectors (gd004_figures
+// §6: 1.1-1.7 us per feature and cell at R = 4096 .. 2^20, T 16, C 12), measured on this machine (issue 41).
+constexpr double kStreamingWeight = 25.0;
 // Work refused outright: ~23 days at the nominal rate (the largest paper profile is ~1e15 FLOP).
 constexpr double kMaxRunFlops = 1e17;
 // Runs of at least this much work print their estimate before starting (~10 s at the nominal rate).
