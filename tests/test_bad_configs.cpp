@@ -176,13 +176,20 @@ TEST_CASE("a config path that is a symlink loop and an output.dir in the way are
 
 TEST_CASE("a long run prints its estimate: --dry-run states memory and work", "[cli][bad_configs]") {
     Scratch scratch;
-    // 2^20 random features x 10^5 repeats: fits in memory, but days of work (issue 41: measured 1.1-1.7 us per feature
-    // and cell, 4 x 10^5 cells); the estimate says so before it starts.
-    const CommandResult result = run_iclab("run configs/quick/gd004_figures.yaml 'figures.features=[1048576]' figures.repeats=100000 "
+    // 2^20 random features x 10^4 repeats: fits in memory, but most of a day of work (issue 41: measured 1.1-1.7 us per
+    // feature and cell); the estimate says so before it starts.
+    const CommandResult result = run_iclab("run configs/quick/gd004_figures.yaml 'figures.features=[1048576]' figures.repeats=10000 "
                                            "--dry-run output.dir=" + (scratch.path / "out").string(),
                                            scratch.path, kTimeout);
     INFO(result.err);
     REQUIRE(result.status == 0);
-    CHECK_THAT(result.out, Catch::Contains("estimated about") && Catch::Contains("FLOP") && Catch::Contains(" days at 50 GFLOP/s"));
+    CHECK_THAT(result.out, Catch::Contains("estimated about") && Catch::Contains("FLOP") && Catch::Contains(" at 50 GFLOP/s"));
+    CHECK(!fs::exists(scratch.path / "out"));
+    // x 10^5 repeats: about 6 days, past the limit of work iclab starts (kMaxRunFlops): refused, naming the keys
+    const CommandResult refused = run_iclab("run configs/quick/gd004_figures.yaml 'figures.features=[1048576]' figures.repeats=100000 "
+                                            "--dry-run output.dir=" + (scratch.path / "out").string(),
+                                            scratch.path, kTimeout);
+    CHECK(refused.status == 2);
+    CHECK_THAT(refused.err, Catch::Contains("iclab refuses runs of more than") && Catch::Contains("days"));
     CHECK(!fs::exists(scratch.path / "out"));
 }
