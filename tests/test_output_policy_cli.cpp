@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "framework/core/hash.hpp"
 #include "tests/cli_helpers.hpp"
@@ -78,7 +79,7 @@ TEST_CASE("import and export never destroy their inputs, the working directory o
         fs::create_directories(root / "cwd");
         std::ofstream(root / "cwd" / "thesis.tex") << "chapter 1\n";
         const auto cwd_before = snapshot(root / "cwd");
-        for (const std::string out : {".", "./", "../cwd", (root / "cwd").string()}) {
+        for (const std::string& out : std::vector<std::string>{".", "./", "../cwd", (root / "cwd").string()}) {
             const auto refused = run_in(root / "cwd", "import gpt2 " + f.hf.string() + " --out " + out + " --overwrite", root);
             CHECK(refused.status == 2);
             CHECK_THAT(refused.err, Catch::Contains("working directory"));
