@@ -36,7 +36,8 @@ bool same_bits(double a, double b) { return std::signbit(a) == std::signbit(b) &
 TEST_CASE("nan reductions: a NaN anywhere makes max, min, sum and mean NaN", "[nan]") {
     // std::max drops it (the reason for these): max(0, NaN) is 0, and max_element drops it unless it comes first
     CHECK(std::max(0.0, kNaN) == 0.0);
-    CHECK(*std::max_element(std::vector<double>{1.0, kNaN}.begin(), std::vector<double>{1.0, kNaN}.end()) == 1.0);
+    const std::vector<double> one_nan{1.0, kNaN};
+    CHECK(*std::max_element(one_nan.begin(), one_nan.end()) == 1.0);
     CHECK(std::isnan(iclab::max_or_nan(0.0, kNaN)));
     CHECK(std::isnan(iclab::max_or_nan(kNaN, 0.0)));
     CHECK(std::isnan(iclab::min_or_nan(kInf, kNaN)));

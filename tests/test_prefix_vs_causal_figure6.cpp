@@ -105,7 +105,8 @@ TEST_CASE("prefix_vs_causal Figure 6: the rules hold and fail on constructed see
     CHECK(prefix.values[0] == Approx(1.0 / 120).epsilon(1e-14));
     CHECK(prefix.values[1] == Approx(5.0 / 120).epsilon(1e-14));
     CHECK(prefix.values[2] == 1.0);
-    CHECK(prefix.verdict == Verdict::reproduced);
+    CHECK(prefix.on_side == 2);  // 2 of 3 seeds fall, but the mean p 0.35 does not: inconclusive (issue 45)
+    CHECK(prefix.verdict == Verdict::inconclusive);
     const ClaimResult& causal = claims.at("003-F6 LR SL-L2 causal: test error falls with the pool");
     CHECK(causal.on_side == 0);
     CHECK(causal.verdict == Verdict::not_reproduced);

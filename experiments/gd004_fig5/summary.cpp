@@ -160,13 +160,13 @@ std::string write_table(io::ResultsWriter& writer, const std::string& table, con
         auto claims = claims_of(specs[members.front()]);
         const bool has_claim = !claims.empty();
         if (!has_claim) claims.push_back({specs[members.front()].baseline ? "(paired baseline)" : "(no claim; AUC sign shown)", "auc", -1});
-        const std::size_t epochs = curves[members.front()].train_loss.size();
+        const std::size_t epoch_count = curves[members.front()].train_loss.size();
         for (const Claim& claim : claims) {
             std::size_t matching = 0;
             std::string diffs;
             std::vector<double> values;
             std::vector<std::int64_t> units;
-            const io::ClaimRule rule = rule_of(claim.sign, claim.metric, epochs, share);
+            const io::ClaimRule rule = rule_of(claim.sign, claim.metric, epoch_count, share);
             for (std::size_t s = 0; s < metrics.size(); ++s) {
                 const double d = paired(metrics[s], bases[s], claim.metric);
                 matching += rule.on_claimed_side(d) ? 1 : 0;
