@@ -87,33 +87,34 @@ TEST_CASE("claims: interval rules decide, fail and stay inconclusive", "[claims]
 }
 
 TEST_CASE("claims: count rules are sign counts over seeds", "[claims]") {
-    const auto two_of_three = ClaimRule::count_below(0.0, 2);
-    CHECK(verdict_of(two_of_three, {-1, -2, 3}) == Verdict::reproduced);
+    const auto two_of_three = ClaimRule::count_below(0.0, {2, 3});
+    CHECK(verdict_of(two_of_three, {-1, -2, 1}) == Verdict::reproduced);
     CHECK(verdict_of(two_of_three, {-1, 2, 3}) == Verdict::not_reproduced);
     CHECK(verdict_of(two_of_three, {0, 0, 0}) == Verdict::not_reproduced);  // strict: a tie is not a win
     CHECK(verdict_of(two_of_three, {-1}) == Verdict::inconclusive);       // one seed cannot give 2
-    CHECK(verdict_of(ClaimRule::count_above(100.0, 0), {101, 140}) == Verdict::reproduced);
-    CHECK(verdict_of(ClaimRule::count_above(100.0, 0), {97, 140}) == Verdict::not_reproduced);  // "more than 100": 97 fails
+    CHECK(verdict_of(ClaimRule::count_above(100.0), {101, 140}) == Verdict::reproduced);
+    CHECK(verdict_of(ClaimRule::count_above(100.0), {97, 140}) == Verdict::not_reproduced);  // "more than 100": 97 fails
     CHECK(verdict_of(ClaimRule::count_at_most(1.0), {0.5, 1.0}) == Verdict::reproduced);
     CHECK(verdict_of(ClaimRule::count_at_most(1.0), {0.5, 1.0 + 1e-12}) == Verdict::not_reproduced);
     CHECK(verdict_of(ClaimRule::count_within(1.6, 1.6), {1.6}) == Verdict::reproduced);
     CHECK(verdict_of(ClaimRule::count_within(1.6, 1.6), {0.8}) == Verdict::not_reproduced);
-    CHECK(verdict_of(ClaimRule::count_within(0.0, 1.0, 2), {0.5, 2.0, 0.7}) == Verdict::reproduced);
+    CHECK(verdict_of(ClaimRule::count_within(0.0, 1.0, {2, 3}), {0.5, 1.2, 0.7}) == Verdict::reproduced);
     const ClaimResult r = evaluate_claim(declared(two_of_three), {0, 1, 2}, {-1, 2, -3});
     CHECK(r.on_side == 2);
     CHECK(r.interval.mean == Approx(-2.0 / 3.0));
-    CHECK(two_of_three.text() == "x < 0 in >= 2 values");
+    CHECK(two_of_three.text() == "x < 0 in >= 2/3 of the values, at least 2");
+    CHECK(two_of_three.text(5) == "x < 0 in >= 2/3 of the values, at least 2 (here 4 of 5)");
 }
 
 TEST_CASE("claims: declarations that break the rules are refused", "[claims]") {
     // a printed-number claim needs the printed number; other kinds must not carry one
     CHECK_THROWS_AS(check_claim(declared(ClaimRule::interval_within(0, 1), ClaimKind::printed_number)), iclab::Error);
     CHECK_NOTHROW(check_claim(declared(ClaimRule::interval_within(0, 1), ClaimKind::printed_number, 0.5)));
-    CHECK_THROWS_AS(check_claim(declared(ClaimRule::count_above(0, 2), ClaimKind::qualitative, 1.0)), iclab::Error);
-    CHECK_THROWS_AS(check_claim(declared(ClaimRule::count_above(0, 2), ClaimKind::own_check, 0.0)), iclab::Error);
+    CHECK_THROWS_AS(check_claim(declared(ClaimRule::count_above(0, {2, 3}), ClaimKind::qualitative, 1.0)), iclab::Error);
+    CHECK_THROWS_AS(check_claim(declared(ClaimRule::count_above(0, {2, 3}), ClaimKind::own_check, 0.0)), iclab::Error);
     CHECK_THROWS_AS(check_claim(declared(ClaimRule::interval_within(1, 0))), iclab::Error);
-    CHECK_THROWS_AS(check_claim(declared(ClaimRule::count_above(kNaN, 2))), iclab::Error);
-    Claim unnamed = declared(ClaimRule::count_above(0, 2));
+    CHECK_THROWS_AS(check_claim(declared(ClaimRule::count_above(kNaN, {2, 3}))), iclab::Error);
+    Claim unnamed = declared(ClaimRule::count_above(0, {2, 3}));
     unnamed.source.clear();
     CHECK_THROWS_AS(check_claim(unnamed), iclab::Error);
 }
@@ -131,7 +132,7 @@ TEST_CASE("claims: /claims round trip and pooling seeds across runs", "[claims]"
         w.commit();
         return std::vector<ClaimResult>(read_claims(ResultsReader(dir / name)));
     };
-    const Claim sign = declared(ClaimRule::count_below(0.0, 2));
+    const Claim sign = declared(ClaimRule::count_below(0.0, {2, 3}));
     const auto seed0 = write_run("seed0.h5", {0}, {-1.0}, sign);
     REQUIRE(seed0.size() == 2);
     CHECK(seed0[0].claim.id == "test claim");
@@ -151,7 +152,7 @@ TEST_CASE("claims: /claims round trip and pooling seeds across runs", "[claims]"
     CHECK_THROWS_WITH(pool_claims({{"seed0", seed0}, {"again", seed0}}), Catch::Contains("seed 0 is in both seed0 and again"));
     // a claim declared differently in two runs is refused
     Claim other = sign;
-    other.rule = ClaimRule::count_below(0.0, 3);
+    other.rule = ClaimRule::count_below(0.0, {3, 4});
     const auto changed = write_run("changed.h5", {3}, {-1.0}, other);
     CHECK_THROWS_WITH(pool_claims({{"seed0", seed0}, {"changed", changed}}), Catch::Contains("declared differently"));
     // a results file with a claim id twice is not written
@@ -163,7 +164,7 @@ TEST_CASE("claims: /claims round trip and pooling seeds across runs", "[claims]"
 }
 
 TEST_CASE("claims: paired claims pool the two arms of each seed", "[claims]") {
-    Claim c = declared(ClaimRule::count_above(0.0, 2));
+    Claim c = declared(ClaimRule::count_above(0.0, {2, 3}));
     c.pair.key = "model.mask", c.pair.first = "prefix", c.pair.second = "causal";
     c.pair.combine = ClaimPair::Combine::log_ratio;
     auto arm = [&](const std::string& name, std::int64_t seed, double value) {
@@ -212,7 +213,7 @@ TEST_CASE("claims: paired claims pool the two arms of each seed", "[claims]") {
     Claim bad = c;
     bad.pair.arm = "full";
     CHECK_THROWS_AS(check_claim(bad), iclab::Error);
-    Claim keyless = declared(ClaimRule::count_above(0.0, 2));
+    Claim keyless = declared(ClaimRule::count_above(0.0, {2, 3}));
     keyless.pair.arm = "prefix";
     CHECK_THROWS_AS(check_claim(keyless), iclab::Error);
 }
@@ -221,10 +222,10 @@ TEST_CASE("claims: paired claims survive the /claims round trip", "[claims]") {
     std::random_device random;
     const fs::path dir = fs::temp_directory_path() / ("iclab_test_pairs_" + std::to_string(::getpid()) + "_" + std::to_string(random()));
     fs::create_directories(dir);
-    Claim c = declared(ClaimRule::count_above(0.0, 2));
+    Claim c = declared(ClaimRule::count_above(0.0, {2, 3}));
     c.pair.key = "model.mask", c.pair.first = "prefix", c.pair.second = "causal", c.pair.arm = "causal";
     c.pair.combine = ClaimPair::Combine::log_ratio;
-    Claim plain = declared(ClaimRule::count_above(0.0, 1));
+    Claim plain = declared(ClaimRule::count_above(0.0, {1, 2}));
     plain.id = "unpaired";
     {
         ResultsWriter w(dir / "run.h5");

@@ -21,7 +21,7 @@ Claim sign_claim() {
     c.kind = ClaimKind::qualitative;
     c.statement = "causal worse than prefix";
     c.metric = "ln(causal / prefix) of the test MSE";
-    c.rule = ClaimRule::count_above(0.0, 2);
+    c.rule = ClaimRule::count_above(0.0, {2, 3});
     return c;
 }
 
@@ -65,7 +65,10 @@ TEST_CASE("claims: the claims table lists the rule's test and the per-seed value
     CHECK(text_of(t, 0, "test") == "count_above");
     CHECK(std::get<double>(t.cell(0, "on_claimed_side")) == 2.0);
     CHECK(std::get<double>(t.cell(0, "n")) == 3.0);
-    CHECK(text_of(t, 0, "verdict") == "reproduced");
+    // ... is inconclusive: the count (2 of 3 above 0) and the mean (-0.26) disagree, and the note says so
+    CHECK(text_of(t, 0, "verdict") == "inconclusive");
+    CHECK_THAT(text_of(t, 0, "note"), Catch::Contains("2 of 3 values on the claimed side") && Catch::Contains("the count and the mean disagree"));
+    CHECK(text_of(t, 0, "rule") == "x > 0 in >= 2/3 of the values, at least 2 (here 2 of 3)");
     CHECK(text_of(t, 1, "values").empty());  // over instances: the count only
     CHECK(text_of(t, 1, "units") == "3 instances");
     CHECK(text_of(t, 1, "test") == "count_at_most");

@@ -78,7 +78,7 @@ TEST_CASE("prefix_vs_causal Figure 6: each pool declares its claims", "[prefix_v
     CHECK(falls.pair.key == "task.pool_sequences");
     CHECK(falls.pair.arms == std::vector<std::string>{"640", "1920", "6400", "19200", "64000"});
     CHECK(falls.pair.arm == "640");
-    CHECK(falls.rule.text() == "x <= 0.05 in >= 2 values");
+    CHECK(falls.rule.text() == "x <= 0.05 in >= 2/3 of the values, at least 2");
     CHECK(smallest[0].values == std::vector<double>{0.2});  // the raw arm value: the run's test error
     CHECK(smallest[1].values[0] == Approx(std::log(0.2 / 0.05)).epsilon(1e-15));
     CHECK(ids(part_b::figure6_claims(point("causal", 6400, 0.2, 0.1), 1, kPools)) ==
@@ -105,7 +105,8 @@ TEST_CASE("prefix_vs_causal Figure 6: the rules hold and fail on constructed see
     CHECK(prefix.values[0] == Approx(1.0 / 120).epsilon(1e-14));
     CHECK(prefix.values[1] == Approx(5.0 / 120).epsilon(1e-14));
     CHECK(prefix.values[2] == 1.0);
-    CHECK(prefix.verdict == Verdict::reproduced);
+    CHECK(prefix.on_side == 2);  // 2 of 3 seeds fall, but the mean p 0.35 does not: inconclusive (issue 45)
+    CHECK(prefix.verdict == Verdict::inconclusive);
     const ClaimResult& causal = claims.at("003-F6 LR SL-L2 causal: test error falls with the pool");
     CHECK(causal.on_side == 0);
     CHECK(causal.verdict == Verdict::not_reproduced);

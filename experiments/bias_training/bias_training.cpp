@@ -152,7 +152,7 @@ RunOutcome run_bias_training(const RunContext& context) {
         }
         n.final_train_loss = train_loss.back();
         n.final_icl_accuracy = accuracy.back();
-        n.best_icl_accuracy = *std::max_element(accuracy.begin(), accuracy.end());
+        n.best_icl_accuracy = max_of(accuracy);  // NaN when an evaluation is NaN
         for (double den : denominator)
             if (!std::isnan(den) && !(den >= n.min_attention_denominator)) n.min_attention_denominator = den;
         n.wall_time_s = reader.read_attr_double("/", "wall_time_s");

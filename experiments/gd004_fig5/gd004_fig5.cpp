@@ -48,7 +48,9 @@ void declare_keys(config::Schema& schema) {
         .add_string("fig5.renorm", "uniform", {"uniform", "none"}, "uniform: + beta/(T - k) on the non-negatives (§5.5)")
         .add_string_list("fig5.controls", {"eq14", "per_sequence"}, {"eq14", "per_sequence"},
                          "the caveat's reruns of (a): Eq. 14 form; a fresh task per sequence")
-        .add_float("fig5.verdict_fraction", 0.8, 0.5, 1.0, "a claim is reproduced when its sign holds in >= this fraction of seeds (4/5)")
+        .add_float("fig5.verdict_fraction", 0.8, 0.5, 1.0,
+                   "a claim is reproduced when its sign holds in >= this fraction of seeds (4/5), and in at least its numerator "
+                   "(4 seeds: fewer seeds are inconclusive); a fraction with a denominator <= 100")
         .set_items("fig5.parts", 0)  // either may be empty (not both: the rule below)
         .set_items("fig5.controls", 0)
         .add_rule([](const config::Config& cfg) {
@@ -71,6 +73,11 @@ void declare_keys(config::Schema& schema) {
                 if (k >= cfg.get_int("task.examples")) cfg.fail({"fig5.negatives"}, "gd004_fig5: fig5.negatives: every k must be < task.examples");
             if (has(controls, "per_sequence") && cfg.get_string("task.w_mode") != "fixed")
                 cfg.fail({"fig5.controls"}, "gd004_fig5: fig5.controls: the per_sequence control needs task.w_mode fixed");
+            try {
+                io::Fraction::of(cfg.get_float("fig5.verdict_fraction"));
+            } catch (const Error& e) {
+                cfg.fail({"fig5.verdict_fraction"}, std::string("gd004_fig5: fig5.verdict_fraction: ") + e.what());
+            }
             if (has(controls, "eq14") && cfg.get_string("fig5.reg_form") != "eq15")
                 cfg.fail({"fig5.controls"}, "gd004_fig5: fig5.controls: the eq14 control needs fig5.reg_form eq15");
         });

@@ -78,10 +78,10 @@ PartOutcome run_fig10(const run::RunContext& context, const run::RegressionTrain
                 }
                 s_alpha.push_back(alpha), s_ncl.push_back(n_cl), s_split.push_back(split);
                 s_median_rel.push_back(median_of(rel));
-                s_max_rel.push_back(*std::max_element(rel.begin(), rel.end()));
+                s_max_rel.push_back(max_of(rel));
                 s_median_abs.push_back(median_of(absolute));
-                s_closed.push_back(*std::max_element(closed.begin(), closed.end()));
-                s_full.push_back(*std::max_element(full.begin(), full.end()));
+                s_closed.push_back(max_of(closed));
+                s_full.push_back(max_of(full));
                 s_median_eq15.push_back(median_of(eq15_gap));
                 pass = pass && s_closed.back() <= kExactBar && s_full.back() <= kExactBar;
             }
@@ -102,7 +102,7 @@ PartOutcome run_fig10(const run::RunContext& context, const run::RegressionTrain
     std::vector<std::string> verdict(s_alpha.size(), "");
     double paper_rel = std::nan(""), worst_full = 0.0;
     for (std::size_t i = 0; i < s_alpha.size(); ++i) {
-        worst_full = std::max(worst_full, s_full[i]);
+        worst_full = max_or_nan(worst_full, s_full[i]);
         const bool paper_cell = std::abs(s_alpha[i] - 0.01) < 1e-12 && s_ncl[i] == 10;
         if (paper_cell) {
             const bool slight = s_median_rel[i] > kExactBar && s_median_rel[i] <= kSlightBar;
@@ -128,7 +128,7 @@ PartOutcome run_fig10(const run::RunContext& context, const run::RegressionTrain
                   "§8 Fig. 10 (T = %zu, %zu sequences, %.1f s): alpha 0.01, N_CL 10, per-sample split: median relative deviation %.3g "
                   "(%s); full batch N_CL 1 vs Eq. 14 max err %.2e; closed form max err %.2e\n",
                   T, sequences, seconds, paper_rel, paper_ok ? "slight: reproduced" : "not reproduced", worst_full,
-                  *std::max_element(s_closed.begin(), s_closed.end()));
+                  max_of(s_closed));
     summary += line;
     return {pass && paper_ok, summary};
 }

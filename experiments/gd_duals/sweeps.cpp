@@ -119,7 +119,7 @@ void Results::add(const std::string& check, const std::string& dtype, const std:
     }
     ++row->instances;
     row->kappa_bar_instances += by_kappa ? 1 : 0;
-    row->max_error = std::max(row->max_error, err);
+    row->max_error = max_or_nan(row->max_error, err);  // a NaN error shows as NaN (std::max dropped it)
     // a NaN error counts as over the bar
     row->max_error_over_bar = std::isnan(err) ? kInfinity : std::max(row->max_error_over_bar, err / instance_bar);
     if (!std::isnan(control)) row->control_error = std::isnan(row->control_error) ? control : std::min(row->control_error, control);

@@ -165,7 +165,7 @@ void evaluate_conversion(const config::Config& cfg, const config::Config& model_
             correct[m] += s.correct[m];
             repeat_correct[m] += s.repeat_correct[m];
         }
-        max_error = std::max(max_error, s.relative_logit_error);
+        max_error = max_or_nan(max_error, s.relative_logit_error);
         sum_error += s.relative_logit_error;
     }
     const auto ratio = [](std::int64_t a, std::int64_t b) { return b > 0 ? static_cast<double>(a) / b : std::nan(""); };

@@ -48,7 +48,7 @@ std::vector<io::Claim> declare_claims(const config::Config& cfg) {
     c.statement = "answering X through the adapter takes less time than answering [X'; X] (every (M, N); timed, so it "
                   "depends on the machine's load)";
     c.metric = "per (M, N): speedup = median time of M_old on [X'; X] / median time of M_new on X";
-    c.rule = io::ClaimRule::count_above(1.0, 0);
+    c.rule = io::ClaimRule::count_above(1.0);
     claims.push_back(c);
     for (const auto& claim : claims) io::check_claim(claim);
     return claims;
@@ -97,7 +97,7 @@ RunOutcome serving(const config::Config& cfg, const RunOptions& options) {
                 start = std::chrono::steady_clock::now();
                 model.forward(input.data(), 1, N);  // the same logits from the converted model, N tokens
                 const double t_adapter = seconds_since(start);
-                max_error = std::max(max_error, relative_error(model.logits(), reference));
+                max_error = max_or_nan(max_error, relative_error(model.logits(), reference));
                 if (r == 0) continue;
                 with_prompt_s.push_back(t_prompt);
                 adapter_s.push_back(t_adapter);

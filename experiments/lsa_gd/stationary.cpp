@@ -71,9 +71,9 @@ void study_stationary_checks(const Settings& s, const std::vector<std::vector<do
             std::size_t crossing = N + 1;
             for (std::size_t j = 1; j <= N && crossing > N; ++j)
                 if (causal[u0 * R + r][j] < 1e-2) crossing = j;
-            first = std::min(first, static_cast<double>(crossing));
-            last = std::max(last, static_cast<double>(crossing));
-            at_n = std::max(at_n, causal[u0 * R + r][N]);
+            first = min_or_nan(first, static_cast<double>(crossing));
+            last = max_or_nan(last, static_cast<double>(crossing));
+            at_n = max_or_nan(at_n, causal[u0 * R + r][N]);
         }
         // "more than 100 examples" is qualitative: first n with MSE < 1e-2 above 100 (n >= 101) in every replicate.
         c.push_back(gated("A6", "fig2r_mu0_first_n_below_1e-2_min", "Fig. 2 right: mu = 0 'takes more than 100 examples to reach below 1e-2'",
@@ -127,9 +127,9 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
                 const double* x = rdata.x.data() + b * TT * d;
                 double rho = 0;
                 for (std::size_t j = 0; j < n; ++j)
-                    rho = std::max(rho, std::abs(1 - eta * dot(x + j * d, x + j * d, d) / static_cast<double>(j + 1)));
+                    rho = max_or_nan(rho, std::abs(1 - eta * dot(x + j * d, x + j * d, d) / static_cast<double>(j + 1)));
                 unstable += rho > 1 ? 1 : 0;
-                worst = std::max(worst, rho);
+                worst = max_or_nan(worst, rho);
             }
         }
         std::ostringstream name;
@@ -152,12 +152,12 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
         const double* y = data.y.data() + b * TT;
         // Prop 3: w* solves y Xᵀ = w* XXᵀ; with noise-free y it is the task w itself.
         const std::vector<double> w_star = icl::prefix_stationary_weights(x, y, n, d);
-        prefix_truth = std::max(prefix_truth, diff_norm(w_star.data(), data.w.data() + b * d, d) / norm(w_star));
+        prefix_truth = max_or_nan(prefix_truth, diff_norm(w_star.data(), data.w.data() + b * d, d) / norm(w_star));
         const std::vector<double> gram = icl::ice_gram(x, n, d);
         std::vector<double> m(d * d);  // I − (η/n) XXᵀ
         for (std::size_t i = 0; i < d * d; ++i) m[i] = (i % (d + 1) == 0 ? 1.0 : 0.0) - s.eta / static_cast<double>(n) * gram[i];
         double rho = 0;
-        for (double lambda : linalg::symmetric_eigenvalues(gram, d)) rho = std::max(rho, std::abs(1 - s.eta / static_cast<double>(n) * lambda));
+        for (double lambda : linalg::symmetric_eigenvalues(gram, d)) rho = max_or_nan(rho, std::abs(1 - s.eta / static_cast<double>(n) * lambda));
         const std::vector<double> history = icl::prefix_gd(x, y, n, d, s.eta, rate_layers, {});
         // Causal, Prop 4: a* (forward substitution, and the LU solve of Tᵀa*ᵀ = yᵀ), the Eq. 15 recursion, I − (η/n)T.
         const std::vector<double> a_star = icl::causal_stationary_coefficients(x, y, n, d, false);
@@ -166,16 +166,16 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
         for (std::size_t k = 0; k < n; ++k)
             for (std::size_t i = 0; i < n; ++i) t_transposed[i * n + k] = t_matrix[k * n + i];
         const std::vector<double> a_lu = linalg::solve(t_transposed, n, y_ice, 1);
-        causal_solve = std::max(causal_solve, diff_norm(a_lu.data(), a_star.data(), n) / norm(a_star));
+        causal_solve = max_or_nan(causal_solve, diff_norm(a_lu.data(), a_star.data(), n) / norm(a_star));
         std::vector<double> mt(n * n), a(n, 0.0);
         double rho_t = 0;
         for (std::size_t i = 0; i < n * n; ++i) mt[i] = (i % (n + 1) == 0 ? 1.0 : 0.0) - s.eta / static_cast<double>(n) * t_matrix[i];
-        for (std::size_t j = 0; j < n; ++j) rho_t = std::max(rho_t, std::abs(mt[j * n + j]));  // triangular: eigenvalues = diagonal
+        for (std::size_t j = 0; j < n; ++j) rho_t = max_or_nan(rho_t, std::abs(mt[j * n + j]));  // triangular: eigenvalues = diagonal
 
         {  // Props 3, 4: the asymptotic rate is the spectral radius (T triangular: its diagonal)
             std::vector<double> e0(w_star), ea0(a_star);
-            prefix_power = std::max(prefix_power, std::abs(power_rate(e0, m, d, s.power_steps) / rho - 1));
-            causal_power = std::max(causal_power, std::abs(power_rate(ea0, mt, n, s.power_steps) / rho_t - 1));
+            prefix_power = max_or_nan(prefix_power, std::abs(power_rate(e0, m, d, s.power_steps) / rho - 1));
+            causal_power = max_or_nan(causal_power, std::abs(power_rate(ea0, mt, n, s.power_steps) / rho_t - 1));
         }
         bool prefix_rate_done = false, causal_rate_done = false;
         const double prefix_e0 = norm(w_star);  // w⁽⁰⁾ = 0
@@ -190,27 +190,27 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
             for (std::size_t i = 0; i < n; ++i) ea[i] = a[i] - a_star[i];
             if (l <= s.layers) {  // Prop 3 / Prop 4 rate identities, while ‖e‖ is far above rounding
                 const std::vector<double> predicted = times(e_previous, m, d), predicted_a = times(ea_previous, mt, n);
-                prefix_identity = std::max(prefix_identity, diff_norm(e.data(), predicted.data(), d) / norm(e_previous));
-                causal_identity = std::max(causal_identity, diff_norm(ea.data(), predicted_a.data(), n) / norm(ea_previous));
+                prefix_identity = max_or_nan(prefix_identity, diff_norm(e.data(), predicted.data(), d) / norm(e_previous));
+                causal_identity = max_or_nan(causal_identity, diff_norm(ea.data(), predicted_a.data(), n) / norm(ea_previous));
             }
             if (!prefix_rate_done && (l == s.rate_layer || norm(e) < 1e-6 * prefix_e0)) {
                 const double ratio = norm(e) / norm(e_previous);
-                prefix_rate_dev = std::max(prefix_rate_dev, std::abs(ratio / rho - 1));
-                prefix_rate_worst_ratio = std::max(prefix_rate_worst_ratio, ratio / rho);
+                prefix_rate_dev = max_or_nan(prefix_rate_dev, std::abs(ratio / rho - 1));
+                prefix_rate_worst_ratio = max_or_nan(prefix_rate_worst_ratio, ratio / rho);
                 prefix_rate_done = true;
             }
             if (!causal_rate_done && (l == s.rate_layer || norm(ea) < 1e-6 * causal_e0)) {
                 const double ratio = norm(ea) / norm(ea_previous);
-                causal_rate_dev = std::max(causal_rate_dev, std::abs(ratio / rho_t - 1));
-                causal_rate_above = std::max(causal_rate_above, ratio / rho_t);
+                causal_rate_dev = max_or_nan(causal_rate_dev, std::abs(ratio / rho_t - 1));
+                causal_rate_above = max_or_nan(causal_rate_above, ratio / rho_t);
                 causal_rate_done = true;
             }
             if (l == s.layers) {  // Prop 4's form: Eq. 10's w_j equals Σ_{i≤j} a_i x_iᵀ
                 const std::vector<double> w_causal = icl::causal_gd(x, y, n, d, s.eta, l, {}, false);
                 const std::vector<double> w_form = icl::causal_stationary_weights(a, x, n, d, false);
-                causal_form = std::max(causal_form, diff_norm(w_causal.data() + l * n * d, w_form.data(), n * d) / norm(w_form));
+                causal_form = max_or_nan(causal_form, diff_norm(w_causal.data() + l * n * d, w_form.data(), n * d) / norm(w_form));
             }
-            if (l == s.convergence_layers) causal_converged = std::max(causal_converged, norm(ea) / norm(a_star));
+            if (l == s.convergence_layers) causal_converged = max_or_nan(causal_converged, norm(ea) / norm(a_star));
             e_previous = e;
             ea_previous = ea;
         }
@@ -292,15 +292,15 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
                         }
                         const std::vector<double> next5(w1.begin() + (j + 1) * d, w1.begin() + (j + 2) * d);
                         const std::vector<double> next8(w2.begin() + (j + 1) * d, w2.begin() + (j + 2) * d);
-                        prop5 = std::max(prop5, diff_norm(step5.data(), next5.data(), d) / norm(next5));
-                        prop8 = std::max(prop8, diff_norm(step8.data(), next8.data(), d) / norm(next8));
+                        prop5 = max_or_nan(prop5, diff_norm(step5.data(), next5.data(), d) / norm(next5));
+                        prop8 = max_or_nan(prop8, diff_norm(step8.data(), next8.data(), d) / norm(next8));
                     }
                     for (std::size_t k = 0; k < kappa_n.size(); ++k) {  // App. D: κ(S) vs κ(T) on the first n ICEs
                         const std::size_t m = static_cast<std::size_t>(kappa_n[k]);
                         const std::vector<double> t1 = icl::causal_system_matrix(x, m, d, false), t2 = icl::causal_system_matrix(x, m, d, true);
                         auto diagonal_ratio = [m](const std::vector<double>& t) {
                             double hi = 0, lo = kInf;
-                            for (std::size_t j = 0; j < m; ++j) hi = std::max(hi, std::abs(t[j * m + j])), lo = std::min(lo, std::abs(t[j * m + j]));
+                            for (std::size_t j = 0; j < m; ++j) hi = max_or_nan(hi, std::abs(t[j * m + j])), lo = min_or_nan(lo, std::abs(t[j * m + j]));
                             return hi / lo;  // |λ|max / |λ|min: triangular, eigenvalues = diagonal
                         };
                         eig_ratio[k] += diagonal_ratio(t2) / diagonal_ratio(t1) / static_cast<double>(sdata.batch);
@@ -314,7 +314,7 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
                 prefix[j] = j < d ? kNaN : prefix[j] / count;
                 if (j >= d) {
                     double& worst = s.mus[u] == 0.0 ? prefix_ls_mu0 : prefix_ls_max;  // μ = 0 gated, μ ≠ 0 reported
-                    worst = std::max(worst, prefix[j]);
+                    worst = max_or_nan(worst, prefix[j]);
                 }
                 study.stationary.push_back({s.mus[u], static_cast<std::int64_t>(j), static_cast<std::int64_t>(r), causal[j], causal2[j], prefix[j]});
             }

@@ -9,6 +9,7 @@
 
 #include "framework/core/rng.hpp"
 #include "framework/icl/lsa_gd.hpp"
+#include "framework/io/claims.hpp"
 
 namespace iclab::experiments::lsa_study {
 
@@ -26,7 +27,8 @@ struct Settings {
 };
 
 // One row of /tables/checks: a claim of the paper (or of the spec's reading of it), our number, the band.
-// verdict: "pass" / "FAIL" for gated rows, "report" for numbers shown without a gate.
+// verdict: the claim vocabulary for gated rows (reproduced, not reproduced, inconclusive for a NaN), empty for
+// numbers shown without a gate.
 struct Check {
     std::string section, name, claim;
     double ours = kNaN, paper = kNaN;  // paper: a number the paper states, NaN when it states none
@@ -34,7 +36,7 @@ struct Check {
     double lo = kNaN, hi = kNaN;  // gated rows: the band [lo, hi]
 };
 
-// pass when lo <= ours <= hi (NaN ours fails).
+// reproduced when lo <= ours <= hi, inconclusive for a NaN ours, else not reproduced.
 Check gated(const std::string& section, const std::string& name, const std::string& claim, double ours, double lo, double hi,
             const std::string& band, double paper = kNaN);
 Check reported(const std::string& section, const std::string& name, const std::string& claim, double ours,
@@ -77,5 +79,8 @@ icl::RegressionSequences replicate_data(const Settings& s, const Rng& root, std:
 void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, Study& study);
 // A4 (Props 3, 4: stationary points, rates), A5 (Props 5, 8), A6 (Figure 2 right), A7 (App. D, causalLM2).
 void study_stationary(const Settings& s, const Rng& data_root, const Rng& stationary_root, Study& study);
+
+// One claim per gated check (count_within its band, one value: the run seed's); a NaN value is inconclusive.
+std::vector<io::ClaimResult> claims_of(const Study& study, std::int64_t seed);
 
 }  // namespace iclab::experiments::lsa_study

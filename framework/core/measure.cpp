@@ -14,15 +14,29 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 }  // namespace
 
+double sum_of(const std::vector<double>& values) {
+    double sum = 0.0;
+    for (double v : values) sum += v;  // a NaN stays NaN (and +inf + -inf is NaN)
+    return sum;
+}
+
 double mean_of(const std::vector<double>& values) {
     if (values.empty()) return kNaN;
-    double sum = 0.0;
-    for (double v : values) sum += v;
-    return sum / static_cast<double>(values.size());
+    return sum_of(values) / static_cast<double>(values.size());
 }
 
 double max_of(const std::vector<double>& values) {
-    return values.empty() ? kNaN : *std::max_element(values.begin(), values.end());
+    if (values.empty()) return kNaN;
+    double out = values.front();
+    for (double v : values) out = max_or_nan(out, v);
+    return out;
+}
+
+double min_of(const std::vector<double>& values) {
+    if (values.empty()) return kNaN;
+    double out = values.front();
+    for (double v : values) out = min_or_nan(out, v);
+    return out;
 }
 
 double median_of(std::vector<double> values) {

@@ -32,9 +32,25 @@ double relative_error(const T* a, const std::vector<double>& reference) {
     return relative_error(a, reference.data(), reference.size());
 }
 
-// NaN for an empty list.
+// Reductions over measured errors and losses keep a NaN: a NaN anywhere makes the result NaN, so a check on it
+// ("error <= bar") fails or its claim is inconclusive (io::evaluate_claim), never passes. std::max(a, b) is
+// (a < b) ? b : a and so returns a when b is NaN: a running maximum that starts at 0 scores an all-NaN output 0,
+// and std::max_element drops a NaN unless it comes first. For finite values these return exactly what std::max,
+// std::min and a left-to-right sum return (the same comparisons and the same order of additions), so no finite
+// result changes by a bit. Use them for every reduction whose result feeds a check, a claim or a table.
+inline double max_or_nan(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+    return a < b ? b : a;  // std::max's order: the first argument on a tie (0.0 vs -0.0)
+}
+inline double min_or_nan(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+    return b < a ? b : a;  // std::min's order
+}
+// NaN for an empty list, and when any value is NaN.
+double sum_of(const std::vector<double>& values);  // left to right; 0 for an empty list
 double mean_of(const std::vector<double>& values);
 double max_of(const std::vector<double>& values);
+double min_of(const std::vector<double>& values);
 // The middle value (the mean of the two middle values for an even count); NaN for an empty list.
 double median_of(std::vector<double> values);
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "framework/core/check.hpp"
+#include "framework/core/measure.hpp"
 #include "framework/icl/gd_dual.hpp"
 #include "framework/icl/gd_dual_detail.hpp"
 #include "framework/icl/gd_reference.hpp"
@@ -20,10 +21,11 @@ template <class T>
 double dual_error(const T* attention, const T* gd, std::size_t n) {
     double diff = 0.0, scale = 1.0;
     for (std::size_t i = 0; i < n; ++i) {
-        diff = std::max(diff, std::abs(static_cast<double>(attention[i]) - static_cast<double>(gd[i])));
-        scale = std::max(scale, std::abs(static_cast<double>(attention[i])));
+        diff = max_or_nan(diff, std::abs(static_cast<double>(attention[i]) - static_cast<double>(gd[i])));
+        scale = max_or_nan(scale, std::abs(static_cast<double>(attention[i])));
     }
-    ICLAB_CHECK(std::isfinite(diff), "non-finite outputs in a dual check");
+    // NaN too (max_or_nan keeps it; std::max scored an all-NaN output 0): a dual check never passes on one
+    ICLAB_CHECK(std::isfinite(diff) && std::isfinite(scale), "non-finite outputs in a dual check");
     return diff / scale;
 }
 
@@ -46,10 +48,10 @@ double cancelled_size(const std::vector<T>& w0x, const std::vector<T>& x, const 
         for (std::size_t i = 0; i < m; ++i) {
             double dot = 0.0, size = 0.0;
             for (std::size_t f = 0; f < F; ++f) dot += static_cast<double>(x[i * F + f]) * phi_q[t * F + f];
-            for (std::size_t c = 0; c < width; ++c) size = std::max(size, std::abs(static_cast<double>(w0x[i * width + c])));
+            for (std::size_t c = 0; c < width; ++c) size = max_or_nan(size, std::abs(static_cast<double>(w0x[i * width + c])));
             sum += size * std::abs(dot);
         }
-        worst = std::max(worst, eta_over_m * sum);
+        worst = max_or_nan(worst, eta_over_m * sum);
     }
     return worst;
 }
@@ -57,7 +59,7 @@ double cancelled_size(const std::vector<T>& w0x, const std::vector<T>& x, const 
 template <class T>
 double output_scale(const std::vector<T>& out) {
     double scale = 1.0;
-    for (T value : out) scale = std::max(scale, std::abs(static_cast<double>(value)));
+    for (T value : out) scale = max_or_nan(scale, std::abs(static_cast<double>(value)));
     return scale;
 }
 
@@ -132,7 +134,7 @@ Thm1Result check_002_thm1(const Thm1Setting& s, Rng& rng) {
     }
     if (result.prompt_effect < 1e-3) result.err_no_half = result.err_no_w0 = -1.0;
     double w0x_size = 0.0;
-    for (T value : w0x) w0x_size = std::max(w0x_size, std::abs(static_cast<double>(value)));
+    for (T value : w0x) w0x_size = max_or_nan(w0x_size, std::abs(static_cast<double>(value)));
     // The no-W_0 control changes W_1 by (η/m) W_0 X Xᵀ: it vanishes with W_0 x_i ≈ 0 (ReLU keys of X' and X on disjoint
     // supports) and shrinks with η/m (3e-7 measured at η/m = 1e-3): it applies at η/m ≥ 1 only.
     if (w0x_size < 1e-3 || s.eta_over_m < 1.0) result.err_no_w0 = -1.0;
@@ -240,7 +242,7 @@ std::vector<std::vector<T>> algorithm1(const std::vector<DeepLayer<T>>& layers, 
             // (b) the training set of the prompt rows [0, m) and one GD step of lr m
             std::vector<T> y(m * D);
             model.predict(y.data(), phi_k.data(), m);
-            cancelled = std::max(cancelled, cancelled_size(y, phi_k, phi_q, m, rows, F, D, 1.0));  // y = W_0 x here
+            cancelled = max_or_nan(cancelled, cancelled_size(y, phi_k, phi_q, m, rows, F, D, 1.0));  // y = W_0 x here
             for (std::size_t i = 0; i < m * D; ++i) y[i] += v[i];
             ReferenceLoss loss;
             before += model.step(phi_k.data(), y.data(), m, loss, static_cast<double>(m));
@@ -252,7 +254,7 @@ std::vector<std::vector<T>> algorithm1(const std::vector<DeepLayer<T>>& layers, 
                 for (std::size_t d = 0; d < D; ++d) update[t * C + head * D + d] = out[t * D + d];
         }
         for (std::size_t i = 0; i < h.size(); ++i) h[i] += update[i];
-        result.conditioning = std::max(result.conditioning, cancelled / output_scale(h));
+        result.conditioning = max_or_nan(result.conditioning, cancelled / output_scale(h));
         result.loss_before.push_back(before);
         result.loss_after.push_back(after);
         decreased += after < before ? 1 : 0;
@@ -306,7 +308,7 @@ Alg1Result check_002_alg1(const Alg1Setting& s, Rng& rng) {
     const auto algorithm_states = algorithm1(layers, tokens, s, R, result);
     for (std::size_t l = 0; l < layers.size(); ++l) {
         result.err_layer.push_back(dual_error(model_states[l].data(), algorithm_states[l].data(), rows * C));
-        result.err_max_layer = std::max(result.err_max_layer, result.err_layer.back());
+        result.err_max_layer = max_or_nan(result.err_max_layer, result.err_layer.back());
     }
     result.err_final = result.err_layer.back();
     // Negative control (B4): the causal model is not Algorithm 1 (one W_1 for every token needs full attention).

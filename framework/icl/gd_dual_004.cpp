@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "framework/core/check.hpp"
+#include "framework/core/measure.hpp"
 #include "framework/icl/gd_dual.hpp"
 #include "framework/icl/gd_dual_detail.hpp"
 #include "framework/icl/gd_reference.hpp"
@@ -257,13 +258,13 @@ Thm1004Result dual_004(const std::vector<T>& h, const Dual004Weights<T>& weights
         std::vector<T> line(C);
         for (std::size_t c = 0; c < C; ++c)
             line[c] = trajectory[0][c] + static_cast<T>(static_cast<double>(e) / s.epochs) * (h_att[c] - trajectory[0][c]);
-        result.err_epochs = std::max(result.err_epochs, dual_error(line.data(), trajectory[e].data(), C));
+        result.err_epochs = max_or_nan(result.err_epochs, dual_error(line.data(), trajectory[e].data(), C));
     }
     for (double eta : {1e-2, 1e2}) {  // §3.3.3: η cancels between Eq. 9 and Eq. 10
         GdRun other = run;
         other.eta_loss = eta;
         other.l2_batch1 = run.l2_batch1 * s.eta_loss / eta;  // the regularizer's α/η (Eq. 13) scales with η too
-        result.err_eta = std::max(result.err_eta, dual_error(trajectory.back().data(), run_gd(dual, N, other).back().data(), C));
+        result.err_eta = max_or_nan(result.err_eta, dual_error(trajectory.back().data(), run_gd(dual, N, other).back().data(), C));
     }
     if (!s.softmax && (!reg || !reg_full)) {  // §3.3.4: one full-batch step with η_gd = η_loss (reg: Eq. 13, = Eq. 14)
         GdRun full = run;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "framework/core/check.hpp"
+#include "framework/core/measure.hpp"
 #include "framework/icl/gd_dual.hpp"
 #include "framework/icl/gd_dual_detail.hpp"
 #include "framework/icl/gd_reference.hpp"
@@ -97,7 +98,7 @@ VoResult check_vo_construct(const VoSetting& s, Rng& rng) {
     VoResult result;
     result.err_context = dual_error(out.data(), expected.data(), N * C);
     result.err_query = dual_error(out.data() + N * C, expected.data() + N * C, C);
-    result.err = std::max(result.err_context, result.err_query);
+    result.err = max_or_nan(result.err_context, result.err_query);
     double query_value = 0.0;  // (η_1/N)·2 max|W_0 x_q|: the query's value when it is wrongly among keys and values
     for (std::size_t a = 0; a < dy; ++a) query_value = std::max(query_value, 2.0 * etas[0] / N * std::abs(static_cast<double>(before[N * dy + a])));
     if (!s.w0_zero && query_value >= 1e-2) {  // C2: the query among keys and values adds its value (0, 2 W_0 x_q)·(η/N)

@@ -154,21 +154,56 @@ ClaimRule::Test rule_test_from_name(const std::string& name) {
     ICLAB_INPUT_CHECK(false, "claim rule test '" << name << "' is unknown");
 }
 
-ClaimRule ClaimRule::interval_above(double threshold) { return {Test::interval_above, threshold, kNaN, kNaN, 0}; }
-ClaimRule ClaimRule::interval_below(double threshold) { return {Test::interval_below, threshold, kNaN, kNaN, 0}; }
-ClaimRule ClaimRule::interval_within(double low, double high) { return {Test::interval_within, kNaN, low, high, 0}; }
-ClaimRule ClaimRule::count_above(double threshold, std::size_t needed) { return {Test::count_above, threshold, kNaN, kNaN, needed}; }
-ClaimRule ClaimRule::count_below(double threshold, std::size_t needed) { return {Test::count_below, threshold, kNaN, kNaN, needed}; }
-ClaimRule ClaimRule::count_at_most(double threshold, std::size_t needed) {
-    return {Test::count_at_most, threshold, kNaN, kNaN, needed};
+Fraction Fraction::of(double share) {
+    ICLAB_CHECK(share > 0.0 && share <= 1.0, "a share of the values must be in (0, 1], got " << share);
+    if (share == 1.0) return all();
+    for (std::size_t out_of = 2; out_of <= 100; ++out_of) {
+        const double needed = std::round(share * static_cast<double>(out_of));
+        if (std::abs(needed - share * static_cast<double>(out_of)) < 1e-9 * static_cast<double>(out_of))
+            return {static_cast<std::size_t>(needed), out_of};
+    }
+    ICLAB_CHECK(false, "the share " << share << " is no fraction with a denominator <= 100");
 }
 
-ClaimRule ClaimRule::count_within(double low, double high, std::size_t needed) {
-    return {Test::count_within, kNaN, low, high, needed};
+namespace {
+ClaimRule count_rule(ClaimRule::Test test, double threshold, double low, double high, Fraction share) {
+    ICLAB_CHECK(share.needed == 0 ? share.out_of == 0 : share.out_of >= share.needed,
+                "a count rule's share is needed of out_of values (needed <= out_of, or {0, 0} for every value), got "
+                    << share.needed << " of " << share.out_of);
+    if (share.needed == share.out_of) share = Fraction::all();  // 3 of 3 is every value
+    return {test, threshold, low, high, share.needed, share.out_of};
+}
+}  // namespace
+
+ClaimRule ClaimRule::interval_above(double threshold) { return {Test::interval_above, threshold, kNaN, kNaN, 0, 0}; }
+ClaimRule ClaimRule::interval_below(double threshold) { return {Test::interval_below, threshold, kNaN, kNaN, 0, 0}; }
+ClaimRule ClaimRule::interval_within(double low, double high) { return {Test::interval_within, kNaN, low, high, 0, 0}; }
+ClaimRule ClaimRule::count_above(double threshold, Fraction share) { return count_rule(Test::count_above, threshold, kNaN, kNaN, share); }
+ClaimRule ClaimRule::count_below(double threshold, Fraction share) { return count_rule(Test::count_below, threshold, kNaN, kNaN, share); }
+ClaimRule ClaimRule::count_at_most(double threshold, Fraction share) {
+    return count_rule(Test::count_at_most, threshold, kNaN, kNaN, share);
+}
+ClaimRule ClaimRule::count_within(double low, double high, Fraction share) {
+    return count_rule(Test::count_within, kNaN, low, high, share);
+}
+
+bool ClaimRule::counts() const {
+    return test != Test::interval_above && test != Test::interval_below && test != Test::interval_within;
+}
+
+std::size_t ClaimRule::needed_of(std::size_t n) const {
+    if (needed == 0) return n;
+    // ceil(n · needed / out_of) in integers, and never fewer than `needed` itself: "2/3 of the seeds" is not
+    // decided by one seed (it needs 2 of 1: inconclusive) and means 2 of 2, 2 of 3, 4 of 5, 7 of 10.
+    // out_of = 0: an absolute count (files before shares).
+    return out_of == 0 ? needed : std::max(needed, (n * needed + out_of - 1) / out_of);
 }
 
 std::string ClaimRule::text() const {
-    const std::string of = needed == 0 ? " for every value" : " in >= " + std::to_string(needed) + " values";
+    const std::string of = needed == 0  ? " for every value"
+                           : out_of == 0 ? " in >= " + std::to_string(needed) + " values"
+                                         : " in >= " + std::to_string(needed) + "/" + std::to_string(out_of) + " of the values, at least " +
+                                               std::to_string(needed);
     switch (test) {
         case Test::interval_above: return "95 % t-interval of the mean > " + number(threshold);
         case Test::interval_below: return "95 % t-interval of the mean < " + number(threshold);
@@ -182,6 +217,11 @@ std::string ClaimRule::text() const {
             return number(low) + " <= x <= " + number(high) + of;
     }
     ICLAB_CHECK(false, "unknown rule test");
+}
+
+std::string ClaimRule::text(std::size_t n) const {
+    if (!counts() || needed == 0 || out_of == 0 || n < needed) return text();  // fewer values: the note says so
+    return text() + " (here " + std::to_string(needed_of(n)) + " of " + std::to_string(n) + ")";
 }
 
 bool ClaimRule::on_claimed_side(double x) const {
@@ -226,6 +266,8 @@ void check_claim(const Claim& c) {
         ICLAB_CHECK(c.pair.arm.empty() && c.pair.first.empty() && c.pair.second.empty(), "claim " << c.id << ": arms without a pair key");
     if (c.pooling == ClaimPooling::seed_means)
         ICLAB_CHECK(c.unit == "instance" && !c.pair.paired(), "claim " << c.id << ": seed_means pooling is for unpaired claims on instances");
+    ICLAB_CHECK(c.rule.out_of == 0 ? (c.rule.counts() || c.rule.needed == 0) : c.rule.counts() && c.rule.needed > 0 && c.rule.needed < c.rule.out_of,
+                "claim " << c.id << ": a share of " << c.rule.needed << " of " << c.rule.out_of << " values");
     if (c.rule.test == ClaimRule::Test::interval_within || c.rule.test == ClaimRule::Test::count_within)
         ICLAB_CHECK(!std::isnan(c.rule.low) && !std::isnan(c.rule.high) && c.rule.low <= c.rule.high, "claim " << c.id << ": band [" << c.rule.low << ", " << c.rule.high << "] is empty");
     else
@@ -306,13 +348,24 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
         if (r.verdict == Verdict::inconclusive) r.note = "the interval straddles the rule's edge";
         return r;
     }
-    const std::size_t needed = rule.needed == 0 ? n : rule.needed;
-    if (r.on_side >= needed) {
-        r.verdict = Verdict::reproduced;
-    } else if (n < needed) {
+    const std::size_t needed = rule.needed_of(n);
+    if (n < needed) {  // fewer values than the share's own count (1 value for "2/3 of the values")
         r.note = std::to_string(n) + " values, the rule needs " + std::to_string(needed);
-    } else {
+        return r;
+    }
+    // The count decides, and must agree with the mean of the same values (claims.hpp, ClaimRule): a verdict on the
+    // other side of its own mean is inconclusive, except a failed rule for every value (one failing value fails it).
+    const bool counted = r.on_side >= needed, mean_on_side = rule.on_claimed_side(r.interval.mean);
+    const std::string counted_text = std::to_string(r.on_side) + " of " + std::to_string(n) + " values on the claimed side (" +
+                                     std::to_string(needed) + " needed)";
+    if (counted == mean_on_side) {
+        r.verdict = counted ? Verdict::reproduced : Verdict::not_reproduced;
+    } else if (!counted && needed == n) {
         r.verdict = Verdict::not_reproduced;
+        r.note = counted_text + ": the rule needs every value; their mean " + number(r.interval.mean) + " is on the claimed side";
+    } else {
+        r.note = counted_text + ", but their mean " + number(r.interval.mean) + (counted ? " is not" : " is") +
+                 ": the count and the mean disagree";
     }
     return r;
 }
@@ -321,7 +374,7 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
     std::vector<std::string> id, paper, source, kind, statement, metric, unit, rule, test, seeds_text, verdict, note, readme;
     std::vector<std::string> pair_key, pair_first, pair_second, pair_combine, pair_arm, pair_arms, pooling, selection;
     std::vector<double> paper_value, threshold, low, high, mean, ci_low, ci_high;
-    std::vector<std::int64_t> needed, n, on_side;
+    std::vector<std::int64_t> needed, needed_out_of, n, on_side;
     std::vector<std::string> v_id;
     std::vector<std::int64_t> v_unit;
     std::vector<double> v_value;
@@ -330,9 +383,10 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
         const Claim& c = r.claim;
         ICLAB_CHECK(seen.insert(c.id).second, "claim id " << c.id << " appears twice");
         id.push_back(c.id), paper.push_back(c.paper), source.push_back(c.source), kind.push_back(claim_kind_name(c.kind));
-        statement.push_back(c.statement), metric.push_back(c.metric), unit.push_back(c.unit), rule.push_back(c.rule.text());
+        statement.push_back(c.statement), metric.push_back(c.metric), unit.push_back(c.unit), rule.push_back(c.rule.text(r.values.size()));
         test.push_back(rule_test_name(c.rule.test)), threshold.push_back(c.rule.threshold), low.push_back(c.rule.low);
         high.push_back(c.rule.high), needed.push_back(static_cast<std::int64_t>(c.rule.needed)), paper_value.push_back(c.paper_value);
+        needed_out_of.push_back(static_cast<std::int64_t>(c.rule.out_of));
         readme.push_back(c.readme);
         pair_key.push_back(c.pair.key), pair_first.push_back(c.pair.first), pair_second.push_back(c.pair.second);
         pair_combine.push_back(c.pair.paired() ? combine_name(c.pair.combine) : ""), pair_arm.push_back(c.pair.arm);
@@ -354,11 +408,14 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
                      {"rule", rule}, {"unit", unit}, {"units", seeds_text}, {"n", n}, {"mean", mean}, {"ci95_low", ci_low},
                      {"ci95_high", ci_high}, {"on_claimed_side", on_side}, {"paper_value", paper_value}, {"verdict", verdict},
                      {"note", note}, {"readme", readme}, {"test", test}, {"threshold", threshold}, {"low", low}, {"high", high},
-                     {"needed", needed}, {"pair_key", pair_key}, {"pair_first", pair_first}, {"pair_second", pair_second},
+                     {"needed", needed}, {"needed_out_of", needed_out_of}, {"pair_key", pair_key}, {"pair_first", pair_first}, {"pair_second", pair_second},
                      {"pair_combine", pair_combine}, {"pair_arm", pair_arm}, {"pair_arms", pair_arms}, {"pooling", pooling}, {"selection", selection}},
                     {{"interval", "two-sided 95 % Student-t interval of the mean over the units (n >= 2)"},
                      {"verdicts", "reproduced: the declared rule holds; not reproduced: it fails; inconclusive: the rule cannot "
-                                  "decide (interval straddles its edge, too few values, a non-finite value); not run: no value at all"},
+                                  "decide (interval straddles its edge, too few values, a non-finite value, a count that disagrees "
+                                  "with the mean); not run: no value at all"},
+                     {"needed", "count rules: needed of every needed_out_of values on the claimed side, rounded up (needed 0: "
+                                "every value; needed_out_of 0: an absolute count, files before shares)"},
                      {"pairs", "pair_key set: a paired claim; this run's value is the raw value of arm pair_arm, the rule applies "
                                "to second - first (difference) or ln(second / first) (log_ratio) of one seed's two runs, or (rank_falls, arms "
                                "in pair_arms) to the exact one-sided p-value of Kendall's tau between the arms and the values of one "
@@ -381,6 +438,9 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
     const auto paper_value = doubles("paper_value"), threshold = doubles("threshold"), low = doubles("low"), high = doubles("high");
     const auto needed = reader.read_column_int64("/claims/needed");
     const std::size_t rows = id.size();
+    // absent in files written before shares: `needed` was an absolute count there
+    const auto needed_out_of = reader.has("/claims/needed_out_of") ? reader.read_column_int64("/claims/needed_out_of")
+                                                                   : std::vector<std::int64_t>(rows, 0);
     // pair columns: absent in files written before paired claims (no claim is paired there)
     const bool has_pairs = reader.has("/claims/pair_key");
     const std::vector<std::string> none(rows);
@@ -398,7 +458,7 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
         ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims columns differ in length");
     for (const auto* column : {&paper_value, &threshold, &low, &high})
         ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims columns differ in length");
-    ICLAB_INPUT_CHECK(needed.size() == rows, file << ": /claims/needed differs in length");
+    ICLAB_INPUT_CHECK(needed.size() == rows && needed_out_of.size() == rows, file << ": /claims/needed(_out_of) differs in length");
     const auto v_id = reader.read_column_string("/claim_values/id");
     const auto v_unit = reader.read_column_int64("/claim_values/unit");
     const auto v_value = reader.read_column_double("/claim_values/value");
@@ -409,8 +469,10 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
         Claim c;
         c.id = id[i], c.paper = paper[i], c.source = source[i], c.kind = claim_kind_from_name(kind[i]);
         c.statement = statement[i], c.metric = metric[i], c.unit = unit[i], c.paper_value = paper_value[i], c.readme = readme[i];
-        ICLAB_INPUT_CHECK(needed[i] >= 0, file << ": /claims/needed of " << c.id << " is negative");
-        c.rule = {rule_test_from_name(test[i]), threshold[i], low[i], high[i], static_cast<std::size_t>(needed[i])};
+        ICLAB_INPUT_CHECK(needed[i] >= 0 && needed_out_of[i] >= 0 && (needed_out_of[i] == 0 || needed[i] < needed_out_of[i]),
+                          file << ": /claims/needed of " << c.id << " is " << needed[i] << " of " << needed_out_of[i]);
+        c.rule = {rule_test_from_name(test[i]), threshold[i], low[i], high[i], static_cast<std::size_t>(needed[i]),
+                  static_cast<std::size_t>(needed_out_of[i])};
         c.pair.key = pair_key[i], c.pair.first = pair_first[i], c.pair.second = pair_second[i], c.pair.arm = pair_arm[i];
         ICLAB_INPUT_CHECK(pair_combine[i].empty() || pair_combine[i] == "difference" || pair_combine[i] == "log_ratio" ||
                               pair_combine[i] == "rank_falls",

@@ -35,30 +35,55 @@ ClaimKind claim_kind_from_name(const std::string& name);  // throws InputError n
 enum class Verdict { reproduced, not_reproduced, inconclusive, not_run };
 const char* verdict_name(Verdict verdict);
 
+// A count rule's share of the values: needed of every out_of ({2, 3}: ">= 2/3 of the values"), so that a rule
+// written for 3 seeds keeps its meaning on 5 (4 of 5, where an absolute "2" would mean "any 2"). {0, 0}: every value.
+struct Fraction {
+    std::size_t needed = 0, out_of = 0;
+    static Fraction all() { return {0, 0}; }
+    // The smallest-denominator fraction (out_of <= 100) equal to share within 1e-9 (0.8 -> 4/5); 1 -> all(). Error
+    // (iclab::Error) when share is not in (0, 1] or has no such fraction.
+    static Fraction of(double share);
+};
+
 // The decision rule over the values x_1..x_n of one claim, fixed before the run.
+//
+// A count rule is decided by the count of values on the claimed side, and a verdict must not contradict the values'
+// own mean: when the count says reproduced but the mean lies off the claimed side (2 of 3 seeds above 0 with mean
+// -0.17), or says not reproduced while the mean lies on it and the rule did not ask for every value, the verdict is
+// inconclusive and the note gives both numbers. A rule for every value (exactness over instances) stays not
+// reproduced when one value fails, whatever the mean: its note says so.
 struct ClaimRule {
     enum class Test {
         interval_above,   // t-interval wholly > threshold: reproduced; wholly <= threshold: not reproduced
         interval_below,   // t-interval wholly < threshold: reproduced; wholly >= threshold: not reproduced
         interval_within,  // t-interval inside [low, high]: reproduced; disjoint: not reproduced
-        count_above,      // x_i > threshold for >= needed values: reproduced, else not (n < needed: inconclusive)
-        count_below,      // x_i < threshold for >= needed values
-        count_at_most,    // x_i <= threshold for >= needed values (needed = 0: every value)
-        count_within,     // low <= x_i <= high for >= needed values
+        count_above,      // x_i > threshold for the needed share of the values: reproduced, else not (see above)
+        count_below,      // x_i < threshold for the needed share
+        count_at_most,    // x_i <= threshold for the needed share (Fraction::all(): every value)
+        count_within,     // low <= x_i <= high for the needed share
     };
     Test test = Test::count_at_most;
     double threshold = 0.0, low = 0.0, high = 0.0;
-    std::size_t needed = 0;  // count tests: values needed on the claimed side; 0 means all of them
+    // Count tests: the values needed on the claimed side are ceil(n · needed / out_of) of n, and at least `needed`
+    // (fewer values than that: inconclusive); needed = 0: all n.
+    // out_of = 0 with needed > 0 is an absolute count: files written before fractions only (read_claims); no
+    // declaration can make one.
+    std::size_t needed = 0, out_of = 0;
 
     static ClaimRule interval_above(double threshold);
     static ClaimRule interval_below(double threshold);
     static ClaimRule interval_within(double low, double high);
-    static ClaimRule count_above(double threshold, std::size_t needed);
-    static ClaimRule count_below(double threshold, std::size_t needed);
-    static ClaimRule count_at_most(double threshold, std::size_t needed = 0);
-    static ClaimRule count_within(double low, double high, std::size_t needed = 0);
+    static ClaimRule count_above(double threshold, Fraction share = Fraction::all());
+    static ClaimRule count_below(double threshold, Fraction share = Fraction::all());
+    static ClaimRule count_at_most(double threshold, Fraction share = Fraction::all());
+    static ClaimRule count_within(double low, double high, Fraction share = Fraction::all());
 
-    std::string text() const;  // "95 % t-interval of the mean > 0.446", "x < 0 in >= 2 values"
+    bool counts() const;                        // a count test
+    std::size_t needed_of(std::size_t n) const;  // count tests: the values needed of n
+    // "95 % t-interval of the mean > 0.446", "x < 0 in >= 2/3 of the values, at least 2"; with n (the values
+    // evaluated) a share also shows its count: "x < 0 in >= 2/3 of the values, at least 2 (here 4 of 5)".
+    std::string text() const;
+    std::string text(std::size_t n) const;
     bool on_claimed_side(double x) const;
 };
 const char* rule_test_name(ClaimRule::Test test);

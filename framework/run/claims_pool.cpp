@@ -184,7 +184,7 @@ WideTable claims_table(const std::vector<PooledClaims>& pooled) {
             }
             table.add_row({{"setting", p.setting}, {"experiment", p.experiment}, {"runs", static_cast<double>(p.runs.size())},
                            {"paper", c.paper}, {"id", c.id}, {"source", c.source}, {"kind", io::claim_kind_name(c.kind)},
-                           {"statement", r.selection.empty() ? c.statement : c.statement + " [picked on validation data: " + r.selection + "]"}, {"metric", c.metric}, {"rule", c.rule.text()}, {"unit", c.unit},
+                           {"statement", r.selection.empty() ? c.statement : c.statement + " [picked on validation data: " + r.selection + "]"}, {"metric", c.metric}, {"rule", c.rule.text(r.values.size())}, {"unit", c.unit},
                            {"units", units}, {"n", static_cast<double>(r.values.size())}, {"mean", r.interval.mean},
                            {"ci95_low", r.interval.low}, {"ci95_high", r.interval.high},
                            {"on_claimed_side", static_cast<double>(r.on_side)}, {"paper_value", c.paper_value},

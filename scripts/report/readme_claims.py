@@ -7,6 +7,10 @@ the README says in its own words which claims are not reproduced.
 
   readme_claims.py OUT/readme_blocks.json --profile quick            write the blocks
   readme_claims.py OUT/readme_blocks.json --profile quick --check    only list the READMEs whose block differs
+  --root DIR: the checkout whose experiments/*/README.md are meant (default: this script's checkout)
+
+Exit status: 0 written, or (--check) every block equals the report's; 1 (--check) a README's block differs from the
+report's (or is missing), listed on stderr; 2 bad arguments, an unreadable blocks file or broken markers.
 """
 import argparse
 import json
@@ -40,7 +44,11 @@ def main():
     parser.add_argument("blocks")
     parser.add_argument("--profile", required=True)
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--root", default=ROOT)
     args = parser.parse_args()
+    root = os.path.abspath(args.root)
+    if not os.path.isdir(os.path.join(root, "experiments")):
+        parser.error(f"--root {args.root}: no experiments/ folder there")
     if not re.fullmatch(r"[a-z0-9_]+", args.profile):
         print(f"readme_claims: bad profile name {args.profile!r}", file=sys.stderr)
         return 2
@@ -53,8 +61,8 @@ def main():
         parser.error(f"cannot read {args.blocks} (make_report.py's readme_blocks.json): {e}")
     stale = []
     for readme, block in sorted(blocks.items()):
-        path = os.path.normpath(os.path.join(ROOT, readme))
-        if not path.startswith(os.path.join(ROOT, "experiments") + os.sep) or not os.path.isfile(path):
+        path = os.path.normpath(os.path.join(root, readme))
+        if not path.startswith(os.path.join(root, "experiments") + os.sep) or not os.path.isfile(path):
             print(f"readme_claims: no experiment README {readme}; skipped", file=sys.stderr)
             continue
         with open(path) as f:
@@ -71,7 +79,7 @@ def main():
             atomic_write_text(path, new)  # a unique name beside the README, renamed over it
     verb = "differ from the report" if args.check else "updated"
     print(f"readme_claims: {len(blocks)} READMEs, {len(stale)} {verb}" + (": " + ", ".join(stale) if stale else ""), file=sys.stderr)
-    return 0
+    return 1 if args.check and stale else 0  # a README that shows other claims than the page fails the check
 
 
 if __name__ == "__main__":

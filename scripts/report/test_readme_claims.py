@@ -1,5 +1,6 @@
 """ctest report_readme_claims: a README's generated claims block is appended once, replaced in place on the next
-report (text around it kept), per profile; broken markers are refused; the block lists the not-reproduced claims.
+report (text around it kept), per profile; broken markers are refused; the block lists the not-reproduced claims;
+`readme_claims.py --check` exits 1 when a README's block differs from the report's (missing or hand-edited), 0 once written.
 The claims tables (README block, page, HTML) show the per-seed values and, for count rules, k/n on the claimed side
 as `iclab claims` wrote them, and count the not-run claims apart."""
 import os
@@ -59,4 +60,36 @@ assert "| 0,1,2 | 0.412, 1.2, -2.4 | 2/3 | -0.2627 [-4.8, 4.3] |  | reproduced |
 assert "| **not run** |" in page, page
 table = claims_html([sign, never], "file:///x/")
 assert '<td class="l">0.412, 1.2, -2.4</td><td class="l">2/3</td>' in table and '<td class="na">not run</td>' in table, table
-print("readme_claims: blocks appended, replaced, refused and built as stated")
+
+# --check exits 1 when a README's block differs from the report's (a hand edit, or a stale block), 0 once written
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+
+script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "readme_claims.py")
+with tempfile.TemporaryDirectory() as root:
+    os.makedirs(os.path.join(root, "experiments", "x"))
+    readme_path = os.path.join(root, "experiments", "x", "README.md")
+    with open(readme_path, "w") as f:
+        f.write("# x\n")
+    blocks_path = os.path.join(root, "blocks.json")
+    with open(blocks_path, "w") as f:
+        json.dump({"experiments/x/README.md": "| a | reproduced |"}, f)
+
+    def run(*extra):
+        return subprocess.run([sys.executable, script, blocks_path, "--profile", "quick", "--root", root, *extra],
+                              capture_output=True, text=True)
+
+    missing = run("--check")  # no block yet
+    assert missing.returncode == 1 and "1 differ from the report: experiments/x/README.md" in missing.stderr, missing
+    assert open(readme_path).read() == "# x\n"  # --check writes nothing
+    assert run().returncode == 0 and run("--check").returncode == 0  # written: the check passes
+    with open(readme_path) as f:
+        written = f.read()
+    with open(readme_path, "w") as f:
+        f.write(written.replace("| a | reproduced |", "| a | **not reproduced** |"))  # a hand-edited verdict
+    edited = run("--check")
+    assert edited.returncode == 1 and "experiments/x/README.md" in edited.stderr, edited
+    assert run("--check", "--root", os.path.join(root, "nowhere")).returncode == 2
+
+print("readme_claims: blocks appended, replaced, refused and built as stated; --check fails on a block that differs")
