@@ -159,11 +159,28 @@ def write_folder(folder, config, tensors, dtype="F32", prefix="", extra=(), head
         json.dump(config, f)
     named = [(prefix + k if k != "lm_head.weight" else k, v) for k, v in tensors.items()] + list(extra)
     write_safetensors(os.path.join(folder, "model.safetensors"), named, dtype, header_edit, {"format": "pt"})
-    if tokenizer:  # stand-ins: import copies them, it does not parse them (the Bpe loader does)
+    if tokenizer:  # a small valid byte-level tokenizer: import parses the files with the loader before copying them
         with open(os.path.join(folder, "vocab.json"), "w") as f:
-            json.dump({"a": 0, "b": 1}, f)
+            json.dump(byte_level_vocab(), f)
         with open(os.path.join(folder, "merges.txt"), "w") as f:
             f.write("#version: 0.2\na b\n")
+
+
+def byte_level_vocab():
+    """GPT-2's byte-to-character map (printable bytes stand for themselves, the others shifted past 255), one token per
+    byte, the merge 'a b' as token 256 and <|endoftext|> as 257."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    chars, shift = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + shift)
+            shift += 1
+    vocab = {chars[b]: b for b in range(256)}
+    vocab["ab"] = 256
+    vocab["<|endoftext|>"] = 257
+    return vocab
 
 
 def iclab_logits(run, tokens, out):
