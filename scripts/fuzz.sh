@@ -25,7 +25,7 @@ integer_in FUZZ_TIMEOUT "${FUZZ_TIMEOUT:-10}" 1 999999999
 apt_ensure "fuzz setup" clang libyaml-cpp-dev libhdf5-dev
 out=build-fuzz; mkdir -p "$out"
 hdf5_flags=$(pkg-config --cflags --libs hdf5-serial 2>/dev/null || echo "-I/usr/include/hdf5/serial -L/usr/lib/x86_64-linux-gnu/hdf5/serial -lhdf5")
-common=(-std=c++17 -O2 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)
+common=(-std=c++17 -O2 -g -ffp-contract=off -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.)  # contraction off as in CMakeLists.txt
 # Every HDF5 file is read through io::ResultsReader, which checks it in a child process first (framework/io/hdf5_guard.hpp).
 hdf5_reader=(framework/io/results_reader.cpp framework/io/results_table.cpp framework/io/results_writer.cpp framework/io/results_walk.cpp framework/io/hdf5_guard.cpp
              framework/core/measure.cpp)

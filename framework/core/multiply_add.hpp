@@ -1,9 +1,9 @@
 #pragma once
-// a·b + c rounded as the target fixes it: once (std::fma) where it has FMA instructions, twice where it has none (there
-// the compiler cannot contract either). Never left to -ffp-contract: the compiler may contract one inlined copy of a
-// loop and not another, and then the same product gave other bits when inlined into the attention than through
-// gemm.hpp's cells (found on this CPU with the epilogue's alpha·acc + beta·y). Used where bits must not depend on the
-// build: the blocked GEMM kernel (framework/nn/small_gemm.hpp) and the dense solver (framework/core/dense_linalg.cpp).
+// a·b + c rounded as the target fixes it: once (std::fma) where it has FMA instructions (every x86-64 build iclab supports,
+// x86-64-v3 and up), twice where it has none. The project compiles with -ffp-contract=off (CMakeLists.txt): a fused
+// multiply-add is meant exactly where this is written (the GEMM kernel small_gemm.hpp, the attention kernels'
+// axpy/dot/combine_rows, the float exp's polynomial in vector_math.hpp, dense_linalg.cpp); left to contraction, GCC fused
+// or not per -march/-mtune, and per inlined copy of a loop (docs/configs.md, "Bits across builds").
 #include <cmath>
 
 namespace iclab {

@@ -1,21 +1,24 @@
 #pragma once
 // Inner loops shared by the two forms of causal linearized attention (linear_attention.cpp, the masked
 // quadratic form of Eq. 13, and linear_attention_recurrent.cpp, the state form of Eq. 19). Internal to
-// framework/nn. All loops are contiguous; none reorders a float sum in a way that depends on threads.
+// framework/nn. All loops are contiguous; none reorders a float sum in a way that depends on threads. Their
+// multiply-accumulate steps are fused multiply-adds written out (iclab::multiply_add), as in the GEMM kernel
+// (small_gemm.hpp): the same bits on every FMA build (the project compiles with -ffp-contract=off).
 #include <algorithm>
 #include <cstddef>
 #include <vector>
 
-#include "framework/core/profile.hpp"
 #include "framework/core/check.hpp"
+#include "framework/core/multiply_add.hpp"
+#include "framework/core/profile.hpp"
 #include "framework/nn/linear_attention.hpp"
 
 namespace iclab::nn::kernels {
 
-// y (n) += alpha x (n): no reduction, so the compiler vectorizes it.
+// y (n) += alpha x (n), one fused multiply-add per element: no reduction, so the compiler vectorizes it.
 template <class T>
 inline void axpy(T* y, T alpha, const T* x, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+    for (std::size_t i = 0; i < n; ++i) y[i] = multiply_add(alpha, x[i], y[i]);
 }
 
 // Σ a_i b_i in kLanes interleaved partial sums, added in a fixed order at the end. A plain float
@@ -26,9 +29,9 @@ inline T dot_lanes(const T* a, const T* b, std::size_t n) {
     T lane[kLanes] = {};
     std::size_t i = 0;
     for (; i + kLanes <= n; i += kLanes)
-        for (std::size_t k = 0; k < kLanes; ++k) lane[k] += a[i + k] * b[i + k];
+        for (std::size_t k = 0; k < kLanes; ++k) lane[k] = multiply_add(a[i + k], b[i + k], lane[k]);
     T sum = T(0);
-    for (; i < n; ++i) sum += a[i] * b[i];
+    for (; i < n; ++i) sum = multiply_add(a[i], b[i], sum);
     for (std::size_t k = 0; k < kLanes; ++k) sum += lane[k];
     return sum;
 }
@@ -43,12 +46,12 @@ inline void combine_rows(T* out, const T* coeff, const T* rows, std::size_t coun
     for (; c + kBlock <= n; c += kBlock) {
         T acc[kBlock] = {};
         for (std::size_t r = 0; r < count; ++r)
-            for (std::size_t k = 0; k < kBlock; ++k) acc[k] += coeff[r] * rows[r * stride + c + k];
+            for (std::size_t k = 0; k < kBlock; ++k) acc[k] = multiply_add(coeff[r], rows[r * stride + c + k], acc[k]);
         for (std::size_t k = 0; k < kBlock; ++k) out[c + k] = acc[k];
     }
     for (; c < n; ++c) {
         T sum = T(0);
-        for (std::size_t r = 0; r < count; ++r) sum += coeff[r] * rows[r * stride + c];
+        for (std::size_t r = 0; r < count; ++r) sum = multiply_add(coeff[r], rows[r * stride + c], sum);
         out[c] = sum;
     }
 }
