@@ -21,6 +21,7 @@ Exit status: 0; 1 when --compare or --check finds a difference; 2 for bad argume
 """
 import hashlib
 import os
+import signal
 import sys
 
 import h5py
@@ -170,7 +171,7 @@ def compare_paths(path_a, path_b):
     """Lines describing every difference between two paths' entries (empty when equal), first difference first."""
     a, b = path_entries(path_a, keep_values=True), path_entries(path_b, keep_values=True)
     lines = []
-    for name in sorted(set(a) | set(b)):
+    for name in sorted(set(a) | set(b), key=report_order):
         if name not in b or name not in a:
             lines.append(f"{name}: only in {path_a if name in a else path_b}")
         elif a[name].key() != b[name].key():
@@ -230,13 +231,21 @@ def describe(name, committed, computed):
     return f"{name} ({a.dtype} {a.shape}): committed {a.digest}, computed {b.digest}"
 
 
+def report_order(name):
+    """The order differences are named in: results.h5 (what a run publishes) before the other files (a checkpoint
+    repeats its parameters), then by name; the exit statuses of the commands last."""
+    file = name.split(":", 1)[0]
+    return (name.startswith("command "), file != "results.h5", name)
+
+
 def differences(committed, computed, family, file):
     """None when (fingerprint, entries) `computed` equals `committed`; else one message naming the first entry (in
-    name order: file, then dataset) that differs and how many do."""
+    report_order) that differs and how many do."""
     (old_fingerprint, old), (fingerprint, new) = committed, computed
     if old_fingerprint == fingerprint:
         return None
-    differing = [n for n in sorted(set(old) | set(new)) if n not in old or n not in new or old[n].key() != new[n].key()]
+    differing = [n for n in sorted(set(old) | set(new), key=report_order)
+                 if n not in old or n not in new or old[n].key() != new[n].key()]
     message = (f"{family}: {len(differing)} of {len(old)} datasets and attributes differ from {file}; "
                f"first {describe(differing[0], old, new)}")
     if len(differing) > 1:
@@ -245,6 +254,7 @@ def differences(committed, computed, family, file):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the listing quietly
     args = sys.argv[1:]
     if any(a in ("-h", "--help") for a in args):
         print(__doc__)
