@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Short runs of every experiment family, fingerprinted and compared bit for bit with the committed fingerprints
-(issue 46; ctest `fingerprints`; docs/testing.md#fingerprints). Called through scripts/fingerprints.sh:
+(issue 46; ctest `fingerprints`; docs/testing.md, Fingerprints). Called through scripts/fingerprints.sh:
 
-    scripts/fingerprints.sh [--build DIR] [--only FAMILY,...] [--work DIR] [--runs FILE] [--file FILE]
+    scripts/fingerprints.sh [--build DIR] [--only FAMILY,...] [--work DIR] [--reference DIR] [--runs FILE] [--file FILE]
     scripts/fingerprints.sh --update [...]     rewrite FILE with this build's fingerprints (the one way to change it)
 
 --build: the build folder holding iclab (default build). --runs: the families and their commands (default
