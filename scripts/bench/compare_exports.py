@@ -30,10 +30,12 @@ IGNORED_ATTRS = {"created_utc", "git_commit", "git_dirty", "simd"}
 # --results: a run's clock readings (wall times, rates) and the host it ran on differ from run to run by nature.
 # A dataset or attribute is a clock reading when one of the words of its name (split at "_") is a unit of time or a
 # rate or size of the moment: elapsed_s, init_s_fp32, conversion_ms_per_prompt, iclaa_seconds, peak_rss_gib, speedup.
-# A checkpoint's trainer_state_checksum covers its elapsed time; omp_threads is the launcher's choice on a loaded
-# machine (results do not depend on it: tests/test_threads*). Claims on timings (their metric names a time or a
-# speedup, e.g. 000-7 "adapter is faster") are left out row by row from claims/* and claim_values/*.
-TIMING_ATTRS = {"start_time", "end_time", "written_time", "hostname", "compiler", "omp_threads", "trainer_state_checksum"}
+# A checkpoint's trainer_state_checksum covers its elapsed time; omp_threads and blas_threads are the launcher's
+# choice on a loaded machine (results do not depend on them: tests/test_threads*). Claims on timings (their metric
+# names a time or a speedup, e.g. 000-7 "adapter is faster") are left out row by row from claims/* and claim_values/*.
+# scripts/fingerprints/fingerprint.py hashes results under this same rule.
+TIMING_ATTRS = {"start_time", "end_time", "written_time", "hostname", "compiler", "omp_threads", "blas_threads",
+                "trainer_state_checksum"}
 TIMING_WORDS = {"s", "ms", "seconds", "elapsed", "wall", "time", "speedup", "rss", "gib", "gflops", "gflop"}
 TIMING_CLAIM = re.compile(r"\b(time|times|seconds|speedup|faster)\b")
 
