@@ -35,17 +35,6 @@ fs::path resolved(const fs::path& path) {
     return error ? absolute.lexically_normal() : real;
 }
 
-// True when `inner` is `outer` or lies below it (both resolved, component by component).
-bool within(const fs::path& inner, const fs::path& outer) {
-    auto o = outer.begin();
-    auto i = inner.begin();
-    for (; o != outer.end(); ++o, ++i) {
-        if (o->empty() && std::next(o) == outer.end()) break;  // a trailing separator
-        if (i == inner.end() || *i != *o) return false;
-    }
-    return true;
-}
-
 std::string kind_name(OutputKind kind) { return kind == OutputKind::file ? "file" : "folder"; }
 
 bool has_control_character(const std::string& text) {
@@ -95,6 +84,16 @@ void probe_writable(const fs::path& folder, const fs::path& shown, const std::st
 
 }  // namespace
 
+bool path_within(const fs::path& inner, const fs::path& outer) {
+    auto o = outer.begin();
+    auto i = inner.begin();
+    for (; o != outer.end(); ++o, ++i) {
+        if (o->empty() && std::next(o) == outer.end()) break;  // a trailing separator
+        if (i == inner.end() || *i != *o) return false;
+    }
+    return true;
+}
+
 fs::path staging_name(const fs::path& target, const std::string& tag) {
     static std::mt19937_64 names{std::random_device{}()};
     return target.parent_path() / ("." + target.filename().string() + ".iclab-" + tag + "." + std::to_string(::getpid()) + "." +
@@ -135,15 +134,15 @@ OutputTarget check_output(const fs::path& requested, OutputKind kind, bool overw
 
     // Never the working directory, one of its parents, an input, inside an input or around one.
     const fs::path cwd = resolved(fs::current_path(error));
-    ICLAB_INPUT_CHECK(error || !within(cwd, target.path),
+    ICLAB_INPUT_CHECK(error || !path_within(cwd, target.path),
                       flag << " " << shown << " is the working directory or one of its parents: refused");
     for (const fs::path& input : inputs) {
         if (input.empty()) continue;
         const fs::path in = resolved(input);
         ICLAB_INPUT_CHECK(in != target.path, flag << " " << shown << " is an input of the command (" << input.string() << "): refused");
-        ICLAB_INPUT_CHECK(!within(target.path, in),
+        ICLAB_INPUT_CHECK(!path_within(target.path, in),
                           flag << " " << shown << " lies inside an input of the command (" << input.string() << "): refused");
-        ICLAB_INPUT_CHECK(!within(in, target.path),
+        ICLAB_INPUT_CHECK(!path_within(in, target.path),
                           flag << " " << shown << " contains an input of the command (" << input.string() << "): refused");
     }
 

@@ -35,6 +35,9 @@ OutputTarget check_output(const std::filesystem::path& requested, OutputKind kin
 void check_output_file(const std::filesystem::path& path, bool overwrite, const std::string& flag,
                        const std::vector<std::filesystem::path>& inputs = {});
 
+// True when `inner` is `outer` or lies below it, compared component by component (both resolved by the caller).
+bool path_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
+
 // True when the two paths name the same file (after resolving '.', '..' and symbolic links of the existing parts).
 bool same_output_file(const std::filesystem::path& a, const std::filesystem::path& b);
 

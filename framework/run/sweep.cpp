@@ -34,13 +34,7 @@ void check_sweep_folder(const fs::path& dir, const SweepSpec& spec) {
     const fs::path resolved = fs::weakly_canonical(fs::absolute(dir));
     for (const fs::path& input : inputs) {
         const fs::path in = fs::weakly_canonical(fs::absolute(input));
-        const auto within = [](const fs::path& inner, const fs::path& outer) {
-            auto i = inner.begin();
-            for (auto o = outer.begin(); o != outer.end(); ++o, ++i)
-                if (i == inner.end() || *i != *o) return false;
-            return true;
-        };
-        ICLAB_INPUT_CHECK(!within(resolved, in) && !within(in, resolved),
+        ICLAB_INPUT_CHECK(!io::path_within(resolved, in) && !io::path_within(in, resolved),
                           "the sweep folder " << dir.string() << " is, contains or lies inside an input of the sweep (" << input.string()
                                               << "): set output.dir elsewhere");
     }

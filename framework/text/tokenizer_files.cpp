@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "framework/core/check.hpp"
+#include "framework/io/output_path.hpp"
 #include "framework/text/bpe.hpp"
 
 namespace iclab::text {
@@ -17,14 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// True when `inner` is `outer` or lies below it (both canonical).
-bool inside(const fs::path& inner, const fs::path& outer) {
-    auto i = inner.begin();
-    for (auto o = outer.begin(); o != outer.end(); ++o, ++i)
-        if (i == inner.end() || *i != *o) return false;
-    return true;
-}
-
 std::string read_untrusted(const fs::path& dir, const std::string& name, const std::string& who) {
     const fs::path path = dir / name;
     std::error_code error;
@@ -32,7 +25,7 @@ std::string read_untrusted(const fs::path& dir, const std::string& name, const s
     if (fs::is_symlink(fs::symlink_status(path, error))) {
         const fs::path real = fs::canonical(path, error), folder = fs::canonical(dir);
         ICLAB_INPUT_CHECK(!error, who << ": " << path.string() << " is a symbolic link that cannot be followed (" << error.message() << ")");
-        ICLAB_INPUT_CHECK(inside(real, folder), who << ": " << path.string() << " is a symbolic link out of its folder (to "
+        ICLAB_INPUT_CHECK(io::path_within(real, folder), who << ": " << path.string() << " is a symbolic link out of its folder (to "
                                                     << real.string() << "): refused");
     }
     const int descriptor = ::open(fs::canonical(path, error).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
