@@ -162,8 +162,44 @@ def run_family(opts, work, family, commands):
     return entries
 
 
+def machine_class():
+    """The CPU (vendor, family, model, vector set) and the compiler the fingerprints are compared on: one line."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("vendor_id", "cpu family", "model", "model name", "flags") and key not in fields:
+                    fields[key] = value.strip()
+    except OSError:
+        pass
+    flags = fields.get("flags", "").split()
+    simd = "AVX-512" if "avx512f" in flags else "AVX2+FMA" if "avx2" in flags and "fma" in flags else "other"
+    compiler = subprocess.run(["c++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    return (f"cpu {fields.get('vendor_id', '?')} family {fields.get('cpu family', '?')} model {fields.get('model', '?')} "
+            f"({fields.get('model name', '?')}), {simd}; compiler {compiler[0] if compiler else '?'}")
+
+
+def machine_file(fingerprints_file):
+    return os.path.splitext(fingerprints_file)[0] + "_machine.txt"
+
+
 def main():
     opts = parse_args(sys.argv[1:])
+    # Bits are pinned across CPUs (issue 46: contraction off, multiply-adds written out, libm's variants tested), but
+    # until a build for x86-64-v3 has been shown equal to the native build on every family (scripts/test.sh
+    # --x86-64-v3), the committed fingerprints are compared only on the machine class that made them: elsewhere the
+    # check is skipped (exit 77), saying so, rather than failing on a CPU nobody compared.
+    here = machine_class()
+    made_on_path = machine_file(opts["file"])
+    if not opts["update"] and os.path.isfile(made_on_path) and os.environ.get("ICLAB_FINGERPRINTS_ANY_CPU") != "1":
+        with open(made_on_path) as f:
+            made_on = f.read().strip()
+        if made_on != here:
+            print(f"fingerprints: skipped: {opts['file']} was made on [{made_on}], this is [{here}]; "
+                  "ICLAB_FINGERPRINTS_ANY_CPU=1 compares anyway", file=sys.stderr)
+            sys.exit(77)
     runs = read_runs(opts["runs"])
     chosen = needed(runs, opts["only"])
     committed = read_fingerprints(opts["file"], USAGE) if os.path.isfile(opts["file"]) else {}
@@ -193,6 +229,7 @@ def main():
         merged.update(computed)
         ordered = {name: merged[name] for name, _ in runs if name in merged}
         atomic_write_text(opts["file"], format_fingerprints(ordered))
+        atomic_write_text(made_on_path, here + "\n")
         print(f"fingerprints: wrote {opts['file']} ({len(ordered)} families)")
         if made_temporary:
             shutil.rmtree(work, ignore_errors=True)
