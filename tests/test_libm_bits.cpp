@@ -14,9 +14,9 @@
 // this test fails there). A failure means another libm (another glibc version, another C library, a CPU without AVX2+FMA):
 // results will not re-run bit for bit. Regenerate the table for a new toolchain with ICLAB_PRINT_LIBM_BITS=1 (prints every
 // row with this machine's bits), and say so in docs/configs.md: every published number then needs a re-run.
-// expf and logf: no input found where glibc's variants differ (logf: every float compared; expf: see its rows), so their
-// rows pin the implementation only. exp_vectorizable's rows are inputs where its fused multiply-adds matter (an
-// unfused build gives the bits in the comment).
+// expf and logf (every float compared): the two variants of expf differ on exactly two of the 2^32 floats, both rows here;
+// logf's on none, so its rows pin the implementation only. exp_vectorizable's rows are inputs where its fused
+// multiply-adds matter (an unfused build gives the bits in the comment).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -106,6 +106,8 @@ const FloatRow kFloatRows[] = {
     {"expf", 0x1.4p+4f, 0x4de75844u},
     {"expf", 0x1.6b2c4ep-3f, 0x3f98d5d6u},
     {"expf", -0x1.3f8a2p+4f, 0x3111c6dbu},
+    {"expf", 0x1.04845ep+5f, 0x56fc9f1cu},   // SSE2 variant: 0x56fc9f1b
+    {"expf", -0x1.f8cbb2p+5f, 0x11fa2993u},  // SSE2 variant: 0x11fa2992
     {"logf", 0x1.333334p-2f, 0xbf9a1bc8u},
     {"logf", 0x1.0c6f7ap-20f, 0xc15d0c55u},
     {"logf", 0x1.ap+5f, 0x407ce12du},

@@ -259,7 +259,7 @@ inline void normalizer_backward(T* d_phi_q, T* d_phi_k, T* d_bd, const T* d_den,
         const T* pq = phi_q + i * F;
         T* dq = d_phi_q + i * F;
         for (std::size_t f = 0; f < F; ++f) dq[f] = T(0) + g * ks[f];
-        for (std::size_t f = 0; f < F; ++f) d_bd[f] += g * pq[f];
+        axpy(d_bd, g, pq, F);  // d b_D += d_den_i φq_i (one fused multiply-add per element, as every axpy)
         if (visible > 0) {
             T* bucket = buckets.data() + (visible - 1) * F;
             if (visible > started) {  // its first term; the buckets in between receive none (zeros)
