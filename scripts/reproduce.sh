@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every experiment that reproduces a paper claim, then the report. A profile is the sweep file
 # configs/reproduce/<profile>.yaml (one run per config) and, when present, configs/reproduce/<profile>_*.yaml
-# (the claims on trained models, over >= 3 training seeds; paper 003 Part B's paired grids); finished runs are skipped. Then the report
+# (the claims on trained models, over >= 5 training seeds; paper 003 Part B's paired grids), all run as one queue, longest
+# estimated job first, with progress and an ETA for the whole profile; finished runs are skipped. Then the report
 # (results/report/index.html: one claims table per paper at the top, pooled over seeds by `iclab claims`) and the
 # page docs/reproduction.md (docs/reproduction_<profile>.md for other profiles): claims, verdicts, wall times,
 # commit, CPU, and in each experiment README the block of the claims it explains (scripts/report/readme_claims.py).
@@ -44,7 +45,7 @@ done
 [[ "$jobs" =~ ^[1-9][0-9]{0,3}$ ]] || bad_usage "--jobs must be an integer in [1, 9999], not '$jobs'"
 [ -f "configs/reproduce/$profile.yaml" ] || bad_usage "no profile $profile (configs/reproduce/*.yaml)"
 iclab=${ICLAB:-build/iclab}
-setup() { [ -n "${ICLAB:-}" ] || scripts/setup.sh; }
+setup() { [ -n "${ICLAB:-}" ] || TARGETS=iclab scripts/setup.sh; }
 page=docs/reproduction.md
 [ "$profile" = quick ] || page=docs/reproduction_$profile.md
 if [ "$check" -eq 1 ] && [ ! -f "$page" ]; then echo "reproduce: --check needs the committed $page" >&2; exit 2; fi
@@ -106,9 +107,9 @@ part=0
 finished=0; total=0
 listings=results/report/unfinished  # each part's --dry-run listing: the partial page lists the jobs not finished
 rm -rf "$listings"
-for file in "${files[@]}"; do
-  part=$((part + 1))
-  if [ "$report_only" -eq 1 ]; then
+if [ "$report_only" -eq 1 ]; then
+  for file in "${files[@]}"; do
+    part=$((part + 1))
     listing=$("$iclab" sweep "$file" --dry-run 2>/dev/null)
     finished=$((finished + $(grep -c '^finished ' <<<"$listing" || true)))
     total=$((total + $(grep -c -E '^(finished|pending|interrupted|stale|running) ' <<<"$listing" || true)))
@@ -116,13 +117,20 @@ for file in "${files[@]}"; do
     printf '%s\n%s\n' "$file" "$listing" > "$listings/$(printf '%02d' "$part").listing"
     sweep=$(tail -n 1 <<<"$listing")
     [ -d "$sweep" ] && sweeps+=("$sweep")
-    continue
-  fi
-  echo "reproduce: part $part of ${#files[@]}: $file ($("$iclab" sweep "$file" --dry-run | grep -c pending || true) runs pending), --jobs $jobs" >&2
-  sweep=$("$iclab" sweep "$file" --jobs "$jobs" | tail -n 1) || status=$?
-  [ -d "$sweep" ] || { echo "reproduce: the sweep $file did not start (exit $status)" >&2; exit "$status"; }
-  sweeps+=("$sweep")
-done
+  done
+else
+  # Every part in one queue, longest estimated job first (iclab sweep A.yaml B.yaml ...): a long job of one part
+  # never holds up the others while a core idles; the progress lines and the ETA cover the whole profile.
+  echo "reproduce: ${#files[@]} parts of profile $profile in one queue, --jobs $jobs: ${files[*]}" >&2
+  folders=$(mktemp)
+  "$iclab" sweep "${files[@]}" --jobs "$jobs" > "$folders" || status=$?
+  mapfile -t sweeps < <(tail -n "${#files[@]}" "$folders")
+  rm -f "$folders"
+  started=1
+  [ "${#sweeps[@]}" -eq "${#files[@]}" ] || started=0
+  for sweep in "${sweeps[@]}"; do [ -d "$sweep" ] || started=0; done
+  [ "$started" -eq 1 ] || { echo "reproduce: the profile's sweeps did not start (exit $status)" >&2; exit "$status"; }
+fi
 title="iclab reproduction: profile $profile, commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (dirty)')"
 if [ "$report_only" -eq 1 ]; then
   [ "${#sweeps[@]}" -gt 0 ] || { echo "reproduce: --report-only: no run of profile $profile has started" >&2; exit 1; }

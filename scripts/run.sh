@@ -10,7 +10,7 @@ usage="usage: [ICLAB_CONFIG=CONFIG.yaml] scripts/run.sh [key=value ...] [iclab r
 config="${ICLAB_CONFIG:-configs/quick/induction_head.yaml}"
 case "${1:-}" in -h|--help) echo "$usage"; exit 0 ;; esac
 [ -f "$config" ] || usage_error "ICLAB_CONFIG: no config file '$config'"
-scripts/setup.sh
+TARGETS=iclab scripts/setup.sh   # only what the run needs: the tool, not the tests
 start=$(date +%s)
 stdout_copy=$(mktemp)
 trap 'rm -f "$stdout_copy"' EXIT

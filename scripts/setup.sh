@@ -3,14 +3,20 @@
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 #   scripts/setup.sh            set up + build
 #   BUILD_DIR=build-asan CMAKE_ARGS="-DICLAB_SANITIZE=ON -DICLAB_NATIVE=OFF" scripts/setup.sh   sanitizer build
+#   TARGETS=iclab scripts/setup.sh   only the command-line tool (scripts/run.sh, scripts/reproduce.sh: not the tests)
 # Takes no arguments (exit 2 with a usage line otherwise); JOBS (default: the cores) is an integer >= 1. Exit 1 when
 # a package cannot be installed or the build fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/args.sh
-usage='usage: [BUILD_DIR=DIR] [CMAKE_ARGS="..."] [JOBS=N] scripts/setup.sh'
+usage='usage: [BUILD_DIR=DIR] [CMAKE_ARGS="..."] [JOBS=N] [TARGETS="t1 t2"] scripts/setup.sh'
 no_arguments "$@"
 integer_in JOBS "${JOBS:-1}" 1 4096
+targets=()
+for target in ${TARGETS:-}; do
+  [[ "$target" =~ ^[A-Za-z0-9_.+-]+$ ]] || usage_error "TARGETS: bad target name '$target'"
+  targets+=(--target "$target")
+done
 
 . scripts/lib/apt_ensure.sh
 apt_ensure setup g++ cmake make pkg-config git \
@@ -21,5 +27,5 @@ build_dir="${BUILD_DIR:-build}"
 jobs="${JOBS:-$(nproc)}"
 # shellcheck disable=SC2086
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null
-cmake --build "$build_dir" -j "$jobs" >&2
+cmake --build "$build_dir" -j "$jobs" "${targets[@]}" >&2
 echo "setup: built $build_dir/iclab" >&2

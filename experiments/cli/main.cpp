@@ -61,8 +61,8 @@ cli::LaunchOptions launch_options(const po::variables_map& vm) {
 }
 
 int command_sweep(const std::vector<std::string>& args) {
-    po::options_description flags("usage: iclab sweep SWEEP.yaml [options]\noptions");
-    flags.add_options()("threads", po::value<int>()->default_value(0), "compute threads per job (0: cores / jobs)")(
+    po::options_description flags("usage: iclab sweep SWEEP.yaml [MORE.yaml ...] [options]  (several: one queue, longest job first)\noptions");
+    flags.add_options()("threads", po::value<int>()->default_value(0), "compute threads per job (0: the file's, else cores / jobs)")(
         "dry-run", "plan the sweep and list every job's state (with --launcher slurm: write the script, do not submit)")(
         "quiet", "no progress lines")("help,h", "this help");
     add_sweep_flags(flags);
@@ -72,13 +72,19 @@ int command_sweep(const std::vector<std::string>& args) {
         return 0;
     }
     const std::vector<std::string> rest = positional_arguments(vm);
-    ICLAB_INPUT_CHECK(rest.size() == 1, "iclab sweep: give one SWEEP.yaml\n" << flags);
-    run::SweepFile file = run::load_sweep_file(rest.front());
-    if (vm.count("name")) file.spec.name = vm["name"].as<std::string>();
+    ICLAB_INPUT_CHECK(!rest.empty(), "iclab sweep: give one or more SWEEP.yaml\n" << flags);
+    ICLAB_INPUT_CHECK(rest.size() == 1 || !vm.count("name"), "iclab sweep: --name names one sweep; give one SWEEP.yaml with it");
     cli::LaunchOptions options = launch_options(vm);
-    if (vm["jobs"].defaulted() && file.jobs > 0) options.jobs = file.jobs;
-    if (vm["threads"].defaulted() && file.threads > 0) options.threads = file.threads;
-    return cli::launch_sweep(file.spec, options);
+    std::vector<cli::SweepPart> parts;
+    int file_jobs = 0;
+    for (const std::string& path : rest) {  // every file loaded (exit 2 naming it) before any is planned
+        run::SweepFile file = run::load_sweep_file(path);
+        if (vm.count("name")) file.spec.name = vm["name"].as<std::string>();
+        if (file_jobs == 0) file_jobs = file.jobs;
+        parts.push_back({file.spec, vm["threads"].defaulted() ? file.threads : options.threads});
+    }
+    if (vm["jobs"].defaulted() && file_jobs > 0) options.jobs = file_jobs;  // the first file that sets jobs
+    return cli::launch_sweeps(parts, options);
 }
 
 int command_sweep_job(const std::vector<std::string>& args) {

@@ -177,55 +177,77 @@ double sweep_eta_seconds(const EtaInput& in) {
 }
 
 std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options) {
-    std::deque<const SweepJob*> queue, elsewhere;
-    std::size_t skipped = 0;
-    for (const auto& job : sweep.jobs) {
-        if (job_state(sweep, job) == JobState::finished) ++skipped;
-        else queue.push_back(&job);
+    return run_local_pool(std::vector<PoolSweep>{{&sweep, options.threads}}, options);
+}
+
+std::size_t run_local_pool(const std::vector<PoolSweep>& sweeps, const LocalPoolOptions& options) {
+    struct Queued {
+        const Sweep* sweep;
+        const SweepJob* job;
+        int threads;
+    };
+    std::vector<Queued> pending;
+    std::size_t skipped = 0, planned = 0;
+    for (const PoolSweep& part : sweeps) {
+        planned += part.sweep->jobs.size();
+        for (const auto& job : part.sweep->jobs) {
+            if (job_state(*part.sweep, job) == JobState::finished) ++skipped;
+            else pending.push_back({part.sweep, &job, std::max(1, part.threads)});
+        }
     }
+    // Longest estimated job first (stable: ties keep the sweeps' order, jobs without an estimate go last), so that a
+    // long job never starts last and idles the other slots while it runs alone.
+    std::stable_sort(pending.begin(), pending.end(),
+                     [](const Queued& a, const Queued& b) { return a.job->estimated_flops > b.job->estimated_flops; });
+    std::deque<Queued> queue(pending.begin(), pending.end()), elsewhere;
     const std::size_t total = queue.size();
-    if (!options.quiet)
-        std::fprintf(stderr, "iclab: sweep %s: %zu jobs, %zu finished before, %zu to run, %d at a time, %d thread(s) each\n",
-                     sweep.dir.string().c_str(), sweep.jobs.size(), skipped, total, options.jobs, options.threads);
+    if (!options.quiet) {
+        const std::string where = sweeps.size() == 1 ? "sweep " + sweeps.front().sweep->dir.string()
+                                                     : std::to_string(sweeps.size()) + " sweeps in one queue";
+        std::fprintf(stderr, "iclab: %s: %zu jobs, %zu finished before, %zu to run, %d at a time, longest estimated first\n",
+                     where.c_str(), planned, skipped, total, options.jobs);
+    }
     InterruptScope scope;  // SIGINT/SIGTERM/SIGHUP: forward to the jobs, let them checkpoint, record `interrupted`
-    write_manifest(sweep);
-    const auto sweep_start = std::chrono::steady_clock::now();
+    for (const PoolSweep& part : sweeps) write_manifest(*part.sweep);
+    const auto pool_start = std::chrono::steady_clock::now();
     std::map<pid_t, RunningJob> running;
-    std::vector<const SweepJob*> failed, interrupted;
+    std::map<pid_t, const Sweep*> sweep_of;
+    std::vector<Queued> failed, interrupted;
     std::vector<double> durations, done_flops;
     std::size_t done = 0;
     bool forwarded = false;
-    // Starts `job` under `lock` unless it finished meanwhile (then it counts as done).
-    const auto start_job = [&](const SweepJob* job, JobLock lock) {
-        const std::vector<std::string> args = job_arguments(sweep, *job, options.threads);
+    // Starts `q` under `lock` unless it finished meanwhile (then it counts as done).
+    const auto start_job = [&](const Queued& q, JobLock lock) {
+        const std::vector<std::string> args = job_arguments(*q.sweep, *q.job, q.threads);
         if (args.empty()) {
             ++done;
-            if (!options.quiet) std::fprintf(stderr, "iclab: %s finished in another launcher\n", job->name.c_str());
+            if (!options.quiet) std::fprintf(stderr, "iclab: %s finished in another launcher\n", q.job->name.c_str());
             return;
         }
-        const pid_t pid = spawn(options.binary, args, job_log_path(sweep, *job), lock.fd());
-        running.emplace(pid, RunningJob{job, std::chrono::steady_clock::now(), std::move(lock)});
+        const pid_t pid = spawn(options.binary, args, job_log_path(*q.sweep, *q.job), lock.fd());
+        running.emplace(pid, RunningJob{q.job, std::chrono::steady_clock::now(), std::move(lock)});
+        sweep_of[pid] = q.sweep;
     };
     for (;;) {
         while (!interrupt_requested() && !queue.empty() && static_cast<int>(running.size()) < options.jobs) {
-            const SweepJob* job = queue.front();
+            const Queued q = queue.front();
             queue.pop_front();
-            std::optional<JobLock> lock = JobLock::try_acquire(job_lock_path(sweep, *job));
+            std::optional<JobLock> lock = JobLock::try_acquire(job_lock_path(*q.sweep, *q.job));
             if (!lock) {  // another launcher runs it: wait for it at the end instead of training it twice
-                if (!options.quiet) std::fprintf(stderr, "iclab: %s is running in another launcher; waiting for it at the end\n", job->name.c_str());
-                elsewhere.push_back(job);
+                if (!options.quiet) std::fprintf(stderr, "iclab: %s is running in another launcher; waiting for it at the end\n", q.job->name.c_str());
+                elsewhere.push_back(q);
                 continue;
             }
-            start_job(job, std::move(*lock));
+            start_job(q, std::move(*lock));
         }
         if (running.empty()) {
             if (interrupt_requested() || (queue.empty() && elsewhere.empty())) break;
             if (queue.empty()) {  // only jobs of another launcher are left: wait for each, then run it if it did not finish
-                const SweepJob* job = elsewhere.front();
+                const Queued q = elsewhere.front();
                 elsewhere.pop_front();
-                std::optional<JobLock> lock = JobLock::acquire_waiting(job_lock_path(sweep, *job));
+                std::optional<JobLock> lock = JobLock::acquire_waiting(job_lock_path(*q.sweep, *q.job));
                 if (!lock) break;  // interrupted while waiting
-                start_job(job, std::move(*lock));
+                start_job(q, std::move(*lock));
             }
             continue;
         }
@@ -234,45 +256,50 @@ std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options) 
         const auto found = running.find(ended.pid);
         if (found == running.end()) continue;
         const SweepJob& job = *found->second.job;
+        const Sweep& sweep = *sweep_of.at(ended.pid);
         const JobOutcome outcome = outcome_of(ended, seconds_since(found->second.start));
         running.erase(found);  // releases the job's lock (the job's process has ended)
+        sweep_of.erase(ended.pid);
         write_job_outcome(sweep, job, outcome);
         write_manifest(sweep);
         ++done;
         durations.push_back(outcome.seconds);
         done_flops.push_back(job.estimated_flops);
-        if (outcome.status == "failed") failed.push_back(&job);
-        if (outcome.status == "interrupted") interrupted.push_back(&job);
+        if (outcome.status == "failed") failed.push_back({&sweep, &job, 0});
+        if (outcome.status == "interrupted") interrupted.push_back({&sweep, &job, 0});
         if (!options.quiet) {
-            EtaInput eta_input;  // weighted by each job's estimated work (sweep_eta_seconds)
+            EtaInput eta_input;  // weighted by each job's estimated work (sweep_eta_seconds), over the whole queue
             eta_input.done_seconds = durations, eta_input.done_flops = done_flops, eta_input.jobs = options.jobs;
             for (const auto& [running_pid, r] : running)
                 eta_input.running_elapsed.push_back(seconds_since(r.start)), eta_input.running_flops.push_back(r.job->estimated_flops);
-            for (const SweepJob* queued : queue) eta_input.queued_flops.push_back(queued->estimated_flops);
-            for (const SweepJob* queued : elsewhere) eta_input.queued_flops.push_back(queued->estimated_flops);
+            for (const Queued& queued : queue) eta_input.queued_flops.push_back(queued.job->estimated_flops);
+            for (const Queued& queued : elsewhere) eta_input.queued_flops.push_back(queued.job->estimated_flops);
             const double eta = sweep_eta_seconds(eta_input);
-            std::fprintf(stderr, "iclab: [%zu/%zu] %s %s in %s%s; elapsed %s, ETA %s\n", done, total, job.name.c_str(),
+            const std::string name = sweeps.size() == 1 ? job.name : sweep.dir.filename().string() + "/" + job.name;
+            std::fprintf(stderr, "iclab: [%zu/%zu] %s %s in %s%s; elapsed %s, ETA %s\n", done, total, name.c_str(),
                          outcome.status == "done" ? "done" : outcome.status == "interrupted" ? "INTERRUPTED" : "FAILED",
                          format_seconds(outcome.seconds).c_str(),
                          outcome.status == "done" ? "" : (" (exit " + std::to_string(outcome.exit_status) + ")").c_str(),
-                         format_seconds(seconds_since(sweep_start)).c_str(), format_seconds(eta).c_str());
+                         format_seconds(seconds_since(pool_start)).c_str(), format_seconds(eta).c_str());
         }
     }
-    write_manifest(sweep);
-    if (interrupt_requested())
+    for (const PoolSweep& part : sweeps) write_manifest(*part.sweep);
+    if (interrupt_requested()) {
+        std::string manifests;
+        for (const PoolSweep& part : sweeps) manifests += (manifests.empty() ? "" : ", ") + (part.sweep->dir / "manifest.csv").string();
         std::fprintf(stderr,
                      "iclab: sweep interrupted by %s: %zu running job(s) stopped at a checkpoint, %zu not started; "
                      "launch the sweep again to resume (manifest: %s)\n",
-                     signal_name(interrupt_signal()), interrupted.size(), queue.size() + elsewhere.size(),
-                     (sweep.dir / "manifest.csv").string().c_str());
+                     signal_name(interrupt_signal()), interrupted.size(), queue.size() + elsewhere.size(), manifests.c_str());
+    }
     if (!failed.empty()) {
         std::fprintf(stderr, "iclab: %zu of %zu jobs failed:\n", failed.size(), total);
-        for (const SweepJob* job : failed) {
-            std::ifstream status(sweep.dir / "status" / job->name);
+        for (const Queued& q : failed) {
+            std::ifstream status(q.sweep->dir / "status" / q.job->name);
             std::string word;
             int code = 0;
             status >> word >> code;
-            std::fprintf(stderr, "  %s: exit status %d, log %s\n", job->name.c_str(), code, job_log_path(sweep, *job).c_str());
+            std::fprintf(stderr, "  %s: exit status %d, log %s\n", q.job->name.c_str(), code, job_log_path(*q.sweep, *q.job).c_str());
         }
     }
     return failed.size();

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "framework/run/sweep.hpp"
 
@@ -24,12 +25,21 @@ struct LocalPoolOptions {
     bool quiet = false;
     std::filesystem::path binary;
 };
-// Runs every unfinished job, `jobs` at a time, each under its lock (a job another launcher is running is waited for
+// Runs every unfinished job, longest estimated first, `jobs` at a time, each under its lock (a job another launcher is running is waited for
 // at the end, then skipped if it finished); SIGINT/SIGTERM/SIGHUP stop launching, are forwarded once to the running
 // jobs, which stop at a checkpoint, and are recorded as `interrupted` in the manifest; one line per finished job on stderr with the sweep's ETA; at the
 // end, every failed job with its exit status and log. Writes manifest.csv after each job. Returns the number of
 // jobs that failed.
 std::size_t run_local_pool(const Sweep& sweep, const LocalPoolOptions& options);
+// One sweep of a pool, and the compute threads of each of its jobs.
+struct PoolSweep {
+    const Sweep* sweep = nullptr;
+    int threads = 1;
+};
+// The unfinished jobs of several sweeps in one queue (`iclab sweep A.yaml B.yaml ...`, scripts/reproduce.sh's
+// profile parts), longest estimated job first, `options.jobs` at a time; progress and ETA over the whole queue.
+// The one-sweep form above is this with one part (options.threads each). Returns the number of jobs that failed.
+std::size_t run_local_pool(const std::vector<PoolSweep>& sweeps, const LocalPoolOptions& options);
 
 // The sweep's ETA in seconds. With every job's estimated work known (> 0): the measured seconds per estimated FLOP of
 // the finished jobs, times the work left (the queued jobs, and the part of each running job its elapsed time has not
