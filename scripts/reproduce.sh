@@ -8,7 +8,8 @@
 # commit, CPU, and in each experiment README the block of the claims it explains (scripts/report/readme_claims.py).
 #   scripts/reproduce.sh --profile quick|paper [--jobs N] [--check | --plan | --report-only]
 # --jobs: parallel runs (default: the machine's cores; each run then gets cores / jobs threads).
-# --check: write nothing under docs/; exit 1 when any claim's verdict differs from the committed page.
+# --check: write nothing under docs/; exit 1 when any run's values differ from the committed page's (each run's
+#   fingerprint against docs/reproduction[_<profile>]_fingerprints.txt, written with the page), or any claim's verdict.
 # --plan: run nothing; list every job of the profile with its state (finished, interrupted, pending) and the
 #   experiment's estimate of its memory and work, with each part's total, and write docs/reproduction_plan_<profile>.md.
 # --report-only: run nothing; the report, the page and the README blocks from the runs finished so far (a long
@@ -48,6 +49,7 @@ iclab=${ICLAB:-build/iclab}
 setup() { [ -n "${ICLAB:-}" ] || TARGETS=iclab scripts/setup.sh; }
 page=docs/reproduction.md
 [ "$profile" = quick ] || page=docs/reproduction_$profile.md
+fingerprints=${page%.md}_fingerprints.txt  # one fingerprint per run (scripts/fingerprints/profile_fingerprints.py)
 if [ "$check" -eq 1 ] && [ ! -f "$page" ]; then echo "reproduce: --check needs the committed $page" >&2; exit 2; fi
 files=("configs/reproduce/$profile.yaml")
 for extra in configs/reproduce/"${profile}"_*.yaml; do [ -f "$extra" ] && files+=("$extra"); done
@@ -142,6 +144,14 @@ wall=$(( $(date +%s) - start ))
 [ "$report_only" -eq 1 ] || printf '\nWall time of scripts/reproduce.sh --profile %s --jobs %s: %d min %02d s on %s (%s cores).\n' "$profile" "$jobs" \
   $((wall / 60)) $((wall % 60)) "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(nproc)" >> results/report/reproduction.md
 if [ "$check" -eq 1 ]; then
+  # Values first: every run's fingerprint against the page's (bit for bit, clocks left out), then the verdicts.
+  values_status=0
+  if [ -f "$fingerprints" ]; then
+    /usr/bin/python3 scripts/fingerprints/profile_fingerprints.py --check "$fingerprints" "${sweeps[@]}" || values_status=$?
+    [ "$values_status" -le 1 ] || exit "$values_status"
+  else
+    echo "reproduce --check: no $fingerprints committed: values not compared, verdicts only" >&2
+  fi
   /usr/bin/python3 - "$page" results/report/reproduction.md <<'PY' || exit 1
 import sys
 sys.path.insert(0, "scripts/report")
@@ -157,10 +167,12 @@ for line in differences:
 print(f"reproduce --check: {len(measured)} claims, {len(differences)} verdicts differ from {sys.argv[1]}", file=sys.stderr)
 sys.exit(1 if differences else 0)
 PY
+  [ "$values_status" -eq 0 ] || exit 1
 else
   page_tmp=$(mktemp "$(dirname "$page")/.$(basename "$page").XXXXXX")
   cp results/report/reproduction.md "$page_tmp" && chmod 644 "$page_tmp" && mv -f "$page_tmp" "$page"
   echo "reproduce: wrote $page" >&2
+  /usr/bin/python3 scripts/fingerprints/profile_fingerprints.py --write "$fingerprints" "${sweeps[@]}"
 fi
 # --check: the READMEs whose block differs from this (fresh) report are listed, not failed: values move by rounding
 # between machines and only verdicts fail the check. readme_claims.py --check alone exits 1 on any difference.
