@@ -118,7 +118,8 @@ def reproduction_page(claims, gates, facts, title, profile, unfinished, run_rows
              f"`scripts/reproduce.sh --profile {profile} --check` fails when any verdict below changes.", ""]
     lines += claims_page_md(claims, gates, "../")
     lines += list(unfinished)
-    lines += ["## Machine and runs", ""] + [f"- {k}: {v}" for k, v in facts] + [""]
+    if facts:
+        lines += ["## Machine and runs", ""] + [f"- {k}: {v}" for k, v in facts] + [""]
     if run_rows:
         lines += ["<details><summary>Wall time and peak memory per run</summary>", "",
                   "Peak memory: the run process's peak resident set, measured by the sweep launcher (empty for runs of "
