@@ -1,9 +1,10 @@
-"""The reproduction report: at the top one claims table per paper (every declared claim, pooled over seeds by
-`iclab claims`, with its kind, source, rule (and what x is), seeds, the per-seed values, how many values lie on the
-claimed side for a count rule, our value with its 95 % interval, the paper's value only where the paper printed one,
-and the verdict), then one section per experiment in paper order with its figures and its
-raw tables folded. Writes OUT/index.html, OUT/report.md, OUT/reproduction.md (the page scripts/reproduce.sh commits
-as docs/reproduction.md), OUT/claims.csv and OUT/figures/*.png.
+"""The reproduction report: the claims first, laid out to be read in a minute (page_md.py / page_html.py): the
+headline counts (by kind, the spec's gates apart, rules chosen after the first runs, leave-one-out and rounding), the
+claims that do not reproduce one line each, then one compact table per paper (claim, statement, kind, ours, paper,
+verdict, leave one out, rounding) with statements, rules, metrics, per-seed values and selection folded; the spec's
+aggregate gates (gates.py) are rows computed from the others. Then one section per experiment in paper order with its
+figures and raw tables folded. Writes OUT/index.html, OUT/report.md, OUT/reproduction.md (the page
+scripts/reproduce.sh commits as docs/reproduction.md), OUT/readme_blocks.json, OUT/claims.csv and OUT/figures/*.png.
 
     /usr/bin/python3 scripts/report/make_report.py RUN_OR_SWEEP_DIR... --out results/report [--iclab build/iclab]
 
@@ -17,7 +18,6 @@ import argparse
 import datetime
 import html
 import json
-import math
 import os
 import platform
 import subprocess
@@ -35,8 +35,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from iclab_runs import find_runs, load_run  # noqa: E402
 from script_io import atomic_output, atomic_savefig, atomic_write_text  # noqa: E402
 from unfinished import read_parts, unfinished_html, unfinished_md  # noqa: E402
-from verdicts import (PAPER_ORDER, PAPER_TITLES, VERDICTS, band_verdict, read_claims_csv,  # noqa: E402
-                      verdict_keys_block)
+from claim_text import anchor, fmt  # noqa: E402
+from gates import gate_claims  # noqa: E402
+from page_html import STYLE as CLAIMS_STYLE, claims_page_html  # noqa: E402
+from page_md import by_paper, claims_page_md, readme_blocks, reproduction_page  # noqa: E402
+from verdicts import PAPER_ORDER, band_verdict, read_claims_csv  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # experiment -> (paper, section title named after the paper's tables and figures); the order is paper order
@@ -57,27 +60,6 @@ SECTIONS = [
     ("vo_trained", "von Oswald 2023", "von Oswald et al. 2023 Figure 2: trained LSA against one GD step"),
 ]
 SECTION_OF = {name: (i, paper, title) for i, (name, paper, title) in enumerate(SECTIONS)}
-
-
-def fmt(value):
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return value
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isnan(x):
-        return "n/a"
-    if float(x).is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    return f"{x:.3e}" if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6) else f"{x:.4g}"
-
-
-def anchor(text):
-    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
 
 
 def relative(setting):
@@ -128,133 +110,6 @@ def band_claims(run):
                             "verdict": verdict, "readme": f"experiments/{experiment}/README.md",
                             "key": f"{setting_of(run)} :: /tables/{name} row {i}: {ours} vs {paper_column}"})
     return out
-
-
-def ours_text(c):
-    mean, low, high = fmt(c["mean"]), c.get("ci95_low", "nan"), c.get("ci95_high", "nan")
-    try:
-        if not math.isnan(float(low)):
-            return f"{mean} [{fmt(low)}, {fmt(high)}]"
-    except ValueError:
-        pass
-    return mean
-
-
-def seeds_text(c):
-    return c["units"]
-
-
-def rule_text(c):
-    """The declared rule and what one value x is (the claim's metric, with its unit where it names one)."""
-    return f"{c['rule']}; x = {c['metric']}" if c.get("metric") else c["rule"]
-
-
-def per_seed_text(c):
-    """The values `iclab claims` pooled, in seed order, 3 significant digits; empty for claims over instances."""
-    return c.get("values", "")
-
-
-def side_text(c):
-    """'k/n' on the claimed side, for count rules (`x ... in >= k values`) as `iclab claims` counted them."""
-    if not c.get("test", "").startswith("count_") or c["verdict"] == "not run":
-        return ""
-    return f"{int(float(c['on_claimed_side']))}/{int(float(c['n']))}"
-
-
-def paper_text(c):
-    return fmt(c["paper_value"]) if c["kind"] == "matches a printed number" else ""
-
-
-CLAIM_COLUMNS = ["claim", "source", "kind", "rule", "seeds / instances", "per seed", "on the claimed side",
-                 "ours (mean [95 % t-interval])", "paper", "verdict", "explained in"]
-VERDICT_CELL = CLAIM_COLUMNS.index("verdict")
-VERDICT_CLASS = {"reproduced": "ok", "not reproduced": "bad", "inconclusive": "unsure", "not run": "na"}
-
-
-def claim_cells(c, link_prefix):
-    readme = c.get("readme", "")
-    link = (link_prefix + readme) if readme else ""
-    return [f"{c['id']}: {c['statement']}", c["source"], c["kind"], rule_text(c), seeds_text(c), per_seed_text(c), side_text(c),
-            ours_text(c), paper_text(c), c["verdict"], (readme, link)]
-
-
-def claims_html(claims, link_prefix):
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in CLAIM_COLUMNS)
-    rows = []
-    for c in claims:
-        cells = claim_cells(c, link_prefix)
-        tds = []
-        for i, value in enumerate(cells):
-            if i == len(cells) - 1:
-                text, link = value
-                tds.append(f'<td><a href="{html.escape(link)}">{html.escape(os.path.basename(os.path.dirname(text)) or text)}</a></td>'
-                           if link else "<td></td>")
-                continue
-            cls = VERDICT_CLASS.get(value) if i == VERDICT_CELL else None
-            tds.append(f'<td class="{cls}">{html.escape(value)}</td>' if cls else f'<td class="l">{html.escape(value)}</td>')
-        rows.append("<tr>" + "".join(tds) + "</tr>")
-    return f'<div class="scroll"><table class="claims"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
-
-
-def claims_md(claims, link_prefix):
-    esc = lambda t: str(t).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = ["| " + " | ".join(CLAIM_COLUMNS) + " |", "|" + "---|" * len(CLAIM_COLUMNS)]
-    for c in claims:
-        cells = claim_cells(c, link_prefix)
-        text, link = cells[-1]
-        cells[-1] = f"[{os.path.basename(os.path.dirname(text)) or text}]({link})" if link else ""
-        if cells[VERDICT_CELL] != "reproduced":
-            cells[VERDICT_CELL] = f"**{cells[VERDICT_CELL]}**"
-        lines.append("| " + " | ".join(esc(v) for v in cells) + " |")
-    return "\n".join(lines)
-
-
-def by_paper(claims):
-    groups = {}
-    for c in claims:
-        groups.setdefault(c["paper"] if c["paper"] in PAPER_ORDER else "other", []).append(c)
-    return [(p, groups[p]) for p in list(PAPER_ORDER) + ["other"] if p in groups]
-
-
-def counts_text(claims):
-    counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
-    return (f"{len(claims)} claims: {counts['reproduced']} reproduced, {counts['not reproduced']} not reproduced, "
-            f"{counts['inconclusive']} inconclusive, {counts['not run']} not run")
-
-
-VERDICTS_TEXT = ("reproduced = the declared rule holds; not reproduced = it fails; inconclusive = the rule cannot decide "
-                 "(one seed, an interval straddling its edge); not run = no value at all (e.g. a paired claim whose other "
-                 "arm never ran)")
-
-
-def readme_blocks(claims, title, page):
-    """{README path: its generated claims block}: the claims each experiment README explains, as the report has them
-    (scripts/report/readme_claims.py puts each block in its README). `page` is the repo path of the profile's page."""
-    esc = lambda t: str(t).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    groups = {}
-    for c in claims:
-        readme = c.get("readme", "").split("#")[0]
-        if readme:
-            groups.setdefault(readme, []).append(c)
-    blocks = {}
-    for readme, group in groups.items():
-        failed = [c["id"] for c in group if c["verdict"] == "not reproduced"]
-        unsure = [c["id"] for c in group if c["verdict"] == "inconclusive"]
-        absent = [c["id"] for c in group if c["verdict"] == "not run"]
-        link = os.path.relpath(page, os.path.dirname(readme))
-        lines = [f"Generated by `scripts/reproduce.sh` from the report \"{title}\"; do not edit. Statements, sources and kinds "
-                 f"of these claims: [{os.path.basename(page)}]({link}).", "",
-                 f"**{counts_text(group)}.** " + (f"Not reproduced: {'; '.join(failed)}." if failed else "Every decided claim is reproduced.")
-                 + (f" Inconclusive: {'; '.join(unsure)}." if unsure else "") + (f" Not run: {'; '.join(absent)}." if absent else ""),
-                 "", "| claim | config | rule | seeds / instances | per seed | on the claimed side | ours (mean [95 % t-interval]) "
-                 "| paper | verdict |", "|---|---|---|---|---|---|---|---|---|"]
-        for c in group:
-            verdict = c["verdict"] if c["verdict"] == "reproduced" else f"**{c['verdict']}**"
-            cells = [c["id"], c["setting"], rule_text(c), seeds_text(c), per_seed_text(c), side_text(c), ours_text(c), paper_text(c),
-                     verdict]
-            lines.append("| " + " | ".join(esc(v) for v in cells) + " |")
-        blocks[readme] = "\n".join(lines)
-    return blocks
 
 
 def figures_of(run, out_dir, stem):
@@ -335,7 +190,7 @@ def peak_memory_gib(run):
     return float(peak) if peak else float("nan")
 
 
-def provenance(runs):
+def run_facts(runs):
     cpu = "unknown"
     try:
         with open("/proc/cpuinfo") as f:
@@ -420,23 +275,17 @@ def main():
             claims += band_claims(run)
     claims.sort(key=lambda c: (PAPER_ORDER.index(c["paper"]) if c["paper"] in PAPER_ORDER else 99,
                                SECTION_OF.get(c.get("experiment", ""), (99,))[0]))
-    summary = counts_text(claims)
-    prov = provenance(runs)
-    md = [f"# {args.title}", "", f"**{summary}** (verdicts: {VERDICTS_TEXT})", ""]
-    md += [f"- {k}: {v}" for k, v in prov] + [""]
-    body = [f"<h1>{html.escape(args.title)}</h1>", f"<p class='summary'><b>{html.escape(summary)}</b>. Verdicts: "
-            f"{html.escape(VERDICTS_TEXT)}.</p>"]
-    toc = ["<nav><b>Claims:</b> " + " · ".join(f'<a href="#claims-{anchor(p)}">{html.escape(p)}</a>' for p, _ in by_paper(claims)) +
-           "<br><b>Sections:</b> "]
-    link_html = "file://" + ROOT + "/"
-    for paper, group in by_paper(claims):
-        title = PAPER_TITLES.get(paper, "Other")
-        body += [f'<h2 id="claims-{anchor(paper)}">Claims — {html.escape(title)} ({html.escape(counts_text(group))})</h2>',
-                 claims_html(group, link_html)]
-        md += [f"## Claims — {title} ({counts_text(group)})", "", claims_md(group, ""), ""]
+    gates = gate_claims(claims)  # the spec's aggregate gates, counted from the rows (gates.py)
+    facts = run_facts(runs)
+    md = [f"# {args.title}", ""] + claims_page_md(claims, gates, "") + ["## Machine and runs", ""]
+    md += [f"- {k}: {v}" for k, v in facts] + [""]
+    body = [f"<h1>{html.escape(args.title)}</h1>", claims_page_html(claims, gates, "file://" + ROOT + "/", anchor)]
+    toc = ["<nav><b>Claims:</b> <a href=\"#failures\">not reproduced</a> · <a href=\"#undecided\">undecided</a> · "
+           + " · ".join(f'<a href="#claims-{anchor(p)}">{html.escape(p)}</a>' for p, _ in by_paper(claims)) + "<br><b>Sections:</b> "]
     unfinished = read_parts(args.unfinished)
     body.append(unfinished_html(unfinished))
-    body.append("<h2>Provenance</h2><ul>" + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in prov) + "</ul>")
+    body.append("<h2>Machine and runs</h2><ul>" + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in facts)
+                + "</ul>")
     sections = []
     for run in runs:
         stem = os.path.basename(run.run_dir)
@@ -455,44 +304,24 @@ def main():
             frame = run.tables[name]
             md += [f"<details><summary>/tables/{name} ({len(frame)} rows)</summary>", "", md_table(frame), "", "</details>", ""]
             sections += [f"<details><summary>/tables/{html.escape(name)} ({len(frame)} rows)</summary>{html_table(frame)}</details>"]
-    body.insert(2, "".join(toc) + "</nav>")
+    body.insert(1, "".join(toc) + "</nav>")
     body += sections
     style = ("body{font-family:sans-serif;margin:1.5em;max-width:1800px} .scroll{overflow-x:auto;max-width:100%} "
              "table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:12px} th,td{border:1px solid #bbb;padding:2px 6px;"
-             "text-align:right;vertical-align:top} td.l{text-align:left} table.claims td{text-align:left;max-width:38em} "
-             "th{background:#eee;position:sticky;top:0} td.ok{background:#d9f2d9} td.bad{background:#f6cccc} "
-             "td.unsure{background:#fff2c6} td.na{background:#e4e4e4} img{width:100%;max-width:1400px} figure{margin:1em 0} nav{line-height:1.8}")
+             "text-align:right;vertical-align:top} td.l{text-align:left} th{background:#eee;position:sticky;top:0} "
+             "img{width:100%;max-width:1400px} figure{margin:1em 0} nav{line-height:1.8} " + CLAIMS_STYLE)
     atomic_write_text(os.path.join(out_dir, "report.md"), "\n".join(md) + "\n")
     with atomic_output(os.path.join(out_dir, "index.html")) as tmp, open(tmp, "w") as f:
         f.write(f"<!doctype html><html><head><meta charset='utf-8'><title>iclab report</title><style>{style}</style></head>"
                 f"<body>{''.join(body)}</body></html>\n")
-    write_reproduction_page(out_dir, claims, prov, runs, args.title, args.profile, unfinished_md(unfinished))
+    run_rows = [(section_key(r)[2], setting_of(r), str(r.attrs.get("seed", "?")), fmt(wall_seconds(r)),
+                 fmt(peak_memory_gib(r)) if peak_memory_gib(r) == peak_memory_gib(r) else "") for r in runs]
+    atomic_write_text(os.path.join(out_dir, "reproduction.md"),
+                      reproduction_page(claims, gates, facts, args.title, args.profile, unfinished_md(unfinished), run_rows))
     with atomic_output(os.path.join(out_dir, "readme_blocks.json")) as tmp, open(tmp, "w") as f:
-        json.dump(readme_blocks(claims, args.title, args.page), f, indent=1, sort_keys=True)
+        json.dump(readme_blocks(claims, args.title, args.page, gates), f, indent=1, sort_keys=True)
     print(os.path.join(out_dir, "index.html"))
     return 0
-
-
-def write_reproduction_page(out_dir, claims, prov, runs, title, profile, unfinished):
-    """OUT/reproduction.md: what scripts/reproduce.sh commits as docs/reproduction.md (links relative to docs/)."""
-    lines = [f"# {title}", "", "Generated by `scripts/reproduce.sh` from the report (scripts/report/make_report.py); do not edit.",
-             f"`scripts/reproduce.sh --profile {profile} --check` fails when any verdict below changes.", "",
-             f"**{counts_text(claims)}.** Verdicts: {VERDICTS_TEXT}. Per seed: the values the rule judged, in seed order "
-             "(none for claims over instances); on the claimed side: k/n values for count rules. Kinds: *matches a printed "
-             "number* (the paper's value is shown), *reproduces a qualitative claim* and *own check* (no paper value).", ""]
-    lines += [f"- {k}: {v}" for k, v in prov] + [""]
-    for paper, group in by_paper(claims):
-        lines += [f"## {PAPER_TITLES.get(paper, 'Other')} ({counts_text(group)})", "", claims_md(group, "../"), ""]
-    lines += unfinished
-    lines += ["## Wall time and peak memory per run", "",
-              "Peak memory: the run process's peak resident set, measured by the sweep launcher (empty for runs of older "
-              "launchers).", "", "| section | setting | seed | wall time (s) | peak memory (GiB) |", "|---|---|---|---|---|"]
-    for run in runs:
-        peak = peak_memory_gib(run)
-        lines.append(f"| {section_key(run)[2]} | {setting_of(run)} | {run.attrs.get('seed', '?')} | {fmt(wall_seconds(run))} | "
-                     f"{fmt(peak) if peak == peak else ''} |")
-    lines += ["", verdict_keys_block(claims), ""]
-    atomic_write_text(os.path.join(out_dir, "reproduction.md"), "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,16 @@
 """ctest report_readme_claims: a README's generated claims block is appended once, replaced in place on the next
 report (text around it kept), per profile; broken markers are refused; the block lists the not-reproduced claims;
 `readme_claims.py --check` exits 1 when a README's block differs from the report's (missing or hand-edited), 0 once written.
-The claims tables (README block, page, HTML) show the per-seed values and, for count rules, k/n on the claimed side
-as `iclab claims` wrote them, and count the not-run claims apart."""
+The README block, the page and the HTML show compact rows (a count rule's k/n, an interval rule's mean and interval),
+fold the per-seed values, rules and settings in <details>, and count the not-run claims apart."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from make_report import claims_html, claims_md, counts_text, readme_blocks  # noqa: E402
+from claim_text import assign_anchors  # noqa: E402
+from counts import counts_text  # noqa: E402
+from page_html import compact_table_html  # noqa: E402
+from page_md import claims_page_md, readme_blocks  # noqa: E402
 from readme_claims import replace_block  # noqa: E402
 
 readme = "# x\n\ntext before\n"
@@ -29,18 +32,20 @@ for broken in (readme + "<!-- claims:quick -->\n", readme + "<!-- claims:quick -
 
 claim = {"id": "VO-T model_cos", "setting": "configs/quick/vo_trained.yaml", "rule": "95 % t-interval of the mean > 0.99",
          "units": "0,1,2", "unit": "seed", "mean": "0.9991", "ci95_low": "0.9989", "ci95_high": "0.9994", "paper_value": "nan",
-         "kind": "reproduces a qualitative claim", "verdict": "reproduced", "readme": "experiments/vo_trained/README.md#claims"}
+         "kind": "reproduces a qualitative claim", "verdict": "reproduced", "readme": "experiments/vo_trained/README.md#claims",
+         "statement": "the trained model's output is aligned with one GD step", "paper": "von Oswald 2023"}
 failing = dict(claim, id="VO-T loss gap", verdict="not reproduced")
 blocks = readme_blocks([claim, failing, dict(claim, readme="")], "report T", "docs/reproduction.md")
 assert list(blocks) == ["experiments/vo_trained/README.md"], blocks
 text = blocks["experiments/vo_trained/README.md"]
 assert "Not reproduced: VO-T loss gap." in text and "(../../docs/reproduction.md)" in text, text
-assert "| VO-T model_cos | configs/quick/vo_trained.yaml |" in text and "**not reproduced**" in text, text
-assert "0.9991 [0.9989, 0.9994]" in text, text
+# the compact row (claim, statement, kind, ours, paper, verdict, leave one out, rounding); the setting in the details
+assert "| VO-T model_cos | the trained model's output is aligned with one GD step | qualitative | 0.9991 [0.9989, 0.9994] |  | reproduced |  |  |" in text, text
+assert "**not reproduced**" in text and "setting: configs/quick/vo_trained.yaml" in text, text
 # a sign count over seeds: 2 of 3 seeds positive, the mean negative; what x is follows the rule
 sign = dict(claim, id="003-T3 LR SL-L2", statement="prefix < causal", source="Table 3", rule="x > 0 in >= 2 values", test="count_above", metric="ln(causal / prefix) test MSE",
             units="0,1,2", values="0.412, 1.2, -2.4", n="3", on_claimed_side="2", mean="-0.2627", ci95_low="-4.8",
-            ci95_high="4.3", verdict="reproduced", readme="experiments/prefix_vs_causal/README.md#x")
+            ci95_high="4.3", verdict="reproduced", readme="experiments/prefix_vs_causal/README.md#x", paper="003")
 never = dict(sign, id="003-T7 LR SL-L2", units="", values="", n="0", on_claimed_side="0", mean="nan", ci95_low="nan",
              ci95_high="nan", verdict="not run")
 over_instances = dict(sign, id="002-T1", unit="instance", units="300 instances", values="", n="300", on_claimed_side="297",
@@ -48,18 +53,18 @@ over_instances = dict(sign, id="002-T1", unit="instance", units="300 instances",
 text = readme_blocks([sign, never, over_instances], "report T", "docs/reproduction_paper.md")["experiments/prefix_vs_causal/README.md"]
 assert "**3 claims: 1 reproduced, 1 not reproduced, 0 inconclusive, 1 not run.**" in text, text
 assert "Not run: 003-T7 LR SL-L2." in text, text
-assert ("| 003-T3 LR SL-L2 | configs/quick/vo_trained.yaml | x > 0 in >= 2 values; x = ln(causal / prefix) test MSE | 0,1,2 "
-        "| 0.412, 1.2, -2.4 | 2/3 | -0.2627 [-4.8, 4.3] |  | reproduced |") in text, text
-assert "| 003-T7 LR SL-L2 | configs/quick/vo_trained.yaml | x > 0 in >= 2 values; x = ln(causal / prefix) test MSE |  |  |  | n/a |  | **not run** |" in text, text
-assert "| 300 instances |  | 297/300 |" in text, text
-# an interval rule shows its values but no k/n
-assert "| 0,1,2 |  |  | 0.9991 [0.9989, 0.9994] |" in blocks["experiments/vo_trained/README.md"]
+# a count rule shows its count, not its t-interval; the per-seed values and the rule are folded in the details
+assert "| 003-T3 LR SL-L2 | prefix < causal | qualitative | 2/3 seeds |  | reproduced |  |  |" in text, text
+assert "rule: x > 0 in >= 2 values; x = ln(causal / prefix) test MSE; setting: configs/quick/vo_trained.yaml; seeds: 0,1,2; per seed: 0.412, 1.2, -2.4; on the claimed side: 2/3; mean [95 % t-interval]: -0.2627 [-4.8, 4.3]" in text, text
+assert "| 003-T7 LR SL-L2 | prefix < causal | qualitative | - |  | **not run** |  |  |" in text, text
+assert "| 002-T1 | prefix < causal | qualitative | 297/300 instances |  | **not reproduced** |" in text, text
+assert "<details>" in text and "</details>" in text
 assert counts_text([sign, never]) == "2 claims: 1 reproduced, 0 not reproduced, 0 inconclusive, 1 not run"
-page = claims_md([sign, never], "../")
-assert "| 0,1,2 | 0.412, 1.2, -2.4 | 2/3 | -0.2627 [-4.8, 4.3] |  | reproduced |" in page, page
+page = "\n".join(claims_page_md([sign, never], [], "../"))
+assert "| 003-T3 LR SL-L2 | prefix < causal | qualitative | 2/3 seeds |  | reproduced |  |  |" in page, page
 assert "| **not run** |" in page, page
-table = claims_html([sign, never], "file:///x/")
-assert '<td class="l">0.412, 1.2, -2.4</td><td class="l">2/3</td>' in table and '<td class="na">not run</td>' in table, table
+table = compact_table_html(assign_anchors([sign, never]))
+assert '<td class="l">2/3 seeds</td>' in table and '<td class="na">not run</td>' in table, table
 
 # --check exits 1 when a README's block differs from the report's (a hand edit, or a stale block), 0 once written
 import json  # noqa: E402

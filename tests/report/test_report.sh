@@ -50,8 +50,9 @@ grep -q '<table class="claims">' "$page"
 # the first table of the page is a claims table, before any section
 first_table=$(grep -o '<table[^>]*>' "$page" | head -n 1)
 [ "$first_table" = '<table class="claims">' ]
-grep -q '000-T2 M_old, ICL: in-context accuracy' "$page"  # declared Table 2 claim, pooled over seeds 0 and 1
-grep -q '<td class="l">0,1</td>' "$page"
+grep -q '>000-T2 M_old, ICL</a>' "$page"  # declared Table 2 claim, pooled over seeds 0 and 1
+grep -q '<b>statement</b>: in-context accuracy' "$page"  # its statement folded in the details
+grep -q '<b>seeds</b>: 0,1<br>' "$page"
 grep -q 'matches a printed number' "$page"
 grep -q '000-T1 205K fp32: mean error as printed' "$page"  # Table 1's declared printed-number claim (one run)
 grep -q '000-T1 205K fp32: ICLCA exact' "$page"          # and its own check
@@ -71,11 +72,20 @@ assert exact["unit"] == "instance" and exact["values"] == "" and exact["test"].s
 k, n = int(float(exact["on_claimed_side"])), int(float(exact["n"]))
 assert rows["003-T3 LR SL-L2: prefix < causal"]["verdict"] == "not run"
 page = open(tmp + "/report/index.html").read()
-# the T2 row shows its two per-seed values; the exactness row its k/n, no per-value list
-row = lambda cid: next(r for r in re.findall(r"<tr>.*?</tr>", page) if html.escape(cid) + ":" in r)
-assert f'<td class="l">{html.escape(t2["values"])}</td>' in row("000-T2 M_old, ICL"), row("000-T2 M_old, ICL")
-assert f'<td class="l">{k}/{n}</td>' in row("000-T1 205K fp32: ICLCA exact"), row("000-T1 205K fp32: ICLCA exact")
+# compact rows: the T2 interval rule shows its mean and interval, the exactness count rule its k/n (no interval);
+# the details rows hold T2's two per-seed values
+row = lambda cid: next(r for r in re.findall(r"<tr>.*?</tr>", page) if ">" + html.escape(cid) + "</a>" in r)
+details = lambda cid: next(r for r in re.findall(r"<tr id=.*?</tr>", page) if f'<td class="l">{html.escape(cid)}</td>' in r)
+assert f'<b>per seed</b>: {html.escape(t2["values"])}<br>' in details("000-T2 M_old, ICL"), details("000-T2 M_old, ICL")
+assert "[" in row("000-T2 M_old, ICL") and "seeds" not in row("000-T2 M_old, ICL"), row("000-T2 M_old, ICL")
+assert f'<td class="l">{k}/{n} instances</td>' in row("000-T1 205K fp32: ICLCA exact"), row("000-T1 205K fp32: ICLCA exact")
+assert "[" not in row("000-T1 205K fp32: ICLCA exact")  # a count rule: a count, not a t-interval
 assert '<td class="na">not run</td>' in row("003-T3 LR SL-L2: prefix < causal")
+# the opening list names every not-reproduced claim, before the first per-paper table
+failures = page[page.index('<h2 id="failures">'):page.index('<h2 id="undecided">')]
+assert page.index('<h2 id="failures">') < page.index('<table class="claims">')
+for cid, r in rows.items():
+    assert (f"<b>{html.escape(cid)}</b>" in failures) == (r["verdict"] == "not reproduced"), cid
 # the headline counts the not-run claims apart, and the counts add up
 md = open(tmp + "/report/reproduction.md").read()
 m = re.search(r"\*\*(\d+) claims: (\d+) reproduced, (\d+) not reproduced, (\d+) inconclusive, (\d+) not run\.\*\*", md)

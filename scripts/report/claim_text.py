@@ -1,0 +1,193 @@
+"""The text of one claim's cells, shared by the page (page_md.py), the HTML report (page_html.py) and the README blocks.
+
+A claim is one row of the CSV `iclab claims` writes (framework/run/claims_pool.cpp, claims_table), as a dict of
+strings. Columns other helpers add later are read with `column()`, so a CSV without them (every result made before
+them) reads as if they were empty:
+  provenance    empty, or "chosen after the first runs (YYYY-MM-DD): reason"
+  leave_one_out empty, "holds", or "fragile: without seed k -> <verdict>"
+  rounding      empty, "holds under rounding", or "depends on rounding: <verdict> at +1 ulp"
+"""
+import math
+import os
+
+KIND_SHORT = {"matches a printed number": "printed", "reproduces a qualitative claim": "qualitative", "own check": "own",
+              "spec gate": "gate"}
+PROVENANCE_MARK = "†"  # a rule or bar chosen after the first runs (its date and reason in the claim's details)
+STATEMENT_CHARS = 60   # the compact tables' short statement; the whole one is in the details
+
+
+def column(c, name):
+    """A column's value, '' when the CSV has no such column (or the cell is empty)."""
+    value = c.get(name)
+    return "" if value is None else str(value).strip()
+
+
+def fmt(value):
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return value
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(x):
+        return "n/a"
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.3e}" if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6) else f"{x:.4g}"
+
+
+def finite(text):
+    try:
+        return math.isfinite(float(text))
+    except (TypeError, ValueError):
+        return False
+
+
+def anchor(text):
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def assign_anchors(claims):
+    """Each claim's details entry gets an id of its own: 'c-' and its id, numbered when several settings declare it."""
+    seen = {}
+    for c in claims:
+        base = "c-" + anchor(c["id"])
+        seen[base] = seen.get(base, 0) + 1
+        c["anchor"] = base if seen[base] == 1 else f"{base}-{seen[base]}"
+    return claims
+
+
+def is_count(c):
+    return column(c, "test").startswith("count_")
+
+
+def has_value(c):
+    return c["verdict"] != "not run" and finite(c.get("mean", "nan"))
+
+
+def side_text(c):
+    """'k/n' on the claimed side, for count rules (`x ... in >= k values`) as `iclab claims` counted them."""
+    if not is_count(c) or c["verdict"] == "not run":
+        return ""
+    return f"{int(float(c['on_claimed_side']))}/{int(float(c['n']))}"
+
+
+def ours_short(c):
+    """The compact tables' 'ours': a count rule shows its count ('4/5 seeds'), an interval rule its mean and interval,
+    a one-run claim its value; '-' when nothing was measured."""
+    if c.get("ours"):  # a spec gate: "k of n reproduced"
+        return c["ours"]
+    if c["verdict"] == "not run" or (not is_count(c) and not finite(c.get("mean", "nan"))):
+        return "-"
+    if is_count(c):
+        unit = "seeds" if c.get("unit") == "seed" else "instances"
+        return f"{side_text(c)} {unit}"
+    low, high = c.get("ci95_low", "nan"), c.get("ci95_high", "nan")
+    if finite(low) and finite(high):
+        return f"{fmt(c['mean'])} [{fmt(low)}, {fmt(high)}]"
+    return fmt(c["mean"])
+
+
+def ours_full(c):
+    """Mean [95 % t-interval] with four digits: the details of every claim."""
+    mean, low, high = fmt(c["mean"]), c.get("ci95_low", "nan"), c.get("ci95_high", "nan")
+    return f"{mean} [{fmt(low)}, {fmt(high)}]" if finite(low) else mean
+
+
+def paper_text(c):
+    return fmt(c["paper_value"]) if c.get("kind") == "matches a printed number" else ""
+
+
+def rule_text(c):
+    """The declared rule and what one value x is (the claim's metric, with its unit where it names one)."""
+    return f"{c['rule']}; x = {c['metric']}" if c.get("metric") else c["rule"]
+
+
+def statement_of(c):
+    """The statement without the selection `iclab claims` appends ('[picked on validation data: ...]')."""
+    text = c.get("statement", "")
+    cut = text.find(" [picked on validation data: ")
+    return text[:cut] if cut >= 0 and text.endswith("]") else text
+
+
+def selection_of(c):
+    text = c.get("statement", "")
+    cut = text.find(" [picked on validation data: ")
+    return text[cut + len(" [picked on validation data: "):-1] if cut >= 0 and text.endswith("]") else ""
+
+
+def short_statement(c, limit=STATEMENT_CHARS):
+    """The statement cut at a word before `limit` characters (the whole one is in the details)."""
+    text = " ".join(statement_of(c).split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit - 1)
+    return text[:cut if cut > limit // 2 else limit - 1].rstrip(" ,;:(") + "…"
+
+
+def kind_short(c):
+    return KIND_SHORT.get(c.get("kind", ""), c.get("kind", ""))
+
+
+def leave_one_out_short(c):
+    """'fragile' where dropping one seed flips the verdict, 'holds' where none does, '' when not computed."""
+    text = column(c, "leave_one_out")
+    return "fragile" if text.startswith("fragile") else "holds" if text.startswith("holds") else ""
+
+
+def rounding_short(c):
+    """'depends' where a perturbation of rounding flips the verdict, 'holds' where it does not, '' when not rerun."""
+    text = column(c, "rounding")
+    return "depends" if text.startswith("depends") else "holds" if text.startswith("holds") else ""
+
+
+def is_fragile(c):
+    return leave_one_out_short(c) == "fragile"
+
+
+def depends_on_rounding(c):
+    return rounding_short(c) == "depends"
+
+
+def chosen_after(c):
+    return bool(column(c, "provenance"))
+
+
+def id_text(c):
+    """The claim id, marked when its rule or bar was chosen after the first runs."""
+    return c["id"] + (PROVENANCE_MARK if chosen_after(c) else "")
+
+
+def readme_link(c, prefix):
+    """(label, link) of the README section that explains the claim; ('', '') when none (or prefix None: in the README)."""
+    readme = c.get("readme", "")
+    if not readme or prefix is None:
+        return "", ""
+    return os.path.basename(os.path.dirname(readme.split("#")[0])) or readme, prefix + readme
+
+
+def reason_text(c):
+    """Why a claim is not reproduced or undecided, as `iclab claims` noted it ('' when the numbers say it: the count or
+    the interval beside the rule)."""
+    return column(c, "note")
+
+
+def details_fields(c):
+    """(label, text) pairs of everything the compact tables fold: the details entry of one claim."""
+    if c.get("kind") == "spec gate":
+        fields = [("statement", c["statement"]), ("source", c["source"]), ("rule", c["rule"]), ("cells", c.get("members", "")),
+                  ("note", column(c, "note")), ("spec", c["setting"])]
+        return [(k, v) for k, v in fields if v]
+    fields = [("statement", statement_of(c)), ("source", c.get("source", "")), ("kind", c.get("kind", "")),
+              ("rule", rule_text(c)), ("setting", c.get("setting", "")),
+              ("seeds" if c.get("unit") == "seed" else "instances", c.get("units", "")),
+              ("per seed", c.get("values", "")), ("on the claimed side", side_text(c)),
+              ("mean [95 % t-interval]", ours_full(c) if c["verdict"] != "not run" else ""),
+              ("paper", fmt(c["paper_value"]) if c.get("kind") == "matches a printed number" else ""),
+              ("selection", selection_of(c)), ("note", column(c, "note")),
+              (PROVENANCE_MARK + " provenance", column(c, "provenance")),
+              ("leave one seed out", column(c, "leave_one_out")), ("rounding", column(c, "rounding"))]
+    return [(k, v) for k, v in fields if v]
