@@ -5,7 +5,7 @@ commit that changed tests/data/fingerprints.txt or a descendant of it (older bit
 A measured block is one of (docs/testing.md#measured-blocks states the syntax, the one place):
   <!-- measured: kind=bits|timed commit=HEX [cpu="…"] source="COMMAND" --> … <!-- /measured -->
   <!-- table: run=… dataset=… … --> … <!-- /table -->          scripts/report/readme_tables.py; kind bits, the commit
-                                                                 is the "commit HEX" of its caption
+  <!-- figure: run=… command=… out=… --> … <!-- /figure -->    is the "commit HEX" of its caption
   <!-- claims:PROFILE --> … <!-- /claims:PROFILE -->           scripts/report/readme_claims.py; kind bits, the commit
                                                                  is the "commit HEX" of its first line
 and a generated page whose title names its commit (docs/reproduction.md: "# iclab reproduction: profile quick, commit HEX").
@@ -37,8 +37,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 FINGERPRINTS = "tests/data/fingerprints.txt"
 EXCLUDED = ("docs/reproduction_paper.md", "docs/reproduction_plan_paper.md")
 
-OPEN = re.compile(r"<!--\s*(measured:|table:|claims:([a-z0-9_]+))(.*?)-->")
-CLOSE = {"measured:": "<!-- /measured -->", "table:": "<!-- /table -->"}
+OPEN = re.compile(r"<!--\s*(measured:|table:|figure:|claims:([a-z0-9_]+))(.*?)-->")
+CLOSE = {"measured:": "<!-- /measured -->", "table:": "<!-- /table -->", "figure:": "<!-- /figure -->"}
 TEXT_COMMIT = re.compile(r"\bcommit[s]?\s+\**`?([0-9a-f]{7,40})`?\**(\s*\(dirty\)|-dirty)?")
 PAGE_TITLE = re.compile(r"^# iclab reproduction: profile [a-z0-9_]+, commit ([0-9a-f]{7,40})(\s*\(dirty\)|-dirty)?", re.M)
 NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+\.\d+|\.\d+|\d+(\.\d+)?[eE][-+−]?\d+)(?![\w.])")
