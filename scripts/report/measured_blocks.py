@@ -2,7 +2,7 @@
 that iclab computed sits in a measured block that names the commit it was measured at, and that commit is the last
 commit that changed tests/data/fingerprints.txt or a descendant of it (older bits are other bits by construction).
 
-A measured block is one of (docs/testing.md#measured-blocks states the syntax, the one place):
+A measured block is one of (docs/testing.md#measured-blocks-every-published-number-names-its-commit-issue-46 states the syntax, the one place):
   <!-- measured: kind=bits|timed commit=HEX [cpu="…"] source="COMMAND" --> … <!-- /measured -->
   <!-- table: run=… dataset=… … --> … <!-- /table -->          scripts/report/readme_tables.py; kind bits, the commit
   <!-- figure: run=… command=… out=… --> … <!-- /figure -->    is the "commit HEX" of its caption
@@ -42,11 +42,18 @@ CLOSE = {"measured:": "<!-- /measured -->", "table:": "<!-- /table -->", "figure
 TEXT_COMMIT = re.compile(r"\bcommit[s]?\s+\**`?([0-9a-f]{7,40})`?\**(\s*\(dirty\)|-dirty)?")
 PAGE_TITLE = re.compile(r"^# iclab reproduction: profile [a-z0-9_]+, commit ([0-9a-f]{7,40})(\s*\(dirty\)|-dirty)?", re.M)
 NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+\.\d+|\.\d+|\d+(\.\d+)?[eE][-+−]?\d+)(?![\w.])")
-MEASURED_WORDS = re.compile(r"measur|result|\bours\b|\bour\b", re.I)
+MEASURED_WORDS = re.compile(r"\bmeasured\b|\bmeasurements?\b|\bresults?\b|\bours\b|\bour\b", re.I)
 
 
 class MarkerError(ValueError):
     pass
+
+
+def quoted(text, start):
+    """True when the marker at `start` is an example, not a block: inside a ``` fence or right after a backtick."""
+    if start > 0 and text[start - 1] == "`":
+        return True
+    return ("\n" + text[:start]).count("\n```") % 2 == 1
 
 
 def attributes(text):
@@ -73,6 +80,9 @@ def blocks(text):
         m = OPEN.search(text, pos)
         if not m:
             break
+        if quoted(text, m.start()):
+            pos = m.end()
+            continue
         line = text.count("\n", 0, m.start()) + 1
         opener = m.group(1)
         close = CLOSE.get(opener, f"<!-- /claims:{m.group(2)} -->" if m.group(2) else None)

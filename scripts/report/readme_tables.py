@@ -1,7 +1,7 @@
 """README tables and figures generated from runs' results.h5 (issue 46, "one commit of record"): each block names the
 runs, the commit and the CPU they were measured at, so that scripts/report/measured_blocks.py can tell its age.
 
-A table block (docs/testing.md#measured-blocks; attribute values in double quotes when they hold spaces):
+A table block (docs/testing.md#measured-blocks-every-published-number-names-its-commit-issue-46; attribute values in double quotes when they hold spaces):
   <!-- table: run=GLOB dataset=/tables/NAME columns="COL|COL|…" [headers="H|H|…"] [where="COL=VALUE,…"] [format=.4g] -->
   … generated: a caption line (runs, dataset, commit, CPU), a blank line, the markdown table …
   <!-- /table -->
@@ -43,6 +43,13 @@ FIELD = re.compile(r"\{([^{}:!]+)")
 
 class BlockError(ValueError):
     pass
+
+
+def quoted(text, start):
+    """True when the marker at `start` is an example, not a block: inside a ``` fence or right after a backtick."""
+    if start > 0 and text[start - 1] == "`":
+        return True
+    return ("\n" + text[:start]).count("\n```") % 2 == 1
 
 
 def attributes(text):
@@ -157,7 +164,7 @@ def render_table(results, attrs):
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     if len(lines) == 2:
         raise BlockError(f"results/{attrs['run']}{dataset}: no rows")
-    return caption(results, attrs["run"], runs, f" (`{dataset}`)" if dataset not in ("", "/") else "") + "\n\n" + "\n".join(lines)
+    return caption(results, attrs["run"], runs, f", `{dataset}`" if dataset not in ("", "/") else "") + "\n\n" + "\n".join(lines)
 
 
 def render_figure(root, results, attrs, readme, write):
@@ -186,6 +193,10 @@ def regenerate(root, results, path, text, write):
         if not m:
             out.append(text[pos:])
             return "".join(out)
+        if quoted(text, m.start()):
+            out.append(text[pos:m.end()])
+            pos = m.end()
+            continue
         line = text.count("\n", 0, m.start()) + 1
         close = f"<!-- /{m.group(1)} -->"
         end = text.find(close, m.end())
@@ -225,7 +236,7 @@ def main():
     for path in files:
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        if not OPEN.search(text):
+        if not any(not quoted(text, m.start()) for m in OPEN.finditer(text)):
             continue
         try:
             new = regenerate(root, results, path, text, args.write)

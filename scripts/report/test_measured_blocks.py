@@ -94,6 +94,10 @@ with tempfile.TemporaryDirectory(prefix="iclab_measured_") as repo:
     assert unmarked_tables("# Results\n\n| a | 1 | 2 |\n", []) == []                        # integers only
     assert check(repo, measured("bits", newer, body=loose.split("\n\n", 2)[2]))[0] == 0     # inside a block: fine
 
+    # a marker in a code fence or in inline code is an example of the syntax, not a block
+    example = "# x\n\n```\n<!-- measured: kind=bits commit=abc source=x -->\n```\nuse `<!-- table: run=x -->` like so\n"
+    assert blocks(example) == [] and check(repo, example)[0] == 0
+
     # broken markers: exit 2
     rc, err = check(repo, '# x\n<!-- measured: kind=bits commit=abc source="x" -->\n1\n')
     assert rc == 2 and "no <!-- /measured -->" in err, err

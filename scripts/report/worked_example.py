@@ -1,6 +1,6 @@
 """Second half of scripts/report/worked_example.sh: the transcripts of README.md's and docs/adapters.md's worked
 example from the outputs the shell script saved in --work, written into their measured blocks
-(`<!-- measured: kind=bits … source="scripts/report/worked_example.sh" part=NAME -->`, docs/testing.md#measured-blocks).
+(`<!-- measured: kind=bits … source="scripts/report/worked_example.sh" part=NAME -->`, docs/testing.md#measured-blocks-every-published-number-names-its-commit-issue-46).
 Parts: readme (README.md's transcript), adapters (docs/adapters.md's), identity (the predict --adapter vs predict on
 [X'; X] comparison in docs/adapters.md). Exit 0 written / equal, 1 (--check) a part differs, 2 a missing block or output.
 """
