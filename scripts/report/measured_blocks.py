@@ -42,6 +42,8 @@ CLOSE = {"measured:": "<!-- /measured -->", "table:": "<!-- /table -->", "figure
 TEXT_COMMIT = re.compile(r"\bcommit[s]?\s+\**`?([0-9a-f]{7,40})`?\**(\s*\(dirty\)|-dirty)?")
 PAGE_TITLE = re.compile(r"^# iclab reproduction: profile [a-z0-9_]+, commit ([0-9a-f]{7,40})(\s*\(dirty\)|-dirty)?", re.M)
 NUMBER = re.compile(r"(?<![\w.])[-+−]?(\d+\.\d+|\.\d+|\d+(\.\d+)?[eE][-+−]?\d+)(?![\w.])")
+REFERENCE = re.compile(r"(§|\b(Theorem|Thm\.?|Tables?|Figures?|Fig\.|Eqs?\.|Prop\.|Proposition|Lemma|App\.|Appendix|"
+                       r"Algorithm|Alg\.|Section|spec|v))\s*\d+(\.\d+)*", re.I)  # "§6.2", "Theorem 4.1": not numbers
 MEASURED_WORDS = re.compile(r"\bmeasured\b|\bmeasurements?\b|\bresults?\b|\bours\b|\bour\b", re.I)
 
 
@@ -194,7 +196,7 @@ def unmarked_tables(text, spans):
             start, numeric = i, 0
             while i < len(lines) and lines[i].lstrip().startswith("|") and not fenced[i] and (i + 1) not in covered:
                 cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
-                if sum(1 for c in cells if NUMBER.search(c)) >= 2:
+                if sum(1 for c in cells if NUMBER.search(REFERENCE.sub("", c))) >= 2:
                     numeric += 1
                 i += 1
             if numeric and MEASURED_WORDS.search(heading + " " + paragraph):

@@ -92,6 +92,7 @@ with tempfile.TemporaryDirectory(prefix="iclab_measured_") as repo:
     assert unmarked_tables("# Usage\n\nOptions:\n\n| a | 1.5 | 2.5 |\n", []) == []          # no measured wording
     assert unmarked_tables("# Results\n\n```\n| a | 1.5 | 2.5 |\n```\n", []) == []          # in a code fence
     assert unmarked_tables("# Results\n\n| a | 1 | 2 |\n", []) == []                        # integers only
+    assert unmarked_tables("# Results\n\n| x | 000 §6.2 | Theorem 4.1 |\n", []) == []     # section numbers
     assert check(repo, measured("bits", newer, body=loose.split("\n\n", 2)[2]))[0] == 0     # inside a block: fine
 
     # a marker in a code fence or in inline code is an example of the syntax, not a block
