@@ -14,15 +14,15 @@ Rules: a bits block names a commit git knows, measured on a clean tree ("(dirty)
 descends from (or is) the threshold commit (`git merge-base --is-ancestor THRESHOLD COMMIT`). A timed block names a
 commit and a cpu; it is exempt from the ancestry rule (wall times measure a machine, not bits). Outside any block, a
 markdown table that looks measured (rows with >= 2 decimal or exponent numbers, outside code fences, in a section whose
-title or preceding paragraph says measured / results / ours) is listed as "unmarked": a warning, an error with --strict.
+title or preceding paragraph says measured / results / ours) is "unmarked": an error (a warning with --warn-unmarked).
 
-  measured_blocks.py --check [--root DIR] [--strict] [--threshold COMMIT] [FILE ...]
+  measured_blocks.py --check [--root DIR] [--warn-unmarked] [--threshold COMMIT] [FILE ...]
   measured_blocks.py --list  [--root DIR] [FILE ...]           every block: file, line, kind, commit (no checks)
 
 Files (default): README.md, experiments/*/README.md, docs/*.md except the dated logs docs/performance_log*.md,
 docs/bench_history*, docs/reproduction_paper.md (the paper page, checked with its profile) and
 docs/reproduction_plan_paper.md (a plan: states and estimates); docs/history/ is not scanned (dated logs).
-Exit status: 0 every block passes; 1 a block fails (or, with --strict, an unmarked table); 2 bad arguments, broken
+Exit status: 0 every block passes; 1 a block fails or a table is unmarked (not with --warn-unmarked); 2 bad arguments, broken
 markers, or not a git checkout.
 """
 import argparse
@@ -244,7 +244,7 @@ def main():
     mode.add_argument("--check", action="store_true")
     mode.add_argument("--list", action="store_true")
     parser.add_argument("--root", default=ROOT)
-    parser.add_argument("--strict", action="store_true", help="unmarked measured-looking tables fail too")
+    parser.add_argument("--warn-unmarked", action="store_true", help="unmarked measured-looking tables only warn")
     parser.add_argument("--threshold", help="the commit blocks must descend from (default: last change of fingerprints)")
     parser.add_argument("files", nargs="*")
     args = parser.parse_args()
@@ -265,13 +265,13 @@ def main():
         threshold = args.threshold or threshold_commit(root)
         if git(root, "rev-parse", "--verify", "--quiet", f"{threshold}^{{commit}}").returncode != 0:
             raise MarkerError(f"threshold {threshold} is unknown to git")
-        failures, unmarked = scan(root, files, threshold, args.strict)
+        failures, unmarked = scan(root, files, threshold, not args.warn_unmarked)
     except MarkerError as e:
         print(f"measured_blocks: {e}", file=sys.stderr)
         return 2
     print(f"measured_blocks: {len(files)} files, {failures} failing blocks, {unmarked} unmarked measured-looking tables"
           f" (threshold {threshold[:12]})", file=sys.stderr)
-    return 1 if failures or (args.strict and unmarked) else 0
+    return 1 if failures or (unmarked and not args.warn_unmarked) else 0
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 tests/data/fingerprints.txt changes twice. A bits block measured at the last fingerprint change (or after it) passes;
 one measured before it fails, as do an unknown commit, a dirty tree and a block naming no commit; a timed block must
 name a cpu but may be older; claims and table blocks take their commit from their text; a measured-looking table
-outside any block is a warning, an error with --strict; broken markers exit 2."""
+outside any block is an error (a warning with --warn-unmarked); broken markers exit 2."""
 import os
 import subprocess
 import sys
@@ -83,11 +83,11 @@ with tempfile.TemporaryDirectory(prefix="iclab_measured_") as repo:
     rc, err = check(repo, measured("bits", later))
     assert rc == 1 and newer[:12] in err, err
 
-    # unmarked tables: a warning, an error with --strict; a table in a block or a code fence is not listed
+    # unmarked tables: an error, a warning with --warn-unmarked; a table in a block or a code fence is not listed
     loose = "# Results\n\nOur run gave:\n\n| seed | loss | acc |\n|---|---|---|\n| 0 | 0.51 | 0.998 |\n"
-    rc, err = check(repo, loose)
+    rc, err = check(repo, loose, "--warn-unmarked")
     assert rc == 0 and "README.md:5: warning" in err and "1 unmarked" in err, err
-    rc, err = check(repo, loose, "--strict")
+    rc, err = check(repo, loose)
     assert rc == 1 and "README.md:5: error" in err, err
     assert unmarked_tables("# Usage\n\nOptions:\n\n| a | 1.5 | 2.5 |\n", []) == []          # no measured wording
     assert unmarked_tables("# Results\n\n```\n| a | 1.5 | 2.5 |\n```\n", []) == []          # in a code fence
