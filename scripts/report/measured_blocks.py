@@ -16,7 +16,8 @@ commit and a cpu; it is exempt from the ancestry rule (wall times measure a mach
 markdown table that looks measured (rows with >= 2 decimal or exponent numbers, outside code fences, in a section whose
 title or preceding paragraph says measured / results / ours) is "unmarked": an error (a warning with --warn-unmarked).
 
-  measured_blocks.py --check [--root DIR] [--warn-unmarked] [--threshold COMMIT] [FILE ...]
+  measured_blocks.py --check [--root DIR] [--warn-unmarked] [--threshold COMMIT] [--exclude-marker M ...] [FILE ...]
+      --exclude-marker claims:paper: leave those blocks unchecked (e.g. until the paper profile is rerun)
   measured_blocks.py --list  [--root DIR] [FILE ...]           every block: file, line, kind, commit (no checks)
 
 Files (default): README.md, experiments/*/README.md, docs/*.md except the dated logs docs/performance_log*.md,
@@ -212,7 +213,7 @@ def unmarked_tables(text, spans):
     return tables
 
 
-def scan(root, files, threshold, strict=False, out=sys.stderr):
+def scan(root, files, threshold, strict=False, out=sys.stderr, exclude=()):
     """Checks the files; returns (failures, unmarked) counts, printing one line per problem."""
     failures = unmarked = 0
     for path in files:
@@ -227,6 +228,8 @@ def scan(root, files, threshold, strict=False, out=sys.stderr):
         if page:
             found.append(page)
         for b in found:
+            if b["marker"] in exclude:
+                continue
             for p in check_block(root, b, threshold):
                 failures += 1
                 print(f"{rel}:{b['line']}: {b['marker']} block: {p}", file=out)
@@ -246,6 +249,8 @@ def main():
     parser.add_argument("--root", default=ROOT)
     parser.add_argument("--warn-unmarked", action="store_true", help="unmarked measured-looking tables only warn")
     parser.add_argument("--threshold", help="the commit blocks must descend from (default: last change of fingerprints)")
+    parser.add_argument("--exclude-marker", action="append", default=[], metavar="MARKER",
+                        help="a marker whose blocks are not checked (measured, table, figure, page, claims:PROFILE)")
     parser.add_argument("files", nargs="*")
     args = parser.parse_args()
     root = os.path.abspath(args.root)
@@ -265,7 +270,7 @@ def main():
         threshold = args.threshold or threshold_commit(root)
         if git(root, "rev-parse", "--verify", "--quiet", f"{threshold}^{{commit}}").returncode != 0:
             raise MarkerError(f"threshold {threshold} is unknown to git")
-        failures, unmarked = scan(root, files, threshold, not args.warn_unmarked)
+        failures, unmarked = scan(root, files, threshold, not args.warn_unmarked, exclude=set(args.exclude_marker))
     except MarkerError as e:
         print(f"measured_blocks: {e}", file=sys.stderr)
         return 2

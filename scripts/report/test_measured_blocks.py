@@ -72,6 +72,7 @@ with tempfile.TemporaryDirectory(prefix="iclab_measured_") as repo:
     assert check(repo, claims.format(c=fp[:7]))[0] == 0
     rc, err = check(repo, claims.format(c=old[:7]))
     assert rc == 1 and "claims:quick block" in err, err
+    assert check(repo, claims.format(c=old[:7]), "--exclude-marker", "claims:quick")[0] == 0   # left unchecked
     table = "<!-- table: run=sweeps/x dataset=/tables/t -->\n{caption}\n| a | b |\n<!-- /table -->\n"
     assert check(repo, table.format(caption=f"Run x, commit {later[:12]}, AVX2."))[0] == 0
     assert check(repo, table.format(caption=f"Run x, commit {later[:12]} (dirty), AVX2."))[0] == 1
