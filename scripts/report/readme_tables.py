@@ -25,6 +25,7 @@ import argparse
 import glob
 import math
 import os
+import platform
 import re
 import shlex
 import subprocess
@@ -93,6 +94,17 @@ def find_runs(results, pattern):
     return runs
 
 
+def local_cpu(hostname):
+    """'MODEL, ' of this machine's CPU when the run was made here (results.h5 records the host, not the CPU model)."""
+    if not hostname or str(hostname) != platform.node():
+        return ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name")) + ", "
+    except (OSError, StopIteration):
+        return ""
+
+
 def provenance(results, pattern, runs):
     """(commit, dirty, cpu) of the runs; refuses runs of several commits or CPUs (one commit of record)."""
     commits, cpus, dirty = set(), set(), False
@@ -101,7 +113,8 @@ def provenance(results, pattern, runs):
             a = {k: plain(v) for k, v in f.attrs.items() if k != "config"}
         commits.add(str(a.get("git_commit", "unknown")))
         dirty = dirty or str(a.get("git_dirty", "false")) == "true"
-        cpus.add(str(a["cpu"]) if "cpu" in a else f"{a.get('simd', '?')}, OpenBLAS core {a.get('blas_core', '?')}")
+        cpus.add(str(a["cpu"]) if "cpu" in a else
+                 f"{local_cpu(a.get('hostname'))}{a.get('simd', '?')}, OpenBLAS core {a.get('blas_core', '?')}")
     if len(commits) > 1:
         raise BlockError(f"results/{pattern}: runs from several commits ({', '.join(sorted(c[:12] for c in commits))})")
     return commits.pop(), dirty, "; ".join(sorted(cpus))
