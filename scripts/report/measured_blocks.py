@@ -5,7 +5,8 @@ commit that changed tests/data/fingerprints.txt or a descendant of it (older bit
 A measured block is one of (docs/testing.md#measured-blocks-every-published-number-names-its-commit-issue-46 states the syntax, the one place):
   <!-- measured: kind=bits|timed commit=HEX [cpu="…"] source="COMMAND" --> … <!-- /measured -->
   <!-- table: run=… dataset=… … --> … <!-- /table -->          scripts/report/readme_tables.py; kind bits, the commit
-  <!-- figure: run=… command=… out=… --> … <!-- /figure -->    is the "commit HEX" of its caption
+  <!-- figure: run=… command=… out=… --> … <!-- /figure -->    is the "commit HEX" of its caption (kind=timed in
+                                                                 the opener: a timed block, its caption names the CPU)
   <!-- claims:PROFILE --> … <!-- /claims:PROFILE -->           scripts/report/readme_claims.py; kind bits, the commit
                                                                  is the "commit HEX" of its first line
 and a generated page whose title names its commit (docs/reproduction.md: "# iclab reproduction: profile quick, commit HEX").
@@ -111,6 +112,11 @@ def blocks(text):
             c = TEXT_COMMIT.search(body)
             if c:
                 block["commit"], block["dirty"] = c.group(1), bool(c.group(2))
+            if opener in ("table:", "figure:") and attributes(m.group(3)).get("kind") == "timed":
+                # a generated table of times: readme_tables.py's caption "…: commit X[ (dirty)], CPU; do not edit."
+                block["kind"] = "timed"
+                cpu = re.search(r"commit [0-9a-f]{7,40}(?: \(dirty\))?, (.+?); do not edit", body)
+                block["cpu"] = cpu.group(1) if cpu else None
         found.append(block)
         pos = end + len(close)
     return found

@@ -11,6 +11,7 @@ A table block (docs/testing.md#measured-blocks-every-published-number-names-its-
            attributes as {@NAME} (e.g. "{steps_to_90pct_mean:.0f} ± {steps_to_90pct_std:.0f}")
   headers  the header cells (default: the columns)    where   keep the rows whose column equals VALUE (all of them)
   format   the format of a bare float column (default .4g)
+  kind     bits (default) or timed: a table of wall times or speeds (measured_blocks.py exempts it from the age rule)
 A figure block:
   <!-- figure: run=GLOB command="scripts/plot/figure1.sh {run} {out}" out=docs/figures/NAME.png alt="…" --> … <!-- /figure -->
   runs the command on the (one) run with --write and shows the image under a caption naming its commit and CPU.

@@ -76,6 +76,10 @@ with tempfile.TemporaryDirectory(prefix="iclab_measured_") as repo:
     table = "<!-- table: run=sweeps/x dataset=/tables/t -->\n{caption}\n| a | b |\n<!-- /table -->\n"
     assert check(repo, table.format(caption=f"Run x, commit {later[:12]}, AVX2."))[0] == 0
     assert check(repo, table.format(caption=f"Run x, commit {later[:12]} (dirty), AVX2."))[0] == 1
+    timed_table = "<!-- table: run=sweeps/x dataset=/tables/t kind=timed -->\n{caption}\n| a | b |\n<!-- /table -->\n"
+    assert check(repo, timed_table.format(caption=f"*… commit {old[:12]}, AMD EPYC 7B13, AVX2; do not edit.*"))[0] == 0
+    rc, err = check(repo, timed_table.format(caption=f"*… commit {old[:12]}; no cpu*"))
+    assert rc == 1 and "no cpu" in err, err
     rc, err = check(repo, table.format(caption="not generated yet"))
     assert rc == 1 and "table block: names no commit" in err, err
 
