@@ -7,7 +7,7 @@ A table block (docs/testing.md#measured-blocks-every-published-number-names-its-
   <!-- /table -->
   run      results.h5 folders under results/ (a glob; several runs give their rows in path order)
   dataset  /tables/NAME (a table of column datasets: one row per table row) or / (one row per run, attributes only)
-  columns  "|"-separated cells: a column name, or a Python format template over column names and the run's root
+  columns  "|"-separated cells ("\|" a literal bar): a column name, or a Python format template over column names and the run's root
            attributes as {@NAME} (e.g. "{steps_to_90pct_mean:.0f} ± {steps_to_90pct_std:.0f}")
   headers  the header cells (default: the columns)    where   keep the rows whose column equals VALUE (all of them)
   format   the format of a bare float column (default .4g)
@@ -41,6 +41,7 @@ from script_io import atomic_write_text  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OPEN = re.compile(r"<!--\s*(table|figure):(.*?)-->")
 FIELD = re.compile(r"\{([^{}:!]+)")
+CELL_SPLIT = re.compile(r"(?<!\\)\|")  # cells are separated by "|"; "\|" is a literal bar
 
 
 class BlockError(ValueError):
@@ -153,8 +154,8 @@ def render_table(results, attrs):
             raise BlockError(f"a table block needs {key}=")
     runs = find_runs(results, attrs["run"])
     dataset = attrs.get("dataset", "/")
-    columns = attrs["columns"].split("|")
-    headers = attrs.get("headers", attrs["columns"]).split("|")
+    columns = [c.replace("\\|", "|") for c in CELL_SPLIT.split(attrs["columns"])]
+    headers = CELL_SPLIT.split(attrs.get("headers", attrs["columns"]))  # "\|" stays escaped in the header
     if len(headers) != len(columns):
         raise BlockError(f"{len(headers)} headers for {len(columns)} columns")
     spec = attrs.get("format", ".4g")
