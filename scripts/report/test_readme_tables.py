@@ -72,6 +72,11 @@ with tempfile.TemporaryDirectory(prefix="iclab_readme_tables_") as tmp:
     written = open(readme).read()
     assert "| variant | loss |\n|---|---|\n| trainable_bias | n/a |\n" in written and "no_bias" not in written, written
     assert "| 0 | 12.5 s |\n| 1 | 12.5 s |\n" in written, written
+    # "\|" is a literal bar inside a cell, not a separator
+    with open(readme, "w") as f:
+        f.write('<!-- table: run=sweeps/q/job_seed-0 dataset=/ columns="\\|{@seed}\\|" headers="\\|seed\\|" -->\n<!-- /table -->\n')
+    assert run(root, results, "--write")[0] == 0
+    assert "| \\|seed\\| |\n|---|\n| \\|0\\| |\n" in open(readme).read(), open(readme).read()
 
     # refused, nothing written: two commits, a missing run, a missing column, an unclosed block (exit 2)
     make_run(os.path.join(results, "sweeps/q/job_seed-2"), "fedcba9876543210fedcba9876543210fedcba98", 2, 0.1)
