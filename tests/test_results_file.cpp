@@ -369,5 +369,6 @@ TEST_CASE("provenance is recorded", "[io]") {
     CHECK(simd == simd_target());
     CHECK((simd == "AVX-512" || simd == "AVX2" || simd == "SSE2" || simd == "other"));
     CHECK(reader.read_attr_string("/", "hostname") == hostname());
+    CHECK(reader.read_attr_string("/", "cpu_model") == cpu_model());  // the CPU the run ran on, beside the BLAS core
     CHECK(matches_shape(reader.read_attr_string("/", "created_utc"), "9999-99-99T99:99:99Z"));
 }

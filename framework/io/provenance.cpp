@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <fstream>
 #include <cstdio>
 #include <ctime>
 #include <optional>
@@ -125,6 +126,19 @@ std::string hostname() {
     return name.data();
 }
 
+std::string cpu_model() {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+        if (line.rfind("model name", 0) != 0) continue;
+        const auto colon = line.find(':');
+        if (colon == std::string::npos) break;
+        std::string name = trimmed(line.substr(colon + 1));
+        while (!name.empty() && name.front() == ' ') name.erase(name.begin());
+        return name.empty() ? "unknown" : name;
+    }
+    return "unknown";
+}
+
 void write_provenance(ResultsWriter& writer) {
     writer.set_attr("git_commit", git_commit());
     writer.set_attr("git_dirty", git_dirty());
@@ -137,6 +151,7 @@ void write_provenance(ResultsWriter& writer) {
     writer.set_attr("blas_threads", static_cast<int64_t>(openblas_threads()));
     writer.set_attr("omp_threads", static_cast<int64_t>(omp_get_max_threads()));
     writer.set_attr("hostname", hostname());
+    writer.set_attr("cpu_model", cpu_model());
     writer.set_attr("created_utc", now_iso8601());
 }
 

@@ -18,9 +18,10 @@ std::string simd_target();      // the widest x86 vector set the build targets: 
 std::string iclab_version();    // ICLAB_VERSION, else "unknown"
 std::string now_iso8601();      // UTC to the second, e.g. "2024-05-01T12:34:56Z"
 std::string hostname();
+std::string cpu_model();        // /proc/cpuinfo's first "model name" ("Intel(R) Xeon(R) Processor"), else "unknown"
 
 // Sets root attributes git_commit, git_dirty, iclab_version, compiler, build_type, simd, blas_core,
-// blas_config, blas_threads (int64), hostname and created_utc (now_iso8601(): when the
+// blas_config, blas_threads (int64), hostname, cpu_model and created_utc (now_iso8601(): when the
 // provenance was recorded, normally at the start of the run).
 void write_provenance(ResultsWriter& writer);
 
