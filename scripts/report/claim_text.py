@@ -106,6 +106,44 @@ def rule_text(c):
     return f"{c['rule']}; x = {c['metric']}" if c.get("metric") else c["rule"]
 
 
+def needed_count(c):
+    """(k, n) of a count rule as `iclab claims` evaluated it: k values needed on the claimed side of n; None otherwise."""
+    if not is_count(c) or not finite(c.get("n", "nan")):
+        return None
+    n = int(float(c["n"]))
+    rule = c.get("rule", "")
+    if "for every value" in rule:
+        return n, n
+    here = rule.rfind("(here ")
+    if here >= 0:
+        words = rule[here + len("(here "):].split()
+        if len(words) >= 3 and words[0].isdigit() and words[1] == "of":
+            return int(words[0]), n
+    return None
+
+
+def false_pass_text(c):
+    """The chance that the rule passes on values with no effect at all (issue 45: 'rules a coin cannot pass'):
+    - a one-sided interval rule (mean above / below a bar, the 95 % t-interval wholly on one side): 2.5 % when the true
+      mean sits on the bar; inside a band: at most 2.5 % when it sits on an edge;
+    - a count rule over seeds: P(Binomial(n, 1/2) >= k), each seed falling on either side of the bar by a fair coin
+      (every one of 5: 3.1 %; 4 of 5: 19 %);
+    - a rule on every instance of an identity: deterministic, not a coin ('-')."""
+    test = column(c, "test")
+    if test in ("interval_above", "interval_below"):
+        return "2.5 % (one-sided 95 % t-interval, true mean on the bar)"
+    if test == "interval_within":
+        return "<= 2.5 % (95 % t-interval inside the band, true mean on an edge)"
+    counted = needed_count(c)
+    if counted is None:
+        return ""
+    k, n = counted
+    if c.get("unit") != "seed":
+        return "- (every instance of an identity: not a coin)" if k == n else ""
+    p = sum(math.comb(n, j) for j in range(k, n + 1)) / 2 ** n
+    return f"{100 * p:.2g} % ({k} of {n} seeds by a fair coin)"
+
+
 def statement_of(c):
     """The statement without the selection `iclab claims` appends ('[picked on validation data: ...]')."""
     text = c.get("statement", "")
@@ -182,7 +220,7 @@ def details_fields(c):
                   ("note", column(c, "note")), ("spec", c["setting"])]
         return [(k, v) for k, v in fields if v]
     fields = [("statement", statement_of(c)), ("source", c.get("source", "")), ("kind", c.get("kind", "")),
-              ("rule", rule_text(c)), ("setting", c.get("setting", "")),
+              ("rule", rule_text(c)), ("false-pass rate", false_pass_text(c)), ("setting", c.get("setting", "")),
               ("seeds" if c.get("unit") == "seed" else "instances", c.get("units", "")),
               ("per seed", c.get("values", "")), ("on the claimed side", side_text(c)),
               ("mean [95 % t-interval]", ours_full(c) if c["verdict"] != "not run" else ""),

@@ -120,4 +120,12 @@ html_page = claims_page_html(new, [], "file:///x/", lambda p: p.replace(" ", "-"
 assert html_page.index('<h2 id="failures">') < html_page.index('<h2 id="undecided">') < html_page.index('<table class="claims">')
 assert ">003-T3 LR SL-L2: prefix &lt; causal†</a>" in html_page and "<td class=\"l\">fragile</td>" in html_page
 assert '<tr id="c-003-t3-lr-sl-l2--prefix---causal">' in html_page
+# the false-pass rate beside each rule (issue 45: rules a coin cannot pass)
+from claim_text import false_pass_text  # noqa: E402
+assert false_pass_text(dict(ROWS[0], rule="x > 0 in >= 4/5 of the values, at least 4 (here 4 of 5)")) == \
+    "19 % (4 of 5 seeds by a fair coin)"  # P(Bin(5, 1/2) >= 4) = 6/32
+assert false_pass_text(dict(ROWS[0], rule="x > 0 for every value")) == "3.1 % (5 of 5 seeds by a fair coin)"
+assert false_pass_text(ROWS[2]).startswith("<= 2.5 %") and false_pass_text(ROWS[3]).startswith("2.5 %")
+assert false_pass_text(dict(ROWS[2], test="count_at_most", rule="x <= 1e-05 for every value")).startswith("- (every instance")
+assert "false-pass rate: 2.5 % (one-sided" in page
 print("page: failures first, compact tables, counts by kind, provenance, leave-one-out and rounding, verdict keys OK")
