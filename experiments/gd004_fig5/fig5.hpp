@@ -58,6 +58,7 @@ struct TrainSettings {
     std::size_t epochs = 50;
     bool shuffle = false;
     bool fp64 = false;
+    std::int64_t perturb_init_ulps = 0;  // train.perturb_init_ulps: the init moved by that many ulps (framework/train/perturb.hpp)
 };
 RunCurves train_run(const SeedData& data, const RunSpec& spec, const TrainSettings& settings, std::size_t features);
 

@@ -35,6 +35,10 @@ void declare_keys(config::Schema& schema) {
         .add_float("model.init_bound", 0.0, 0.0, 100.0, "init U(+-bound) of W_Q, W_K, W_V and every G; 0: 1/sqrt(12) (spec §4)")
         .add_int("train.epochs", 50, 1, 100000, "E epochs (paper: not given; spec §9: 50)")
         .add_bool("train.shuffle", false, "reshuffle the training set each epoch (the same order for every variant of a seed)")
+        .add_int("train.perturb_init_ulps", 0, 0, 1000,
+                 "a pinned perturbation of rounding (issue 45; as the Trainer's key, framework/run/config_keys.cpp): every "
+                 "initial weight moved by this many ulps of model.dtype, its direction drawn from a sub-stream of its seed "
+                 "(the same for every variant of a seed); 0: off")
         .add_int("fig5.seeds", 5, 1, 1000, "paired seeds seed, seed+1, ...: each fixes W, init, omega and data for all variants")
         .add_string_list("fig5.parts", {"reg", "aug", "neg"}, {"reg", "aug", "neg"}, "Fig. 5 left (reg), centre (aug), right (neg)")
         .add_float("fig5.reg_lr", 0.003, 1e-9, 10.0, "SGD lr of the regularized models (paper §5.3: 0.003)")
@@ -164,6 +168,7 @@ RunOutcome run_gd004_fig5(const RunContext& context) {
     train.epochs = static_cast<std::size_t>(cfg.get_int("train.epochs"));
     train.shuffle = cfg.get_bool("train.shuffle");
     train.fp64 = cfg.get_string("model.dtype") == "float64";
+    train.perturb_init_ulps = cfg.get_int("train.perturb_init_ulps");
     run.log() << "gd004_fig5: " << specs.size() << " runs of " << train.epochs * data_settings.train_sequences << " SGD steps\n";
 
     // The runs are independent: OpenMP threads (--threads) share them; each is deterministic on its own.

@@ -12,6 +12,7 @@
 #include "framework/core/rng.hpp"
 #include "framework/nn/kernel_features.hpp"
 #include "framework/tasks/regression.hpp"
+#include "framework/train/perturb.hpp"
 
 namespace iclab::experiments::fig5 {
 
@@ -67,6 +68,8 @@ RunCurves train_typed(const SeedData& d, const RunSpec& spec, const TrainSetting
     const std::size_t C = kWidth, B = d.train_y.size(), TT = d.train_h.size() / (B * C);
     const nn::Attention004Shape shape{TT, C, features};
     std::vector<T> params(d.init.begin(), d.init.end()), grads(params.size()), random(d.random.begin(), d.random.end());
+    Rng directions = Rng(static_cast<std::uint64_t>(d.seed)).derive(iclab::train::kPerturbStream);  // in T's own ulps; draws nothing at 0
+    iclab::train::perturb_values_by_ulps(params.data(), params.size(), s.perturb_init_ulps, directions);
     const std::vector<T> train_h(d.train_h.begin(), d.train_h.end()), test_h(d.test_h.begin(), d.test_h.end());
     const std::vector<T> zeroed_h(d.test_zeroed_h.begin(), d.test_zeroed_h.end());
     nn::Attention004Cache<T> cache;

@@ -160,6 +160,12 @@ struct ClaimResult {
     // What a score on held-out (validation) data picked for this claim in this run, e.g. "F=32 picked on 200
     // validation pairs ..."; pooled: per seed. Empty when nothing was picked. A result, not part of the declaration.
     std::string selection;
+    // Set by pool_claims only (never written to /claims): leave_one_out_text of the pooled result. The claims table
+    // (framework/run/claims_pool.hpp) shows it as the column `leave_one_out`.
+    std::string leave_one_out;
+    // Set by run::pool_run_claims only: the verdict of the setting's rounding twin (the same runs with
+    // train.perturb_init_ulps != 0), column `rounding` of the claims table (framework/run/claims_pool.hpp).
+    std::string rounding;
 };
 
 // Evaluates the declared rule on the values (one per unit); check_claim first. No value at all: not run. One arm of a paired claim (pair.arm
@@ -182,5 +188,13 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader);
 // an arm is left out and named with the arms it misses.
 std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs,
                                      const std::vector<std::int64_t>& run_seeds = {});
+
+// Leave-one-seed-out (issue 45, "Robustness shown"): for a result over seeds (claim.unit "seed": pooled seeds, paired
+// or ranked per-seed values, seed_means' per-seed means) with n >= 3 values, the same rule evaluated n times, each
+// time without one seed's value. "holds" when no drop changes the verdict; otherwise "fragile: without seed k →
+// <verdict>" for each seed k whose drop changes it, joined by "; " in unit order ("fragile: without seed 2 → not
+// reproduced; without seed 4 → inconclusive"). Empty for a claim over instances or with fewer than 3 values. pool_claims
+// sets ClaimResult::leave_one_out to it.
+std::string leave_one_out_text(const ClaimResult& result);
 
 }  // namespace iclab::io

@@ -67,6 +67,23 @@ ClaimResult pool_ranked(const Claim& claim, const std::map<std::int64_t, std::ma
 
 }  // namespace
 
+std::string leave_one_out_text(const ClaimResult& result) {
+    const std::size_t n = result.values.size();
+    if (result.claim.unit != "seed" || n < 3 || result.units.size() != n) return "";
+    std::string flips;
+    for (std::size_t drop = 0; drop < n; ++drop) {
+        std::vector<std::int64_t> units;
+        std::vector<double> values;
+        for (std::size_t i = 0; i < n; ++i)
+            if (i != drop) units.push_back(result.units[i]), values.push_back(result.values[i]);
+        // the same declaration (pair.arm empty: the values are the combined ones), so the same rule on n - 1 values
+        const Verdict verdict = evaluate_claim(result.claim, units, values).verdict;
+        if (verdict != result.verdict)
+            flips += (flips.empty() ? "" : "; ") + ("without seed " + std::to_string(result.units[drop]) + " \u2192 " + verdict_name(verdict));
+    }
+    return flips.empty() ? "holds" : "fragile: " + flips;
+}
+
 std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, std::vector<ClaimResult>>>& runs,
                                      const std::vector<std::int64_t>& run_seeds) {
     ICLAB_CHECK(run_seeds.empty() || run_seeds.size() == runs.size(), "pool_claims: " << run_seeds.size() << " seeds for " << runs.size() << " runs");
@@ -149,6 +166,7 @@ std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, st
         if (!alone.empty()) r.note += (r.note.empty() ? "" : "; ") + std::string("one arm only, left out: seed ") + alone;
         out.push_back(r);
     }
+    for (ClaimResult& r : out) r.leave_one_out = leave_one_out_text(r);
     return out;
 }
 

@@ -17,6 +17,8 @@ namespace iclab::run {
 
 namespace fs = std::filesystem;
 
+constexpr const char* kPerturbKey = "train.perturb_init_ulps";  // the rounding twin's key (framework/run/config_keys.cpp)
+
 namespace {
 
 // The arm keys of one experiment's claims and, per key, the values that are an arm of one of them.
@@ -42,6 +44,7 @@ std::string setting_key(const std::string& config_text, const std::string& exper
     if (config.IsMap()) {
         config.remove("seed");
         config.remove("output");
+        if (config["train"] && config["train"].IsMap()) config["train"].remove(std::string(kPerturbKey).substr(6));  // in the key's twin suffix
         for (const auto& [key, values] : arms) {
             if (values.count(config_value(config, key)) == 0) continue;
             YAML::Node parent = config;
@@ -84,7 +87,49 @@ std::int64_t run_seed(const std::string& config_text, const fs::path& dir) {
     return seed;
 }
 
+// The rounding twins (issue 45, "Robustness shown"): a setting that differs from another only in train.perturb_init_ulps
+// (not 0) is that setting's twin; it becomes no rows of its own, and each claim of the base setting gets `rounding`
+// from the twin's claim of the same id. A twin without a base setting stays a setting of its own.
+std::vector<PooledClaims> with_rounding_twins(std::vector<PooledClaims> settings, const std::vector<std::string>& perturbations,
+                                              const std::vector<std::string>& bases) {
+    std::map<std::string, std::size_t> base_of;  // key without the perturbation -> the unperturbed setting
+    for (std::size_t s = 0; s < settings.size(); ++s)
+        if (perturbations[s].empty()) base_of.emplace(bases[s], s);
+    std::map<std::size_t, std::map<std::string, std::vector<std::pair<std::string, io::Verdict>>>> twins;  // base -> id -> (ulps, verdict)
+    std::vector<bool> folded(settings.size(), false);
+    for (std::size_t s = 0; s < settings.size(); ++s) {
+        if (perturbations[s].empty()) continue;
+        const auto base = base_of.find(bases[s]);
+        if (base == base_of.end()) continue;
+        folded[s] = true;
+        PooledClaims& into = settings[base->second];
+        into.rounding_runs.insert(into.rounding_runs.end(), settings[s].runs.begin(), settings[s].runs.end());
+        for (const io::ClaimResult& c : settings[s].claims) twins[base->second][c.claim.id].emplace_back(perturbations[s], c.verdict);
+    }
+    std::vector<PooledClaims> out;
+    for (std::size_t s = 0; s < settings.size(); ++s) {
+        if (folded[s]) continue;
+        const auto twin = twins.find(s);
+        if (twin != twins.end())
+            for (io::ClaimResult& c : settings[s].claims) {
+                const auto found = twin->second.find(c.claim.id);
+                if (found != twin->second.end()) c.rounding = rounding_text(c.verdict, found->second);
+            }
+        out.push_back(std::move(settings[s]));
+    }
+    return out;
+}
+
 }  // namespace
+
+std::string rounding_text(io::Verdict base, const std::vector<std::pair<std::string, io::Verdict>>& twins) {
+    std::string differs;
+    for (const auto& [ulps, verdict] : twins)
+        if (verdict != base)
+            differs += (differs.empty() ? "" : "; ") + (io::verdict_name(verdict) + (" at +" + ulps + (ulps == "1" ? " ulp" : " ulps")));
+    if (twins.empty()) return "";
+    return differs.empty() ? "holds under rounding" : "depends on rounding: " + differs;
+}
 
 std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs, const Catalog* catalog) {
     // First pass: each run's claims, checked against its config; the arm keys of each experiment (every key one of its
@@ -131,9 +176,14 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs,
     // One run per (setting, seed, arm): two copies of a run (or two runs of one setting and seed) would count its values
     // twice and narrow the interval, whatever unit its claims pool over.
     std::map<std::string, fs::path> run_of;
+    std::vector<std::string> perturbations;  // per setting: its train.perturb_init_ulps when not 0, else empty
+    std::vector<std::string> bases;          // per setting: its key without train.perturb_init_ulps
     for (Read& r : read) {
         const ArmValues& keys = arm_values[r.experiment];
-        const std::string key = setting_key(r.setting_text, r.experiment, keys);
+        const std::string base = setting_key(r.setting_text, r.experiment, keys);
+        std::string perturbation = config_value(YAML::Load(r.setting_text), kPerturbKey);
+        if (perturbation == "0") perturbation.clear();
+        const std::string key = base + (perturbation.empty() ? "" : "\nrounding twin: " + std::string(kPerturbKey) + " = " + perturbation);
         {
             const YAML::Node config = YAML::Load(r.config_text);
             const std::int64_t seed = run_seed(r.config_text, r.dir);
@@ -157,13 +207,15 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs,
             out.push_back(p);
             per_setting.emplace_back();
             seeds.emplace_back();
+            perturbations.push_back(perturbation);
+            bases.push_back(base);
         }
         out[it->second].runs.push_back(r.dir);
         seeds[it->second].push_back(run_seed(r.config_text, r.dir));
         per_setting[it->second].push_back({r.dir.string(), std::move(r.claims)});
     }
     for (std::size_t s = 0; s < out.size(); ++s) out[s].claims = io::pool_claims(per_setting[s], seeds[s]);
-    return out;
+    return with_rounding_twins(std::move(out), perturbations, bases);
 }
 
 WideTable claims_table(const std::vector<PooledClaims>& pooled) {
@@ -189,7 +241,8 @@ WideTable claims_table(const std::vector<PooledClaims>& pooled) {
                            {"ci95_low", r.interval.low}, {"ci95_high", r.interval.high},
                            {"on_claimed_side", static_cast<double>(r.on_side)}, {"paper_value", c.paper_value},
                            {"verdict", io::verdict_name(r.verdict)}, {"note", r.note}, {"readme", c.readme},
-                           {"test", io::rule_test_name(c.rule.test)}, {"values", values}});
+                           {"test", io::rule_test_name(c.rule.test)}, {"values", values},
+                           {"leave_one_out", r.leave_one_out}, {"rounding", r.rounding}});
         }
     return table;
 }

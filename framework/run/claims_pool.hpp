@@ -7,6 +7,7 @@
 // reproduction report (scripts/report/make_report.py) reads that file and recomputes nothing.
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/io/claims.hpp"
@@ -21,7 +22,17 @@ struct PooledClaims {
     std::string experiment;  // the experiment's name
     std::vector<std::filesystem::path> runs;
     std::vector<io::ClaimResult> claims;
+    std::vector<std::filesystem::path> rounding_runs;  // the runs of its rounding twin (below), folded into this setting
 };
+
+// Rounding twins (issue 45, "Robustness shown"): runs whose settings differ only in train.perturb_init_ulps (not 0:
+// every trained parameter moved by that many ulps after initialization, framework/train/perturb.hpp) are the
+// rounding twin of the unperturbed setting. The twin is pooled like any setting but gives no rows of its own: each
+// claim of the base setting gets ClaimResult::rounding from the twin's claim of the same id (rounding_text). A twin
+// whose base setting is absent stays a setting of its own (its `setting` shows the override).
+// rounding_text: "" without twins; "holds under rounding" when every twin's verdict equals `base`; otherwise
+// "depends on rounding: <twin verdict> at +1 ulp" (several differing twins joined by "; ", "+2 ulps").
+std::string rounding_text(io::Verdict base, const std::vector<std::pair<std::string, io::Verdict>>& twins);
 
 // The settings of the runs (in order of first appearance) that declare claims; runs without /claims are skipped.
 // With a catalog, each run's config is compared as resolve_again gives it (framework/run/sweep.hpp), so a run made
@@ -31,7 +42,11 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<std::filesystem::pat
 // One row per claim of every setting: setting, experiment, runs, and the columns of /claims (the statement followed
 // by "[picked on validation data: <selection>]" when the runs picked something on validation data), then the rule's
 // test (io::rule_test_name) and, for claims over seeds, the values in unit order ("0.412, 1.2, -2.4": 3 significant
-// digits; empty for claims over instances).
+// digits; empty for claims over instances), then the robustness columns (issue 45):
+//   leave_one_out  io::leave_one_out_text: "holds", "fragile: without seed k → <verdict>[; without seed j → ...]",
+//                  or empty (a claim over instances, or fewer than 3 seeds)
+//   rounding       rounding_text against the setting's rounding twin: "holds under rounding",
+//                  "depends on rounding: <twin verdict> at +1 ulp", or empty (no twin ran the claim)
 WideTable claims_table(const std::vector<PooledClaims>& pooled);
 
 }  // namespace iclab::run

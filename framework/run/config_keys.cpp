@@ -190,6 +190,12 @@ void add_train_keys(config::Schema& schema) {
         .add_int("train.checkpoint_every", 500, 0, 100000000,
                  "write <run folder>/checkpoint.h5 (parameters, optimizer and data-stream state) every N steps and "
                  "at the end, for iclab run --resume; 0: only at the end")
+        .add_int("train.perturb_init_ulps", 0, 0, 1000,
+                 "a pinned perturbation of rounding (issue 45): after initialization, move every trained parameter by "
+                 "this many ulps of its working precision (fp32 or fp64), up or down by its own draw from a sub-stream "
+                 "of seed that no other draw uses; the run then differs from the unperturbed one by rounding-level "
+                 "noise and is still the same on every CPU. `iclab claims` pools such runs as the rounding twin of "
+                 "the unperturbed setting (claims column rounding); 0: off, every result bit for bit as without the key")
         .add_int("eval.every", 100, 1, 100000000, "evaluate on held-out sequences every N steps (and at the end)")
         .add_int("eval.sequences", 256, 1, 1 << 24, "held-out sequences per evaluation (the same ones every time)")
         .add_int("log.every", 50, 1, 100000000, "plain log line every N steps when stderr is not a terminal")

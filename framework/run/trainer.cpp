@@ -14,6 +14,7 @@
 #include "framework/core/interrupt.hpp"
 #include "framework/run/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
+#include "framework/train/perturb.hpp"
 
 namespace iclab::run {
 
@@ -52,6 +53,8 @@ TrainerSettings trainer_settings_from_config(const config::Config& cfg) {
     settings.eval_every = static_cast<std::size_t>(cfg.get_int("eval.every"));
     settings.checkpoint_every = static_cast<std::size_t>(cfg.get_int("train.checkpoint_every"));
     settings.log_every = static_cast<std::size_t>(cfg.get_int("log.every"));
+    settings.perturb_init_ulps = cfg.get_int("train.perturb_init_ulps");
+    settings.seed = static_cast<std::uint64_t>(cfg.get_int("seed"));
     return settings;
 }
 
@@ -73,7 +76,10 @@ double Trainer<T>::elapsed_seconds() const {
 template <class T>
 bool Trainer<T>::train(Rng data_rng) {
     data_rng_ = data_rng;
-    if (run_.resumed()) load_checkpoint();
+    if (run_.resumed())
+        load_checkpoint();  // its parameters were perturbed (if at all) before its first step
+    else
+        train::perturb_parameters_by_ulps(params_, layout_, settings_.perturb_init_ulps, settings_.seed);
     const std::size_t steps = settings_.steps;
     const std::size_t stop = options_.stop_after > 0 ? std::min(options_.stop_after, steps) : steps;
     ICLAB_INPUT_CHECK(stop > next_step_ || stop == steps, "--stop-after " << options_.stop_after << " is not after the checkpoint's step "

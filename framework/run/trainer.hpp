@@ -16,6 +16,7 @@
 // /curves (but the wall-time columns tokens_per_s and elapsed_s) and parameters are bit-identical to
 // an uninterrupted run's. docs/checkpoint_format.md lists the file's contents.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,6 +44,9 @@ struct TrainerSettings {
     std::size_t eval_every = 100;          // eval.every: evaluate after every N steps and after the last
     std::size_t checkpoint_every = 500;    // train.checkpoint_every: checkpoint every N steps and at the end (0: at the end)
     std::size_t log_every = 50;            // log.every
+    std::int64_t perturb_init_ulps = 0;    // train.perturb_init_ulps: train() first moves every trainable parameter
+                                           // by this many ulps (framework/train/perturb.hpp); 0: off
+    std::uint64_t seed = 0;                // seed: the root of the perturbation's directions
 };
 TrainerSettings trainer_settings_from_config(const config::Config& cfg);
 
@@ -66,7 +70,9 @@ public:
             std::vector<T>& grads, TrainingTask task, RunFolder& run, const RunOptions& options);
 
     // Trains from step 0 drawing batches from data_rng or, in a resumed run folder, from its checkpoint
-    // (which replaces the parameters, the optimizer state and data_rng's state). Returns true when step
+    // (which replaces the parameters, the optimizer state and data_rng's state). From step 0 with
+    // settings.perturb_init_ulps > 0 it first perturbs the initialized parameters (train::perturb_parameters_by_ulps):
+    // the one place every trained model of the framework passes through after its initialization. Returns true when step
     // settings.steps is reached, false when stopped by RunOptions::stop_after (after a checkpoint).
     // Throws iclab::Error (exit status 1) when the loss or the gradient norm is NaN or Inf, naming the
     // step and the quantity; the last checkpoint stays as it was.
