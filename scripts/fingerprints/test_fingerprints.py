@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""ctest fingerprints_detect: the fingerprint check catches one ulp and ignores only clocks (issue 46).
+"""ctest fingerprints_detect: the fingerprint check catches one ulp (in a results file, and from a one-ulp change in one
+loop of the code: train.perturb_init_ulps=1) and ignores only clocks (issue 46).
 
     test_fingerprints.py BUILD_DIR
 
@@ -77,6 +78,19 @@ def main():
         again = driver("--runs", runs, "--file", file, "--work", work)
         check("a second run of the same build matches", again.returncode == 0 and "all 2 families equal" in again.stdout,
               again.stdout[-400:] + again.stderr[-800:])
+
+        # One ulp in one loop of the code: train.perturb_init_ulps=1 moves every trained initial parameter by one
+        # ulp (framework/train/perturb.hpp) and nothing else; the same build's fingerprints must then differ.
+        perturbed_runs = os.path.join(scratch, "perturbed_runs.txt")
+        with open(perturbed_runs, "w") as f:
+            f.write("".join(line + " train.perturb_init_ulps=1\n" if line.startswith("induction_head") else line + "\n"
+                            for line in RUNS.splitlines()))
+        perturbed = driver("--runs", perturbed_runs, "--file", file, "--work", os.path.join(scratch, "perturbed_work"))
+        check("a one-ulp change of the initial parameters fails the check", perturbed.returncode == 1,
+              perturbed.stdout[-400:] + perturbed.stderr[-800:])
+        check("... naming the family and its first differing dataset",
+              "induction_head: " in perturbed.stderr and " first " in perturbed.stderr and "tokenize:" not in perturbed.stderr,
+              perturbed.stderr[-800:])
 
         run_dir = os.path.join(work, "out", "induction_head")
         reference = os.path.join(scratch, "reference")
