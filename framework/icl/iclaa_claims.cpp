@@ -53,6 +53,10 @@ std::vector<io::Claim> make_gap_claims(const std::string& experiment, const std:
                   " (derived from the two printed errors on GPT-2; our model and prompts differ)";
     c.rule = io::ClaimRule::interval_above(paper_gap_closed());
     claims.push_back(c);
+    // A claim about trained models is judged over the models (issue 45): the instances of one model are not seeds.
+    if (pooling == io::ClaimPooling::seed_means)
+        for (io::Claim& claim : claims)
+            claim.statement += "; judged over the trained models: one value per training seed, its mean G over the " + instance + "s";
     for (const auto& claim : claims) io::check_claim(claim);
     return claims;
 }

@@ -189,7 +189,7 @@ WideTable claims_table(const std::vector<PooledClaims>& pooled) {
                            {"ci95_low", r.interval.low}, {"ci95_high", r.interval.high},
                            {"on_claimed_side", static_cast<double>(r.on_side)}, {"paper_value", c.paper_value},
                            {"verdict", io::verdict_name(r.verdict)}, {"note", r.note}, {"readme", c.readme},
-                           {"test", io::rule_test_name(c.rule.test)}, {"values", values}});
+                           {"test", io::rule_test_name(c.rule.test)}, {"values", values}, {"provenance", c.provenance}});
         }
     return table;
 }
