@@ -88,7 +88,7 @@ RunOutcome run_gd004_figures(const RunContext& context) {
     run.commit();
     if (!context.options.quiet) {
         print_regression_evaluation(training, cfg);
-        std::printf("\n%s%s\n", summary.c_str(), pass ? "pass" : "FAIL");
+        std::printf("\n%s%s\n", summary.c_str(), pass ? "every check reproduced" : "SOME CHECKS NOT REPRODUCED");
     }
     return {run.path(), true, training.steps_total, training.steps_total};
 }

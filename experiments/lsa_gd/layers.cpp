@@ -18,12 +18,12 @@ Check gated(const std::string& section, const std::string& name, const std::stri
             const std::string& band, double paper) {
     // the verdict of its claim (count_within [lo, hi] on one value): a NaN is inconclusive, never a pass
     const char* verdict = std::isnan(ours) ? "inconclusive" : ours >= lo && ours <= hi ? "reproduced" : "not reproduced";
-    return {section, name, claim, ours, paper, band, verdict, lo, hi};
+    return {section, name, claim, ours, paper, band, verdict, lo, hi, ""};
 }
 
 Check reported(const std::string& section, const std::string& name, const std::string& claim, double ours,
                const std::string& note, double paper) {
-    return {section, name, claim, ours, paper, note, "", kNaN, kNaN};  // no rule, no verdict
+    return {section, name, claim, ours, paper, note, "", kNaN, kNaN, ""};  // no rule, no verdict
 }
 
 RegressionSequences replicate_data(const Settings& s, const Rng& root, std::size_t replicate, std::size_t examples, double mu) {
