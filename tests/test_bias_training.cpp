@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "experiments/bias_training/claims.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
@@ -129,6 +131,45 @@ TEST_CASE("bias_training: curves of every (variant, seed) and a summary consiste
         CHECK(best[i] >= final_accuracy_column[i]);
         CHECK(std::isfinite(denominators[i]));
     }
+    // Figure 1's claims: two per variant with biases, one value per seed (the pair with no_bias of that seed)
+    const auto claims = iclab::io::read_claims(reader);
+    REQUIRE(claims.size() == 4);
+    CHECK(claims[0].claim.id == "000-F1 trainable_bias: faster to 0 % ICL accuracy");
+    CHECK(claims[1].claim.id == "000-F1 trainable_bias: lower final training loss");
+    for (const auto& c : claims) {
+        INFO(c.claim.id);
+        CHECK(c.claim.kind == iclab::io::ClaimKind::qualitative);
+        CHECK(c.units == std::vector<std::int64_t>{0, 1});
+        CHECK_FALSE(c.claim.provenance.empty());
+    }
+}
+
+TEST_CASE("bias_training: Figure 1 claims pair each variant with no_bias of its seed, a NaN is never reproduced", "[bias_training]") {
+    using iclab::experiments::bias_claims::BiasRun;
+    const double nan = std::nan("");
+    std::vector<BiasRun> runs;
+    for (std::int64_t seed = 0; seed < 5; ++seed) {
+        runs.push_back({"no_bias", seed, 1000.0 + 10.0 * seed, 0.5});
+        runs.push_back({"trainable_bias", seed, 800.0 + 10.0 * seed, 0.4 + 0.001 * seed});
+    }
+    auto claims = iclab::experiments::bias_claims::claims_of(runs, 0.9);
+    REQUIRE(claims.size() == 2);
+    CHECK(claims[0].claim.id == "000-F1 trainable_bias: faster to 90 % ICL accuracy");
+    CHECK(claims[0].values[0] == Approx(std::log(1000.0 / 800.0)));
+    CHECK(claims[0].verdict == iclab::io::Verdict::reproduced);
+    CHECK(claims[1].verdict == iclab::io::Verdict::reproduced);
+    // slower with the biases: not reproduced
+    for (auto& r : runs) if (r.variant == "trainable_bias") r.steps_to += 400.0;
+    CHECK(iclab::experiments::bias_claims::claims_of(runs, 0.9)[0].verdict == iclab::io::Verdict::not_reproduced);
+    // a seed that never reached 90 % (NaN steps) or a NaN loss: inconclusive, never reproduced
+    for (auto& r : runs) if (r.variant == "trainable_bias") r.steps_to -= 400.0;
+    runs[3].steps_to = nan, runs[5].final_loss = nan;
+    claims = iclab::experiments::bias_claims::claims_of(runs, 0.9);
+    CHECK(claims[0].verdict == iclab::io::Verdict::inconclusive);
+    CHECK(claims[1].verdict == iclab::io::Verdict::inconclusive);
+    // no no_bias run: no claim
+    std::vector<BiasRun> alone{{"trainable_bias", 0, 800.0, 0.4}};
+    CHECK(iclab::experiments::bias_claims::claims_of(alone, 0.9).empty());
 }
 
 TEST_CASE("bias_training: stopped inside a sub-run and resumed, it ends as an uninterrupted run", "[bias_training][cli][resume]") {

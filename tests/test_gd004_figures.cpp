@@ -6,9 +6,11 @@
 #include <cmath>
 #include <vector>
 
+#include "experiments/gd004_figures/figures.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/icl/gd_dual.hpp"
 #include "framework/icl/performer_error.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/nn/kernel_features.hpp"
 #include "tests/cli_helpers.hpp"
@@ -188,6 +190,32 @@ TEST_CASE("gd004_figures: the quick config's tables through the iclab binary", "
         if (split[i] == "per_sample") CHECK(rel[i] < 0.05);  // the default split: "slight" (per_step is ~N/2 times larger)
     }
     CHECK(reader.read_column_double("/tables/004_fig10_traj/y_cl_per_sample").size() == 15 * 10 + 1);
+    // the claims (issue 45): 8 on the trained layer (PRF, ORF x 4 metrics), 3 calibration checks, Fig. 10's slight
+    // deviation at the paper's cell and its two identities; one value each, the run seed as unit
+    const auto judged = iclab::io::read_claims(reader);
+    REQUIRE(judged.size() == 8 + 3 + 3);
+    for (const auto& c : judged) {
+        INFO(c.claim.id);
+        CHECK(c.units == std::vector<std::int64_t>{0});
+        CHECK(c.claim.paper == "004");
+        CHECK(std::isnan(c.claim.paper_value));
+        CHECK(c.verdict != iclab::io::Verdict::not_run);
+        if (c.claim.rule.counts()) CHECK(c.verdict == iclab::io::Verdict::reproduced);  // the identities hold
+        else CHECK(c.verdict == iclab::io::Verdict::inconclusive);                     // one seed: no interval yet
+    }
+    CHECK(judged[0].claim.id == "004-F3 prf mse_attn: error falls as R grows");
+    CHECK(judged.back().claim.id == "004-F10 batch-1 loop = closed form");
+}
+
+TEST_CASE("gd004_figures: a NaN value of a figure claim is never reproduced", "[gd004_figures]") {
+    using iclab::experiments::gd004::figure_claim;
+    const double nan = std::nan("");
+    CHECK(figure_claim("x", "Figure 3", iclab::io::ClaimKind::qualitative, "falls", "slope", iclab::io::ClaimRule::interval_below(0.0), 0,
+                       nan).verdict == iclab::io::Verdict::inconclusive);
+    CHECK(figure_claim("y", "Figure 10", iclab::io::ClaimKind::own_check, "exact", "err", iclab::io::ClaimRule::count_at_most(1e-11), 0,
+                       nan).verdict == iclab::io::Verdict::inconclusive);
+    CHECK(figure_claim("y", "Figure 10", iclab::io::ClaimKind::own_check, "exact", "err", iclab::io::ClaimRule::count_at_most(1e-11), 0,
+                       1e-3).verdict == iclab::io::Verdict::not_reproduced);
 }
 
 TEST_CASE("gd004_figures: batch-1 regularized GD-CL equals its closed form, full batch equals Eq. 14 (Fig. 10)", "[gd004_figures]") {

@@ -219,7 +219,7 @@ TEST_CASE("gd_duals: the quick config runs end to end and every row passes", "[g
     INFO(result.err);
     REQUIRE(result.status == 0);
     CHECK_THAT(result.out, Catch::Contains("002-T1") && Catch::Contains("004-T1 softmax kernel") && Catch::Contains("VO-C K=1") &&
-                               Catch::Contains("every check passes"));
+                               Catch::Contains("every row reproduced"));
     const fs::path run_dir = last_line(result.out);
     iclab::io::ResultsReader reader((run_dir / "results.h5").string());
     const std::string g = "/tables/gd_duals/";

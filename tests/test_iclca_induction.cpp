@@ -9,6 +9,7 @@
 #include <set>
 
 #include "framework/core/check.hpp"
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/tasks/induction_head.hpp"
 #include "tests/cli_helpers.hpp"
@@ -174,6 +175,20 @@ TEST_CASE("iclca_induction: Table 2 with M_new equal to M_old with the prompt, e
             CHECK(reader.has("/curves/icl_accuracy"));
             CHECK(reader.has("/tables/final_eval"));
             CHECK(reader.has("/checkpoint/blocks.0.attn.b_kv"));
+            // the claims (issue 45): one printed number (M_old with ICL), the no-ICL rule separates it from a model with
+            // ICL, and M_new is the identity with M_old on every pair, not a second accuracy
+            const auto claims = iclab::io::read_claims(reader);
+            REQUIRE(claims.size() == 3);
+            CHECK(claims[0].claim.kind == iclab::io::ClaimKind::printed_number);
+            CHECK(claims[0].claim.paper_value == 0.9995);
+            CHECK(claims[1].claim.kind == iclab::io::ClaimKind::qualitative);
+            CHECK(claims[1].claim.rule.test == iclab::io::ClaimRule::Test::interval_below);
+            CHECK(claims[1].claim.rule.threshold == Approx((1.0 / 47 + 0.9995) / 2));
+            CHECK_FALSE(claims[1].claim.rule.on_claimed_side(0.9995));  // a model with ICL fails it
+            CHECK_THAT(claims[1].claim.statement, Catch::Contains("2.23 %"));
+            CHECK(claims[2].values == std::vector<double>{0.0});  // no pair differs
+            CHECK(claims[2].verdict == iclab::io::Verdict::reproduced);
+            CHECK_FALSE(claims[1].claim.provenance.empty());
         }
     }
 }

@@ -3,6 +3,10 @@
 // table with the least-squares reference, and bad configs are refused before any work.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <vector>
+
+#include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
@@ -42,6 +46,24 @@ TEST_CASE("regression experiment learns in context and logs curves and the final
     REQUIRE(predictors.size() == 3);
     CHECK(predictors[0] == "model");
     CHECK(predictors[1] == "zero predictor");
+    CHECK(iclab::io::read_claims(reader).empty());  // regression.claims: none
+}
+
+TEST_CASE("regression with regression.claims=004-5.1 declares paper 004's claim on the seed's relative query MSE", "[regression][cli]") {
+    Scratch scratch;
+    const auto result = run_iclab("run " + kTinyRegression + " regression.claims=004-5.1 seed=3 output.dir=" + scratch.path.string(),
+                                  scratch.path);
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    iclab::io::ResultsReader reader((fs::path(last_line(result.out)) / "results.h5").string());
+    const auto claims = iclab::io::read_claims(reader);
+    REQUIRE(claims.size() == 1);
+    CHECK(claims[0].claim.id == "004-5.1 pre-trained layer predicts the label");
+    CHECK(claims[0].units == std::vector<std::int64_t>{3});
+    CHECK(claims[0].values[0] == Approx(reader.read_attr_double("/", "final_relative_query_mse")).epsilon(1e-12));
+    CHECK(claims[0].verdict == iclab::io::Verdict::inconclusive);  // one seed: no interval (the profile pools 5)
+    // a NaN ratio is inconclusive, never reproduced
+    CHECK(iclab::io::evaluate_claim(claims[0].claim, {0, 1}, {0.1, std::nan("")}).verdict == iclab::io::Verdict::inconclusive);
 }
 
 TEST_CASE("regression configs with inconsistent keys are refused with exit 2 before any work", "[regression][cli]") {

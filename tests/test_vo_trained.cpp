@@ -62,7 +62,7 @@ TEST_CASE("vo_trained: a trained LSA aligns with GD, the untrained one does not"
     INFO(trained.err);
     REQUIRE(trained.status == 0);
     iclab::io::ResultsReader reader((fs::path(last_line(trained.out)) / "results.h5").string());
-    CHECK(reader.read_column_string("/tables/vo_trained/pass") == std::vector<std::string>{"true"});
+    CHECK(reader.read_column_string("/tables/vo_trained/seed_verdict") == std::vector<std::string>{"reproduced"});
     CHECK(reader.read_column_double("/tables/vo_trained/model_cos")[0] >= 0.99);
     CHECK(reader.read_column_double("/tables/vo_trained/rel_loss_gap")[0] <= 0.05);
     CHECK_FALSE(reader.has("/tables/vo_trained/paper_model_cos"));  // von Oswald Fig. 2 prints no number
@@ -75,9 +75,9 @@ TEST_CASE("vo_trained: a trained LSA aligns with GD, the untrained one does not"
     }
     const auto untrained = run_iclab(base + " train.steps=1 eval.every=1", scratch.path);
     REQUIRE(untrained.status == 0);
-    CHECK_THAT(untrained.out, Catch::Contains("FAIL"));
+    CHECK_THAT(untrained.out, Catch::Contains("this seed: not reproduced"));
     iclab::io::ResultsReader reader0((fs::path(last_line(untrained.out)) / "results.h5").string());
-    CHECK(reader0.read_column_string("/tables/vo_trained/pass") == std::vector<std::string>{"false"});
+    CHECK(reader0.read_column_string("/tables/vo_trained/seed_verdict") == std::vector<std::string>{"not reproduced"});
     // pooled with two more untrained seeds, the cosine claim is decided: not reproduced (a negative control)
     const auto untrained1 = run_iclab(base + " train.steps=1 eval.every=1 seed=1", scratch.path);
     const auto untrained2 = run_iclab(base + " train.steps=1 eval.every=1 seed=2", scratch.path);

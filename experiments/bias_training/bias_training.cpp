@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "experiments/bias_training/claims.hpp"
 #include "framework/core/check.hpp"
 #include "framework/core/measure.hpp"
 #include "framework/run/sub_runs.hpp"
@@ -237,6 +238,11 @@ RunOutcome run_bias_training(const RunContext& context) {
     add_spread("final_train_loss", loss_spread);
     add_spread("final_icl_accuracy", accuracy_spread);
     w.write_columns("/tables/summary", summary);
+    // Paper 000 Figure 1's claims (claims.hpp), on the first threshold's steps and the final training loss
+    std::vector<bias_claims::BiasRun> pairs;
+    for (std::size_t i = 0; i < subs.size(); ++i)
+        pairs.push_back({subs[i].variant, subs[i].seed, numbers[i].steps_to.front(), numbers[i].final_train_loss});
+    io::write_claims(w, bias_claims::claims_of(pairs, thresholds.front()));
     w.set_attr("sub_runs", static_cast<std::int64_t>(subs.size()));
     w.set_attr("spread", "over seeds: mean, sample std (n - 1), min, max; NaN when a seed never reached the threshold");
     run.commit();

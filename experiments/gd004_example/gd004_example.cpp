@@ -208,7 +208,7 @@ RunOutcome run_gd004_example(const RunContext& context) {
         for (const auto& row : variants)
             std::printf("  variant dual on the trained weights, %-28s fp64 max err %.2e, base-dual control %.2e\n", row.name.c_str(),
                         row.max_err, row.min_ctrl);
-        std::printf("%s\n", pass ? "pass" : "FAIL");
+        std::printf("%s\n", pass ? "every check reproduced" : "SOME CHECKS NOT REPRODUCED");
         for (const io::ClaimResult& r : verdicts)
             std::printf("claim %-52s %s (%zu of %zu on the claimed side)%s\n", r.claim.id.c_str(), io::verdict_name(r.verdict),
                         r.on_side, r.values.size(), r.note.empty() ? "" : ("; " + r.note).c_str());

@@ -3,7 +3,9 @@
 // on the layer trained by run::train_regression_model (specs/gd_duals.md §4).
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "framework/io/claims.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/regression_training.hpp"
 #include "framework/run/run_folder.hpp"
@@ -16,11 +18,17 @@ constexpr std::uint64_t kFeatureStream = 112;      // §6: ω of repeat r (deriv
 constexpr std::uint64_t kCalibrationStream = 113;  // §6: random weights U(±scale/√C) of repeat r
 constexpr std::uint64_t kFig10Stream = 114;        // §8: the test sequences
 
-// What a part reports for the summary line and all_pass.
+// What a part reports for the summary line and all_pass, and its claims (issue 45: every result judged), one value
+// per run with the run's seed as unit: `iclab claims` pools the seeds of the reproduce profile.
 struct PartOutcome {
     bool pass = true;
     std::string summary;
+    std::vector<io::ClaimResult> claims;
 };
+
+// One claim on this run's value (unit: the run seed), for the parts' declarations.
+io::ClaimResult figure_claim(const std::string& id, const std::string& source, io::ClaimKind kind, const std::string& statement,
+                             const std::string& metric, const io::ClaimRule& rule, std::int64_t seed, double value);
 
 // §6 (Fig. 3 centre/right, Figs. 4, 6, 7, 9): tables 004_dr_sweep, _mean, _slopes, _verdicts; group 004_heatmaps.
 PartOutcome run_dr_sweep(const run::RunContext& context, const run::RegressionTraining& training, run::RunFolder& run);

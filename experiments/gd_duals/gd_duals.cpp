@@ -3,6 +3,7 @@
 // softmax kernel form) and its regularized / augmented / negative-sample duals, von Oswald's constructed LSA —
 // each in fp64 and fp32 with its negative control. Attention side: iclab's attention layers; GD side: a Linear
 // layer, a loss module and SGD (framework/icl/gd_reference.hpp). One summary row per check and dtype.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -52,10 +53,34 @@ std::string source_of(const std::string& check) {
     return "Proposition 1 (spec gd_duals §10)";
 }
 
+// Rules or bars chosen after the first runs (issue 45: disclosed on the page with date and reason); empty: declared
+// before the runs. README "Choices" gives the measurements behind each.
+std::string provenance_of(const SummaryRow& row) {
+    if (row.check.find("ill-conditioned") != std::string::npos)
+        return "chosen after the first runs (2026-11-25): fp64 instances with kappa > gd_duals.max_conditioning (1e3) "
+               "moved to this row with the looser corner bar 1e-10 after the fixed bar failed on them";
+    if (row.kappa_bar_instances > 0 || (row.dtype == "float32" && row.check.rfind("002", 0) == 0))
+        return "chosen after the first runs (2026-11-25): fp32 002 instances take max(bar, 32 kappa 2^-24), added after "
+               "ill-conditioned fp32 instances failed the fixed bar (C = 32 from the largest err / (kappa u) measured, 28)";
+    return "";
+}
+
+std::string control_provenance_of(const SummaryRow& row) {
+    if (row.check.rfind("VO-C", 0) == 0)
+        return "chosen after the first runs (2026-11-25): floor 1e-4 instead of the spec's 1e-3, after a control at "
+               "eta = 0.1, N = 40 measured 1.1e-4";
+    return "";
+}
+
 // Two own checks per summary row (the papers state these identities as exact and print no number): every
-// instance's error within its bar, and every applicable negative control above its floor.
+// instance's error within its bar, and every applicable negative control above its floor. A control is one
+// measurement (issue 45: each distinct measurement is one claim): the checks of 004-T1 that share its instances
+// carry no control of their own (sweeps.cpp), and when the run has float64 the float32 rows declare no control
+// claim: it measures the same control on the same instances, equal to fp32 rounding.
 std::vector<io::ClaimResult> claims_of(const Results& results) {
     std::vector<io::ClaimResult> out;
+    const bool has_fp64 = std::any_of(results.summary.begin(), results.summary.end(),
+                                      [](const SummaryRow& r) { return r.dtype == "float64"; });
     for (const auto& row : results.summary) {
         std::vector<std::int64_t> units, control_units;
         std::vector<double> ratios, controls;
@@ -80,11 +105,22 @@ std::vector<io::ClaimResult> claims_of(const Results& results) {
         c.unit = "instance";
         c.rule = io::ClaimRule::count_at_most(1.0);
         c.readme = "experiments/gd_duals/README.md#measured";
+        c.provenance = provenance_of(row);
         out.push_back(io::evaluate_claim(c, units, ratios));
-        if (!controls.empty() && !std::isnan(row.control_floor)) {
+        if (!controls.empty() && !std::isnan(row.control_floor) && (row.dtype == "float64" || !has_fp64)) {
             io::Claim k = c;
             k.id = c.id + " control";
-            k.statement = "the negative control of " + row.check + " fails (" + row.dtype + ")";
+            const bool fp32_twin = row.dtype == "float64" && std::any_of(results.summary.begin(), results.summary.end(), [&](const SummaryRow& r) {
+                                       return r.check == row.check && r.dtype == "float32" && !std::isnan(r.control_error);
+                                   });
+            k.statement = "the negative control of " + row.check + " fails (" + row.dtype +
+                          (fp32_twin ? "; the float32 run's control on cells among these is the same measurement to fp32 rounding, "
+                                       "not counted again"
+                                     : "") +
+                          (row.check == "004-T1" ? "; shared by its epoch-linear, eta-invariance and full-batch checks"
+                           : row.check == "004-T1 softmax kernel" ? "; shared by its epoch-linear and eta-invariance checks"
+                                                                   : "") + ")";
+            k.provenance = control_provenance_of(row);
             k.metric = "negative control's error per instance";
             k.rule = io::ClaimRule::count_above(row.control_floor);
             out.push_back(io::evaluate_claim(k, control_units, controls));
@@ -146,11 +182,11 @@ void write_tables(io::ResultsWriter& w, const Results& results) {
 void print_table(const Results& results) {
     std::printf("\nICL = GD dual checks (papers 002, 004; von Oswald et al. 2023): the papers state exactness\n");
     std::printf("%-36s %-8s %9s %10s %8s %9s %9s %10s %8s %5s %8s\n", "check", "dtype", "instances", "max_error", "bar", "at_kappa",
-                "err/bar", "control", "floor", "pass", "seconds");
+                "err/bar", "control", "floor", "verdict", "seconds");
     for (const auto& r : results.summary)
-        std::printf("%-36s %-8s %9lld %10.2e %8.0e %9lld %9.3f %10.2e %8.0e %5s %8.2f\n", r.check.c_str(), r.dtype.c_str(),
+        std::printf("%-36s %-8s %9lld %10.2e %8.0e %9lld %9.3f %10.2e %8.0e %-14s %8.2f\n", r.check.c_str(), r.dtype.c_str(),
                     static_cast<long long>(r.instances), r.max_error, r.bar, static_cast<long long>(r.kappa_bar_instances),
-                    r.max_error_over_bar, r.control_error, r.control_floor, r.pass() ? "yes" : "NO", r.seconds);
+                    r.max_error_over_bar, r.control_error, r.control_floor, std::isnan(r.max_error) ? "inconclusive" : r.pass() ? "reproduced" : "not reproduced", r.seconds);
 }
 
 RunOutcome run_gd_duals(const RunContext& context) {
@@ -183,7 +219,7 @@ RunOutcome run_gd_duals(const RunContext& context) {
     run.commit();
     if (!context.options.quiet) {
         print_table(results);
-        std::printf("\n%s; total wall time %.1f s\n", all_pass ? "every check passes" : "SOME CHECKS FAIL", wall);
+        std::printf("\n%s; total wall time %.1f s\n", all_pass ? "every row reproduced" : "SOME ROWS NOT REPRODUCED", wall);
     }
     return {run.path(), true, 0, 0};
 }

@@ -42,8 +42,14 @@ std::vector<io::Claim> declare_claims(const config::Config& cfg) {
     const auto maps = cfg.get_string_list("iclaa_lm.feature_maps");
     for (const std::string map : {"prf", "orf"}) {
         if (std::find(maps.begin(), maps.end(), map) == maps.end()) continue;
-        for (io::Claim& c : icl::gap_closed_claims("iclaa_lm", map, F, "held-out window", "experiments/iclaa_lm/README.md"))
+        // G is a claim about trained models: the windows of one model are not seeds, so the claims pool seed means
+        // (issue 45). iclaa_lm evaluates one trained model, one seed: pooled, one value, inconclusive by construction.
+        for (io::Claim& c : icl::gap_closed_claims("iclaa_lm", map, F, "held-out window", "experiments/iclaa_lm/README.md#claims",
+                                                   io::ClaimPooling::seed_means)) {
+            c.statement += " (iclaa_lm evaluates one trained model: one value, so inconclusive; its windows' interval is in the run's "
+                           "own table, not a claim over models)";
             claims.push_back(std::move(c));
+        }
     }
     if (cfg.get_string("iclaa_lm.input_positions") == "after_prompt") {
         io::Claim c;

@@ -196,21 +196,52 @@ void evaluate_conversion(const config::Config& cfg, const config::Config& model_
                                        {"repeat_correct", repeat_correct_column},
                                        {"repeat_positions", repeat_positions}},
                       {{"paper_icl_accuracy", "paper 000 Table 2 as printed; the claims are in /claims"}});
-    // Paper 000 Table 2, declared: each printed accuracy within 2 points (1000 pairs: binomial noise ~1 point), the
-    // 95 % t-interval over the training seeds pooled by `iclab claims` (one run alone is inconclusive).
+    // Paper 000 Table 2 (§6.2 prints 99.95 % / 2.23 % / 99.95 %), one claim per distinct measurement (issue 45), the
+    // 95 % t-interval over the training seeds pooled by `iclab claims` (one run alone is inconclusive):
+    //  - M_old with ICL: the printed 99.95 % within 2 points (1000 pairs: binomial noise ~1 point);
+    //  - M_old without ICL: below a bar half-way between chance (1/47) and the printed ICL accuracy, so that a model
+    //    with ICL fails it (a band around chance, as before, held for any model without ICL and could not fail);
+    //  - M_new without ICL: equals M_old with ICL by ICLCA's identity, so it is not a second accuracy: the claim is the
+    //    share of pairs whose correct counts differ, 0 on every seed.
+    const char* const kRuleDate = "chosen after the first runs (2026-11-29): issue 45, ";
+    const double chance = 1.0 / 47.0, no_icl_bar = (chance + kPaperAccuracy[kOldIcl]) / 2.0;
+    std::int64_t differing = 0;
+    for (const auto& score : scores) differing += score.correct[kNewNoIcl] != score.correct[kOldIcl] ? 1 : 0;
+    const double differing_share = scores.empty() ? std::nan("") : static_cast<double>(differing) / static_cast<double>(scores.size());
     std::vector<io::ClaimResult> claims;
     for (int m = 0; m < kRows; ++m) {
         io::Claim c;
         c.id = std::string("000-T2 ") + kRowNames[m];
         c.paper = "000";
         c.source = "Table 2";
-        c.kind = io::ClaimKind::printed_number;
-        c.statement = std::string("in-context accuracy of ") + kRowNames[m] + " on " + kRowInputs[m];
         c.metric = "accuracy on the committed trigger positions of the evaluation pairs";
-        c.paper_value = kPaperAccuracy[m];
-        c.rule = io::ClaimRule::interval_within(kPaperAccuracy[m] - 0.02, kPaperAccuracy[m] + 0.02);
-        c.readme = "experiments/iclca_induction/README.md";
-        claims.push_back(io::evaluate_claim(c, {model_cfg.get_int("seed")}, {accuracy[static_cast<std::size_t>(m)]}));
+        c.readme = "experiments/iclca_induction/README.md#claims-and-the-printed-numbers";
+        double value = accuracy[static_cast<std::size_t>(m)];
+        if (m == kOldIcl) {
+            c.kind = io::ClaimKind::printed_number;
+            c.statement = std::string("in-context accuracy of ") + kRowNames[m] + " on " + kRowInputs[m];
+            c.paper_value = kPaperAccuracy[m];
+            c.rule = io::ClaimRule::interval_within(kPaperAccuracy[m] - 0.02, kPaperAccuracy[m] + 0.02);
+        } else if (m == kOldNoIcl) {
+            char text[400];
+            std::snprintf(text, sizeof text,
+                          "M_old without the prompt (input X) shows no in-context learning: accuracy below %.4f, half-way "
+                          "between chance (1/47 = %.4f) and the printed ICL accuracy 0.9995, so a model with ICL fails; the "
+                          "paper prints 2.23 %% (Table 2)", no_icl_bar, chance);
+            c.kind = io::ClaimKind::qualitative;
+            c.statement = text;
+            c.rule = io::ClaimRule::interval_below(no_icl_bar);
+            c.provenance = std::string(kRuleDate) + "the band [0.0023, 0.0423] around chance could not fail";
+        } else {
+            c.kind = io::ClaimKind::qualitative;
+            c.statement = "M_new without the prompt scores exactly as M_old with it on every evaluation pair (ICLCA captures "
+                          "the prompt exactly; the paper prints 99.95 % for both, one number, judged once in '000-T2 M_old, ICL')";
+            c.metric = "share of evaluation pairs whose correct counts of M_new (X) and M_old ([X'; X]) differ";
+            c.rule = io::ClaimRule::count_at_most(0.0);
+            c.provenance = std::string(kRuleDate) + "stated as the identity instead of a second 99.95 % band on the same number";
+            value = differing_share;
+        }
+        claims.push_back(io::evaluate_claim(c, {model_cfg.get_int("seed")}, {value}));
     }
     io::write_claims(w, claims);
     std::vector<std::int64_t> index, pair_scored, pair_repeats, pair_agreement, pair_correct[kRows];

@@ -2,7 +2,7 @@
 // multi-layer linear self-attention of Eq. 1, 2, 4, 5 on iclab's linear attention, in fp64, against the GD
 // recursions (Props 1, 2, 6), Figure 2 (error vs layers, stationary error vs n and μ), the η ablation, the
 // stationary points and rates (Props 3, 4, 7), the online-GD identities (Props 5, 8) and App. D's κ claim.
-// One table row per check: the claim, our value, the band, pass/FAIL.
+// One table row per check: the claim, our value, the band, its claim's verdict.
 #include <algorithm>
 #include <cmath>
 #include <chrono>
@@ -18,7 +18,7 @@ namespace iclab::experiments::lsa_study {
 
 // One claim per gated check, decided by the check's own band on this run's value (unit: the run seed; the
 // constructed model has no training seed, its replicates are inside the value). Kind: a number the paper printed
-// (eta = 1.6, kappa ratio n/2) -> matches a printed number; a claim quoting the paper's words -> qualitative;
+// (eta = 1.6 in E.1) -> matches a printed number; a claim quoting the paper's words -> qualitative;
 // anything else (identities, the spec's bars) -> own check.
 std::vector<io::ClaimResult> claims_of(const Study& study, std::int64_t seed) {
     std::vector<io::ClaimResult> out;
@@ -36,6 +36,7 @@ std::vector<io::ClaimResult> claims_of(const Study& study, std::int64_t seed) {
         c.paper_value = printed ? check.paper : kNaN;
         c.rule = io::ClaimRule::count_within(check.lo, check.hi);
         c.readme = "experiments/lsa_gd/README.md";
+        c.provenance = check.provenance;
         out.push_back(io::evaluate_claim(c, {seed}, {check.ours}));
     }
     return out;

@@ -4,6 +4,7 @@
 // eigenvalues; LAPACK's dgesv / dsyev until 2026-11-27).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "experiments/lsa_gd/study.hpp"
@@ -328,13 +329,30 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
                       1e-20, "<= 1e-20, mu = 0, every n >= d"));
     c.push_back(reported("A6", "prefix_least_squares_mse_mu_gt0", "the same for mu > 0 (ill-conditioned XX^T)", prefix_ls_max,
                          "max over mu > 0, n >= d"));
+    const auto fmt_g = [](double x) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", x);
+        return std::string(text);
+    };
     for (std::size_t k = 0; k < kappa_n.size(); ++k) {
         const std::string nn = std::to_string(static_cast<int>(kappa_n[k]));
         study.kappa.push_back({static_cast<std::int64_t>(kappa_n[k]), eig_ratio[k], cond_ratio[k], kappa_n[k] / 2});
-        c.push_back(gated("A7", "kappa_eig_ratio_S_over_T_n" + nn, "App. D: kappa(S) 'about n/2 greater' than kappa(T), as |lambda|max/|lambda|min",
-                          eig_ratio[k], 0.25 * kappa_n[k], 0.75 * kappa_n[k], "in [0.5, 1.5] x n/2 (mean over sequences)", kappa_n[k] / 2));
-        c.push_back(reported("A7", "kappa_2norm_ratio_S_over_T_n" + nn, "the same claim read with the 2-norm condition number", cond_ratio[k],
-                             "does not follow n/2 (reported, not gated)", kappa_n[k] / 2));
+        // App. D prints no number: "about n/2 greater" gives the target n/2 (20 / 50 / 150 at n = 40 / 100 / 300), a
+        // derived target, so an own check (issue 45). The sentence has two readings; both are judged, and the
+        // eigenvalue-modulus one was picked as the reading after the first runs, where the 2-norm one fails.
+        c.push_back(gated("A7", "kappa_eig_ratio_S_over_T_n" + nn,
+                          "App. D: kappa(S) is about n/2 greater than kappa(T), read as the ratio of eigenvalue moduli "
+                          "|lambda|max/|lambda|min; derived target n/2 = " + fmt_g(kappa_n[k] / 2) + " (the paper prints no number); "
+                          "the 2-norm reading of the same sentence fails (kappa_2norm_ratio_S_over_T, 7.2 / 10.6 / 13.8 at n = 40 / 100 / 300)",
+                          eig_ratio[k], 0.25 * kappa_n[k], 0.75 * kappa_n[k], "in [0.5, 1.5] x n/2 (mean over sequences)"));
+        c.back().provenance = "chosen after the first runs (2026-11-25): the eigenvalue-modulus reading of 'about n/2' was "
+                              "picked after the 2-norm condition-number reading measured 7.2 / 10.6 / 13.8";
+        c.push_back(gated("A7", "kappa_2norm_ratio_S_over_T_n" + nn,
+                          "App. D: kappa(S) is about n/2 greater than kappa(T), read with the 2-norm condition number; derived "
+                          "target n/2 = " + fmt_g(kappa_n[k] / 2) + " (the paper prints no number)",
+                          cond_ratio[k], 0.25 * kappa_n[k], 0.75 * kappa_n[k], "in [0.5, 1.5] x n/2 (mean over sequences)"));
+        c.back().provenance = "declared after the first runs (2026-11-29): issue 45, the reading not picked is judged too "
+                              "(it was reported only)";
     }
 }
 

@@ -34,6 +34,7 @@ struct Check {
     double ours = kNaN, paper = kNaN;  // paper: a number the paper states, NaN when it states none
     std::string band, verdict;
     double lo = kNaN, hi = kNaN;  // gated rows: the band [lo, hi]
+    std::string provenance;       // the claim's io::Claim::provenance: empty = declared before the runs
 };
 
 // reproduced when lo <= ours <= hi, inconclusive for a NaN ours, else not reproduced.

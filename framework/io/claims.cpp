@@ -372,7 +372,7 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
 
 void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
     std::vector<std::string> id, paper, source, kind, statement, metric, unit, rule, test, seeds_text, verdict, note, readme;
-    std::vector<std::string> pair_key, pair_first, pair_second, pair_combine, pair_arm, pair_arms, pooling, selection;
+    std::vector<std::string> pair_key, pair_first, pair_second, pair_combine, pair_arm, pair_arms, pooling, selection, provenance;
     std::vector<double> paper_value, threshold, low, high, mean, ci_low, ci_high;
     std::vector<std::int64_t> needed, needed_out_of, n, on_side;
     std::vector<std::string> v_id;
@@ -391,7 +391,7 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
         pair_key.push_back(c.pair.key), pair_first.push_back(c.pair.first), pair_second.push_back(c.pair.second);
         pair_combine.push_back(c.pair.paired() ? combine_name(c.pair.combine) : ""), pair_arm.push_back(c.pair.arm);
         pair_arms.push_back(joined(c.pair.arms, ","));
-        pooling.push_back(claim_pooling_name(c.pooling)), selection.push_back(r.selection);
+        pooling.push_back(claim_pooling_name(c.pooling)), selection.push_back(r.selection), provenance.push_back(c.provenance);
         n.push_back(static_cast<std::int64_t>(r.values.size())), on_side.push_back(static_cast<std::int64_t>(r.on_side));
         mean.push_back(r.interval.mean), ci_low.push_back(r.interval.low), ci_high.push_back(r.interval.high);
         verdict.push_back(verdict_name(r.verdict)), note.push_back(r.note);
@@ -409,7 +409,8 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
                      {"ci95_high", ci_high}, {"on_claimed_side", on_side}, {"paper_value", paper_value}, {"verdict", verdict},
                      {"note", note}, {"readme", readme}, {"test", test}, {"threshold", threshold}, {"low", low}, {"high", high},
                      {"needed", needed}, {"needed_out_of", needed_out_of}, {"pair_key", pair_key}, {"pair_first", pair_first}, {"pair_second", pair_second},
-                     {"pair_combine", pair_combine}, {"pair_arm", pair_arm}, {"pair_arms", pair_arms}, {"pooling", pooling}, {"selection", selection}},
+                     {"pair_combine", pair_combine}, {"pair_arm", pair_arm}, {"pair_arms", pair_arms}, {"pooling", pooling}, {"selection", selection},
+                     {"provenance", provenance}},
                     {{"interval", "two-sided 95 % Student-t interval of the mean over the units (n >= 2)"},
                      {"verdicts", "reproduced: the declared rule holds; not reproduced: it fails; inconclusive: the rule cannot "
                                   "decide (interval straddles its edge, too few values, a non-finite value, a count that disagrees "
@@ -422,7 +423,8 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
                                "seed's runs"},
                      {"pooling", "how `iclab claims` pools the runs of one setting: values (all values together) or seed_means "
                                  "(one value per run: the mean of its instances, the rule over the training seeds)"},
-                     {"selection", "what a score on validation data picked for the claim in this run (empty: nothing)"}});
+                     {"selection", "what a score on validation data picked for the claim in this run (empty: nothing)"},
+                     {"provenance", "empty: rule and bars declared before the runs; else when and why they were chosen after the first runs"}});
     w.write_columns("/claim_values", {{"id", v_id}, {"unit", v_unit}, {"value", v_value}});
 }
 
@@ -453,6 +455,8 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
     // pooling and selection: absent in files written before them (every claim pooled its values, nothing selected)
     const auto pooling = reader.has("/claims/pooling") ? strings("pooling") : std::vector<std::string>(rows, "values");
     const auto selection = reader.has("/claims/selection") ? strings("selection") : none;
+    const auto provenance = reader.has("/claims/provenance") ? strings("provenance") : none;  // absent before issue 45
+    ICLAB_INPUT_CHECK(provenance.size() == rows, file << ": /claims/provenance differs in length");
     ICLAB_INPUT_CHECK(pooling.size() == rows && selection.size() == rows, file << ": /claims pooling / selection columns differ in length");
     for (const auto* column : {&paper, &source, &kind, &statement, &metric, &unit, &test, &readme})
         ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims columns differ in length");
@@ -469,6 +473,7 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
         Claim c;
         c.id = id[i], c.paper = paper[i], c.source = source[i], c.kind = claim_kind_from_name(kind[i]);
         c.statement = statement[i], c.metric = metric[i], c.unit = unit[i], c.paper_value = paper_value[i], c.readme = readme[i];
+        c.provenance = provenance[i];
         ICLAB_INPUT_CHECK(needed[i] >= 0 && needed_out_of[i] >= 0 && (needed_out_of[i] == 0 || needed[i] < needed_out_of[i]),
                           file << ": /claims/needed of " << c.id << " is " << needed[i] << " of " << needed_out_of[i]);
         c.rule = {rule_test_from_name(test[i]), threshold[i], low[i], high[i], static_cast<std::size_t>(needed[i]),

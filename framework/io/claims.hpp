@@ -134,6 +134,9 @@ struct Claim {
     std::string readme;  // the README section that explains the claim: "experiments/gd_duals/README.md#anchor"
     ClaimPair pair;      // paired claims only
     ClaimPooling pooling = ClaimPooling::values;
+    // Empty: the rule and its bars were declared before the runs. Otherwise "chosen after the first runs (YYYY-MM-DD):
+    // <reason>": a rule or bar changed after seeing results, shown on the page and counted there.
+    std::string provenance;
 };
 
 // Throws Error when a declaration breaks the rules above: printed_number without a finite paper_value, another kind
