@@ -12,7 +12,7 @@
 
 #include "experiments/registry.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/regression_training.hpp"
 #include "framework/tasks/regression.hpp"
 #include "tests/cli_helpers.hpp"

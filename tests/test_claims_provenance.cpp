@@ -16,7 +16,7 @@
 #include "framework/icl/iclaa_claims.hpp"
 #include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/claims_pool.hpp"
+#include "framework/workflow/claims_pool.hpp"
 
 namespace fs = std::filesystem;
 using namespace iclab::io;

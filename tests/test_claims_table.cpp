@@ -1,4 +1,4 @@
-// What the reproduction report reads from `iclab claims --out` (framework/run/claims_pool.hpp claims_table): a claim
+// What the reproduction report reads from `iclab claims --out` (framework/workflow/claims_pool.hpp claims_table): a claim
 // with no value at all is "not run", not "inconclusive"; a paired claim whose other arm never ran is not run; the
 // table carries the rule's test and the per-seed values (3 significant digits), none for a claim over instances.
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "framework/io/claims.hpp"
-#include "framework/run/claims_pool.hpp"
+#include "framework/workflow/claims_pool.hpp"
 
 using namespace iclab::io;
 

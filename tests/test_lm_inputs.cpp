@@ -9,7 +9,7 @@
 
 #include "experiments/registry.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/finished_run.hpp"
 #include "framework/run/lm_run.hpp"
 #include "framework/text/bpe.hpp"

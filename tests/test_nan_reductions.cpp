@@ -18,7 +18,7 @@
 #include "framework/icl/gd_dual.hpp"
 #include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/claims_pool.hpp"
+#include "framework/workflow/claims_pool.hpp"
 #include "framework/run/run_folder.hpp"
 #include "tests/cli_helpers.hpp"
 

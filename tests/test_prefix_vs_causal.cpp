@@ -8,7 +8,7 @@
 
 #include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/claims_pool.hpp"
+#include "framework/workflow/claims_pool.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace iclab_test;

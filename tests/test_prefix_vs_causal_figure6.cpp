@@ -13,7 +13,7 @@
 #include "framework/core/check.hpp"
 #include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/claims_pool.hpp"
+#include "framework/workflow/claims_pool.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace iclab_test;

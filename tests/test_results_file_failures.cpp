@@ -23,7 +23,7 @@
 #include "framework/io/results_file.hpp"
 #include "framework/io/run_dir.hpp"
 #include "framework/model/parameters.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "tests/results_file_helpers.hpp"
 
 

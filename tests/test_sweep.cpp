@@ -12,7 +12,7 @@
 #include "framework/core/check.hpp"
 #include "framework/core/hash.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/sweep.hpp"
+#include "framework/workflow/sweep.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace iclab_test;

@@ -1,9 +1,9 @@
-// The sweep launcher's ETA (framework/run/launch.hpp sweep_eta_seconds) on hand-computed cases: a sweep whose jobs
+// The sweep launcher's ETA (framework/workflow/launch.hpp sweep_eta_seconds) on hand-computed cases: a sweep whose jobs
 // differ 100x in work, where the mean job time so far misjudges the rest (issue 21: "1 h 38 min after job 3 of a
 // 33-min profile"), and the fallback without estimates.
 #include <catch2/catch.hpp>
 
-#include "framework/run/launch.hpp"
+#include "framework/workflow/launch.hpp"
 
 using iclab::run::EtaInput;
 using iclab::run::sweep_eta_seconds;

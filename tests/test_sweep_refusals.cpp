@@ -8,8 +8,8 @@
 #include <string>
 
 #include "framework/core/process.hpp"
-#include "framework/run/job_lock.hpp"
-#include "framework/run/sweep.hpp"
+#include "framework/workflow/job_lock.hpp"
+#include "framework/workflow/sweep.hpp"
 #include "tests/cli_helpers.hpp"
 
 using namespace iclab_test;

@@ -16,7 +16,7 @@
 #include "framework/io/output_path.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/lm_run.hpp"
 #include "framework/tasks/induction_head.hpp"

@@ -15,7 +15,7 @@
 #include "framework/core/check.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/regression_training.hpp"
 #include "framework/tasks/regression.hpp"

@@ -9,9 +9,9 @@
 #include "framework/core/check.hpp"
 #include "framework/io/output_path.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/claims_pool.hpp"
-#include "framework/run/collect.hpp"
-#include "framework/run/sweep.hpp"
+#include "framework/workflow/claims_pool.hpp"
+#include "framework/workflow/collect.hpp"
+#include "framework/workflow/sweep.hpp"
 #include "experiments/registry.hpp"
 #include "framework/run/run_folder.hpp"
 

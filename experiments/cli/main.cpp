@@ -24,7 +24,7 @@
 #include "experiments/cli/tokenize.hpp"
 #include "experiments/registry.hpp"
 #include "framework/run/run_folder.hpp"
-#include "framework/run/sweep.hpp"
+#include "framework/workflow/sweep.hpp"
 #include "framework/core/interrupt.hpp"
 #include "framework/core/memory.hpp"
 #include "framework/core/threads.hpp"

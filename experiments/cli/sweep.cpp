@@ -10,7 +10,7 @@
 #include "framework/core/check.hpp"
 #include "framework/core/interrupt.hpp"
 #include "framework/core/process.hpp"
-#include "framework/run/launch.hpp"
+#include "framework/workflow/launch.hpp"
 #include "framework/run/memory_estimate.hpp"
 
 namespace iclab::cli {

@@ -1,12 +1,12 @@
 #pragma once
 // `iclab run -m CONFIG key=a,b ...`, `iclab sweep SWEEP.yaml [MORE.yaml ...]` and `iclab sweep-job SWEEP_DIR INDEX` (a Slurm array
-// task): plan the sweep (framework/run/sweep.hpp), then run it on a local pool or submit it to Slurm
-// (framework/run/launch.hpp).
+// task): plan the sweep (framework/workflow/sweep.hpp), then run it on a local pool or submit it to Slurm
+// (framework/workflow/launch.hpp).
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include "framework/run/sweep.hpp"
+#include "framework/workflow/sweep.hpp"
 
 namespace iclab::cli {
 

@@ -11,7 +11,7 @@
 
 #include "framework/core/dense_linalg.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/regression_training.hpp"
 

@@ -164,10 +164,10 @@ struct ClaimResult {
     // validation pairs ..."; pooled: per seed. Empty when nothing was picked. A result, not part of the declaration.
     std::string selection;
     // Set by pool_claims only (never written to /claims): leave_one_out_text of the pooled result. The claims table
-    // (framework/run/claims_pool.hpp) shows it as the column `leave_one_out`.
+    // (framework/workflow/claims_pool.hpp) shows it as the column `leave_one_out`.
     std::string leave_one_out;
     // Set by run::pool_run_claims only: the verdict of the setting's rounding twin (the same runs with
-    // train.perturb_init_ulps != 0), column `rounding` of the claims table (framework/run/claims_pool.hpp).
+    // train.perturb_init_ulps != 0), column `rounding` of the claims table (framework/workflow/claims_pool.hpp).
     std::string rounding;
 };
 

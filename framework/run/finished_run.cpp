@@ -5,7 +5,7 @@
 #include "framework/config/config.hpp"
 #include "framework/core/check.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/induction_training.hpp"

@@ -12,7 +12,7 @@
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/io/safetensors.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/lm_run.hpp"
 #include "framework/run/run_folder.hpp"

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <optional>
 
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/trainer.hpp"
 #include "framework/core/check.hpp"

@@ -2,7 +2,7 @@
 
 #include "framework/core/check.hpp"
 #include "framework/io/results_file.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/finished_run.hpp"
 #include "framework/run/run_folder.hpp"

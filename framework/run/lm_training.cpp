@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "framework/core/check.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/lm_run.hpp"
 #include "framework/run/trainer.hpp"

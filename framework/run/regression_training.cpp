@@ -13,7 +13,7 @@
 #include <string>
 
 #include "framework/core/profile.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/trainer.hpp"
 #include "framework/core/check.hpp"

@@ -75,7 +75,7 @@ namespace {
 
 // The checkpoint must have been written with exactly this resolved config, or with the folder's config.yaml as it
 // is (byte for byte) when today's schema has keys that run's did not: `cfg`, that file resolved again, then differs
-// only by those keys at their defaults (the rule of framework/run/sweep.hpp resolve_again).
+// only by those keys at their defaults (the rule of framework/workflow/sweep.hpp resolve_again).
 void check_checkpoint_config(const io::ResultsReader& checkpoint, const config::Config& cfg) {
     const std::string stored = checkpoint.read_attr_string("/", "config");
     const std::string stored_fingerprint = checkpoint.read_attr_string("/", "config_fingerprint");

@@ -12,7 +12,7 @@
 #include "framework/core/hash.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/core/interrupt.hpp"
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/train/perturb.hpp"
 

@@ -4,7 +4,7 @@
 // fp64), up or down as its own draw says. The trained run then differs from the unperturbed one by rounding-level
 // noise only, and, being a pure function of the seed, still has the same bits on every CPU. A claim whose verdict
 // changes under it is a property of rounding, not of the model (claims table column `rounding`,
-// framework/run/claims_pool.hpp).
+// framework/workflow/claims_pool.hpp).
 #include <cmath>
 #include <cstdint>
 #include <limits>

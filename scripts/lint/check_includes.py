@@ -4,8 +4,10 @@ include cycle between iclab's own files. Run by the build (CMake target check_in
 
 Layers, lowest first; a file may include its own folder and any lower layer, never a higher one:
   framework/core < framework/config, framework/io < framework/text < framework/nn, framework/tasks < framework/model
-  < framework/train < framework/icl < framework/run < experiments/<name> < experiments/registry < experiments/cli
-  < tests
+  < framework/train < framework/icl < framework/checkpoint < framework/run < framework/workflow < experiments/<name>
+  < experiments/registry < experiments/cli < tests
+framework/checkpoint is the checkpoint format (parameters in and out of HDF5), framework/run the training loops and the
+experiment interface, framework/workflow the research workflow over runs (sweep, launch, locks, collect, claims pooling).
 An experiment (experiments/<name>/) includes no other experiment, nor the registry or the CLI.
 """
 import os
@@ -25,7 +27,9 @@ RANKS = {
     "framework/model": 3,
     "framework/train": 4,
     "framework/icl": 5,
+    "framework/checkpoint": 5.5,
     "framework/run": 6,
+    "framework/workflow": 6.5,
     "experiments/<name>": 7,
     "experiments/registry": 8,
     "experiments/cli": 9,

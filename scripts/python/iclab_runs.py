@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-MAX_TABLE_ROWS = 32  # as framework/run/collect.hpp kMaxTableRows
+MAX_TABLE_ROWS = 32  # as framework/workflow/collect.hpp kMaxTableRows
 
 
 def _decode(values):

@@ -1,6 +1,6 @@
 """The text of one claim's cells, shared by the page (page_md.py), the HTML report (page_html.py) and the README blocks.
 
-A claim is one row of the CSV `iclab claims` writes (framework/run/claims_pool.cpp, claims_table), as a dict of
+A claim is one row of the CSV `iclab claims` writes (framework/workflow/claims_pool.cpp, claims_table), as a dict of
 strings. Columns other helpers add later are read with `column()`, so a CSV without them (every result made before
 them) reads as if they were empty:
   provenance    empty, or "chosen after the first runs (YYYY-MM-DD): reason"

@@ -1,4 +1,4 @@
-// libFuzzer target: the sweep-file loader and the override grammar of `iclab run -m` (framework/run/sweep_file.cpp)
+// libFuzzer target: the sweep-file loader and the override grammar of `iclab run -m` (framework/workflow/sweep_file.cpp)
 // on arbitrary bytes. Bad input must end in iclab::InputError (exit 2 naming file, line and key); anything else — another
 // exception (yaml-cpp's "bad conversion" included), a crash, a hang, a leak or undefined behaviour (ASan/UBSan) — is
 // a finding. Built and run by scripts/fuzz.sh sweep_file.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "framework/core/check.hpp"
-#include "framework/run/sweep.hpp"
+#include "framework/workflow/sweep.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return 0;

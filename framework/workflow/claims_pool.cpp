@@ -1,5 +1,5 @@
-// Pooling the claims of runs that differ only in their seed (framework/run/claims_pool.hpp).
-#include "framework/run/claims_pool.hpp"
+// Pooling the claims of runs that differ only in their seed (framework/workflow/claims_pool.hpp).
+#include "framework/workflow/claims_pool.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -11,7 +11,7 @@
 #include "framework/core/check.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/run_folder.hpp"
-#include "framework/run/sweep.hpp"
+#include "framework/workflow/sweep.hpp"
 
 namespace iclab::run {
 

@@ -1,4 +1,4 @@
-#include "framework/run/launch.hpp"
+#include "framework/workflow/launch.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -23,7 +23,7 @@
 #include "framework/core/interrupt.hpp"
 #include "framework/core/measure.hpp"
 #include "framework/core/process.hpp"
-#include "framework/run/job_lock.hpp"
+#include "framework/workflow/job_lock.hpp"
 
 namespace iclab::run {
 

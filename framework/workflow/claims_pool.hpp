@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "framework/io/claims.hpp"
-#include "framework/run/collect.hpp"
+#include "framework/workflow/collect.hpp"
 
 namespace iclab::run {
 
@@ -35,7 +35,7 @@ struct PooledClaims {
 std::string rounding_text(io::Verdict base, const std::vector<std::pair<std::string, io::Verdict>>& twins);
 
 // The settings of the runs (in order of first appearance) that declare claims; runs without /claims are skipped.
-// With a catalog, each run's config is compared as resolve_again gives it (framework/run/sweep.hpp), so a run made
+// With a catalog, each run's config is compared as resolve_again gives it (framework/workflow/sweep.hpp), so a run made
 // before the schema gained a key (at its default) and one made after are one setting; without, as stored.
 std::vector<PooledClaims> pool_run_claims(const std::vector<std::filesystem::path>& run_dirs, const Catalog* catalog = nullptr);
 

@@ -3,7 +3,7 @@
 // folder of one sweep folder. Planning resolves and validates every job's config before anything runs, names
 // every job from its canonical overrides (sorted keys, values as the resolved config writes them: 3e-3 and
 // 0.003 are one job), and finds what is already done, so the same sweep run again skips finished jobs and
-// resumes interrupted ones from their checkpoints. Launchers (framework/run/launch.hpp) run the plan.
+// resumes interrupted ones from their checkpoints. Launchers (framework/workflow/launch.hpp) run the plan.
 //
 //   iclab run -m CONFIG train.lr=1e-3,3e-3 seed=0:3 [--jobs N] [--threads T]
 //   iclab sweep SWEEP.yaml [--jobs N] [--launcher local|slurm]

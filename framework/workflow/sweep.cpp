@@ -1,4 +1,4 @@
-#include "framework/run/sweep.hpp"
+#include "framework/workflow/sweep.hpp"
 
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -16,7 +16,7 @@
 #include "framework/core/hash.hpp"
 #include "framework/core/process.hpp"
 #include "framework/io/output_path.hpp"
-#include "framework/run/job_lock.hpp"
+#include "framework/workflow/job_lock.hpp"
 #include "framework/run/run_folder.hpp"
 
 namespace iclab::run {

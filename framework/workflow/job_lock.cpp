@@ -1,4 +1,4 @@
-#include "framework/run/job_lock.hpp"
+#include "framework/workflow/job_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

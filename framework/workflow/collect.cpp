@@ -1,4 +1,4 @@
-#include "framework/run/collect.hpp"
+#include "framework/workflow/collect.hpp"
 
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>

@@ -1,5 +1,5 @@
 #pragma once
-// Launchers of a planned sweep (framework/run/sweep.hpp): a local pool of child processes, and Slurm job arrays.
+// Launchers of a planned sweep (framework/workflow/sweep.hpp): a local pool of child processes, and Slurm job arrays.
 // Both run each job as `iclab run ...` (or `iclab run --resume ...`) from its state, so a finished job is skipped
 // and an interrupted one continues from its checkpoint, however often the sweep is launched again.
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/run/sweep.hpp"
+#include "framework/workflow/sweep.hpp"
 
 namespace iclab::run {
 

@@ -14,7 +14,7 @@
 #include "framework/config/config.hpp"
 #include "framework/core/check.hpp"
 #include "framework/core/process.hpp"
-#include "framework/run/sweep.hpp"
+#include "framework/workflow/sweep.hpp"
 
 namespace iclab::run {
 

@@ -1,4 +1,4 @@
-#include "framework/run/checkpoint_io.hpp"
+#include "framework/checkpoint/checkpoint_io.hpp"
 
 #include <cmath>
 
