@@ -31,7 +31,6 @@ import argparse
 import glob
 import os
 import re
-import shlex
 import subprocess
 import sys
 
@@ -49,30 +48,7 @@ REFERENCE = re.compile(r"(§|\b(Theorem|Thm\.?|Tables?|Figures?|Fig\.|Eqs?\.|Pro
 MEASURED_WORDS = re.compile(r"\bmeasured\b|\bmeasurements?\b|\bresults?\b|\bours\b|\bour\b", re.I)
 
 
-class MarkerError(ValueError):
-    pass
-
-
-def quoted(text, start):
-    """True when the marker at `start` is an example, not a block: inside a ``` fence or right after a backtick."""
-    if start > 0 and text[start - 1] == "`":
-        return True
-    return ("\n" + text[:start]).count("\n```") % 2 == 1
-
-
-def attributes(text):
-    """key=value pairs of a marker (values may be double-quoted); raises MarkerError on a malformed one."""
-    try:
-        parts = shlex.split(text, posix=True)
-    except ValueError as e:
-        raise MarkerError(f"unparsable attributes: {e}")
-    attrs = {}
-    for p in parts:
-        if "=" not in p:
-            raise MarkerError(f"attribute without a value: {p!r}")
-        k, v = p.split("=", 1)
-        attrs[k] = v
-    return attrs
+from markers import MarkerError, attributes, quoted  # noqa: E402,F401
 
 
 def blocks(text):

@@ -44,29 +44,7 @@ FIELD = re.compile(r"\{([^{}:!]+)")
 CELL_SPLIT = re.compile(r"(?<!\\)\|")  # cells are separated by "|"; "\|" is a literal bar
 
 
-class BlockError(ValueError):
-    pass
-
-
-def quoted(text, start):
-    """True when the marker at `start` is an example, not a block: inside a ``` fence or right after a backtick."""
-    if start > 0 and text[start - 1] == "`":
-        return True
-    return ("\n" + text[:start]).count("\n```") % 2 == 1
-
-
-def attributes(text):
-    try:
-        parts = shlex.split(text, posix=True)
-    except ValueError as e:
-        raise BlockError(f"unparsable attributes: {e}")
-    attrs = {}
-    for p in parts:
-        if "=" not in p:
-            raise BlockError(f"attribute without a value: {p!r}")
-        k, v = p.split("=", 1)
-        attrs[k] = v
-    return attrs
+from markers import MarkerError as BlockError, attributes, quoted  # noqa: E402,F401
 
 
 def plain(value):
