@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -112,6 +113,29 @@ public:
         return std::move(out);
     }
 
+    // Seconds of each of `iters` bare C++ forwards of `tokens` (T), timed inside C++: the baseline that
+    // scripts/bench/python_overhead.py compares Model.logits with (docs/python.md, "Cost").
+    std::vector<double> time_forward(py::array_t<std::int32_t, py::array::c_style | py::array::forcecast> tokens, int iters) {
+        const std::size_t T = static_cast<std::size_t>(tokens.size());
+        const std::int32_t* ids = tokens.data();
+        std::vector<double> seconds;
+        std::lock_guard<std::mutex> lock(mutex_);
+        without_gil([&] {
+            const auto run = [&](auto& loaded) {
+                auto& model = loaded.model();
+                model.trace_non_finite(true);
+                for (int i = 0; i < iters; ++i) {
+                    const auto start = std::chrono::steady_clock::now();
+                    model.forward(ids, 1, T);
+                    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+                }
+            };
+            if (dtype_ == "float64") run(f64_);
+            else run(f32_);
+        });
+        return seconds;
+    }
+
 private:
     const model::ModelSpec& spec() const { return dtype_ == "float64" ? f64_model().spec() : f32_.lm->model->spec(); }
     const model::Transformer<double>& f64_model() const { return f64_.lm ? *f64_.lm->model : *f64_.induction->model; }
@@ -191,6 +215,7 @@ void bind_model(py::module_& m) {
         .def(py::init<const fs::path&, const std::vector<fs::path>&, const std::string&, int>(), py::arg("run_dir"),
              py::arg("adapters") = std::vector<fs::path>{}, py::arg("dtype") = "", py::arg("threads") = 0)
         .def("logits", &Model::logits, py::arg("tokens"))
+        .def("time_forward", &Model::time_forward, py::arg("tokens"), py::arg("iters"))
         .def_property_readonly("is_lm", &Model::is_lm)
         .def_property_readonly("dtype", &Model::dtype)
         .def_property_readonly("vocab", &Model::vocab)
