@@ -48,8 +48,9 @@ def test_bad_tokens_and_options_are_value_errors(induction_run):
     assert str(refused.value).strip() == cli_refusal("convert", induction_run, "--prompt", "abc", "--method", "hybrid", "--out", "x.h5")
     with pytest.raises(ValueError):
         model.logits("ab1")  # not a letter: encode_letters names it
-    with pytest.raises(ValueError):
-        model.generate([1, 2, 3])  # generation is for lm runs: the CLI's refusal
+    with pytest.raises(ValueError) as refused:
+        model.generate([1, 2, 3])  # generation is for lm runs (the CLI's exit 1 here was a bug: now exit 2)
+    assert str(refused.value).strip() == cli_refusal("generate", induction_run, "--prompt-tokens", "1,2,3")
 
 
 def test_damaged_adapter_is_refused_as_the_cli_refuses_it(induction_run, scratch):
