@@ -42,6 +42,7 @@ def main(argv):
     work = os.path.abspath(work) if work else tempfile.mkdtemp(prefix="iclab_notebook_")
     os.makedirs(work, exist_ok=True)
     os.environ["ICLAB_NOTEBOOK_WORK"] = work
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")  # the kernel's debugger notes about frozen modules
     client = NotebookClient(notebook, timeout=1800, kernel_name="python3",
                             resources={"metadata": {"path": os.path.dirname(path)}})
     try:
