@@ -111,3 +111,23 @@ def test_run_equals_iclab_run(scratch):
     assert run.config["train"]["steps"] == 40
     assert "final_eval" in run.tables or run.tables  # tables read into pandas
     assert run.curves is not None and len(run.curves) > 0
+
+
+def test_sweep_runs_every_job(scratch):
+    """iclab.sweep runs `iclab sweep` and returns its finished runs: one row per job, each run equal to its own config."""
+    sweep_file = scratch / "tiny_sweep.yaml"
+    sweep_file.write_text(f"name: py_tiny\nconfig: {QUICK_INDUCTION}\noverrides: [{', '.join(TINY_INDUCTION)}, "
+                          f"output.dir={scratch / 'sweeps'}]\ngrid:\n  seed: 0:2\n")
+    runs = iclab.sweep(sweep_file, jobs=2, threads=1)
+    assert len(runs) == 2 and sorted(runs["seed"]) == [0, 1]
+    assert os.path.isdir(runs.attrs["sweep_dir"])
+    assert (runs["train.steps"] == 40).all()
+
+
+def test_tokenizer_round_trip_equals_iclab_tokenize(lm_run):
+    tok = iclab.tokenizer(os.path.join(lm_run, "tokenizer"))
+    ids = tok.encode("In the beginning\n")
+    assert ids.dtype == np.int32 and list(ids) == list(b"In the beginning\n")  # the byte-level tokenizer: ids are bytes
+    assert tok.decode(ids) == "In the beginning\n"
+    _, out, _ = iclab_cli("tokenize", "--tokenizer", os.path.join(lm_run, "tokenizer"), "--text", "In the beginning")
+    assert [int(t) for t in out.split()] == list(tok.encode("In the beginning"))
