@@ -26,6 +26,11 @@ PYBIND11_MODULE(_iclab, m) {
         }
     });
     m.attr("binary") = ICLAB_BINARY;  // the iclab command of this build (iclab.sweep runs it)
+    // the mapping above, for tests/python/test_errors.py: "input" throws InputError, "error" Error
+    m.def("_raise_for_test", [](const std::string& kind) {
+        if (kind == "input") throw iclab::InputError("iclab: an InputError for the test");
+        throw iclab::Error("iclab: an Error for the test");
+    });
     iclab::python::bind_model(m);
     iclab::python::bind_commands(m);
 }

@@ -72,3 +72,10 @@ def test_adapter_of_another_model_is_refused(induction_run, other_induction_run,
         iclab.load(induction_run).model.with_adapters([adapter])
     assert str(refused.value).strip() == cli_refusal("predict", induction_run, "--text", "abc", "--adapter", adapter.path)
     assert "fingerprint" in str(refused.value) or "model" in str(refused.value)
+
+
+def test_error_kinds_map_to_python_exceptions():
+    with pytest.raises(ValueError, match="an InputError for the test"):
+        iclab._iclab._raise_for_test("input")
+    with pytest.raises(RuntimeError, match="an Error for the test"):
+        iclab._iclab._raise_for_test("error")

@@ -44,3 +44,32 @@ def test_stop_after_then_resume_finishes(scratch):
     run = iclab.run(resume=run_dir)
     assert run.run_dir == os.path.abspath(run_dir)
     assert run.config["train"]["steps"] == 30
+
+
+LONG_CALL = """
+import sys, time, numpy as np, iclab
+model = iclab.Model(sys.argv[1], threads=1)
+ids = np.zeros((256, 64), dtype=np.int32)
+print("started", flush=True)
+start = time.time()
+try:
+    while time.time() - start < 120:  # calls of ~0.1 s: the signal lands inside one (GIL released) almost surely
+        model.logits(ids)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt after %.1f s" % (time.time() - start), flush=True)
+    sys.exit(3)
+print("returned without an interrupt", flush=True)
+"""
+
+
+def test_ctrl_c_during_a_long_logits_call_raises_keyboard_interrupt(induction_run):
+    """Without an interrupt scope a call finishes its forward (the GIL released), then Python's pending SIGINT is
+    raised: no result is returned, and the process goes on."""
+    child = subprocess.Popen([sys.executable, "-c", LONG_CALL, induction_run], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert child.stdout.readline().strip() == "started"
+    time.sleep(0.5)
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=600)
+    assert child.returncode == 3, stdout + stderr
+    assert "KeyboardInterrupt after" in stdout
