@@ -122,6 +122,7 @@ class Model:
         self.run_dir = os.fspath(run_dir)
         self.adapters = [a if isinstance(a, Adapter) else Adapter(a) for a in adapters]
         self._dtype_arg = dtype
+        self._tokenizer = None
         with _errors.inputs(self.run_dir, *_paths(self.adapters)):
             self._engine = _iclab.Model(self.run_dir, _paths(self.adapters), dtype or "", threads)
 
@@ -138,7 +139,12 @@ class Model:
         """str -> ids (letters a-z, A-Z for induction-head runs; text through RUN_DIR/tokenizer for lm runs)."""
         if isinstance(tokens, str):
             if self.is_lm:
-                return tokenizer(os.path.join(self.run_dir, "tokenizer")).encode(tokens)
+                if self._tokenizer is None:  # RUN_DIR/tokenizer, read once (a missing one: the CLI's message)
+                    if not os.path.isdir(os.path.join(self.run_dir, "tokenizer")):
+                        raise ValueError(f"iclab predict: {self.run_dir} has no tokenizer ({os.path.join(self.run_dir, 'tokenizer')}"
+                                         " with encoder.json + vocab.bpe or vocab.json + merges.txt): give token ids instead of text")
+                    self._tokenizer = tokenizer(os.path.join(self.run_dir, "tokenizer"))
+                return self._tokenizer.encode(tokens)
             return np.asarray(_iclab.encode_letters(tokens), dtype=np.int32)
         return tokens
 

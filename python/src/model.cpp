@@ -170,6 +170,11 @@ private:
             for (std::size_t b = 0; b < B; ++b)
                 cli::lm_input_tokens(run_dir_, nullptr, std::vector<int>(ids + b * T_, ids + (b + 1) * T_), V, 0, kWho, "--tokens");
             run::check_fits_context(T_, spec(), kWho);
+            // as predict_lm: the memory and work of one sequence of T tokens (a batch of B needs about B times it)
+            cli::PredictOptions options;
+            options.run_dir = run_dir_;
+            options.adapters = adapters_;
+            cli::check_predict_lm_estimate(options, spec(), sizeof(T), T_);
             const std::size_t start = loaded.lm_adapters->input_position_start();
             ICLAB_INPUT_CHECK(start + T_ <= spec().max_seq_len,
                               "iclab predict: " << T_ << " input tokens behind the adapter's " << start
