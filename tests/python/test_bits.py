@@ -131,3 +131,18 @@ def test_tokenizer_round_trip_equals_iclab_tokenize(lm_run):
     assert tok.decode(ids) == "In the beginning\n"
     _, out, _ = iclab_cli("tokenize", "--tokenizer", os.path.join(lm_run, "tokenizer"), "--text", "In the beginning")
     assert [int(t) for t in out.split()] == list(tok.encode("In the beginning"))
+
+
+def test_export_then_import_gives_the_same_model(lm_run, scratch):
+    """Run.export writes the Hugging Face folder `iclab export` writes; iclab.import_gpt2 reads it back into a run whose
+    logits are the original's, bit for bit (float32 parameters both ways)."""
+    folder = iclab.load(lm_run).export(scratch / "exported", overwrite=True)
+    status, _, _ = iclab_cli("export", lm_run, "--format", "safetensors", "--out", scratch / "exported_cli", "--overwrite")
+    assert status == 0 and "model.safetensors" in os.listdir(folder)
+    for name in sorted(os.listdir(scratch / "exported_cli")):
+        if name.endswith(".safetensors"):
+            with open(os.path.join(folder, name), "rb") as a, open(scratch / "exported_cli" / name, "rb") as b:
+                assert a.read() == b.read()
+    imported = iclab.import_gpt2(folder, scratch / "imported", overwrite=True)
+    tokens = [73, 110, 32, 116, 104, 101]
+    assert same_bits(imported.model.logits(tokens), iclab.load(lm_run).model.logits(tokens))
