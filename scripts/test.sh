@@ -40,9 +40,12 @@ fi
 scripts/setup.sh
 # Test-only packages: the Python reader of runs (scripts/python/iclab_runs.py) is tested against iclab collect,
 # the report (scripts/report/make_report.py) is made from real runs, and GPT-2 import/export is checked against a
-# PyTorch forward (tests/gpt2/test_gpt2_checkpoint.py); the report's screenshot test runs headless Chromium (otherwise skipped).
+# PyTorch forward (tests/gpt2/test_gpt2_checkpoint.py); the report's screenshot test runs headless Chromium (otherwise skipped);
+# the Python module's tests run under pytest and the quickstart notebook (docs/notebooks/quickstart.ipynb) is executed by
+# nbclient with an IPython kernel (docs/python.md).
 . scripts/lib/apt_ensure.sh
-apt_ensure "test setup" python3-h5py python3-pandas python3-yaml python3-matplotlib python3-torch chromium
+apt_ensure "test setup" python3-h5py python3-pandas python3-yaml python3-matplotlib python3-torch chromium \
+  python3-nbclient python3-nbformat python3-ipykernel python3-pytest
 status=0
 (cd "${BUILD_DIR:-build}" && OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}" ctest --output-on-failure -j "${JOBS:-$(nproc)}" \
   "${ctest_args[@]}") || status=$?

@@ -27,7 +27,12 @@ run::RunEstimate with_parameters(const std::filesystem::path& run_dir, const mod
 }  // namespace
 
 void check_lm_parameters_fit(const std::filesystem::path& run_dir, double bytes, const std::string& who) {
-    const model::ModelSpec spec = run::lm_model_spec(run::load_finished_run_config(run_dir, experiments::catalog(), who));
+    const config::Config cfg = run::load_finished_run_config(run_dir, experiments::catalog(), who);
+    // as load_lm_run refuses it (an induction-head run reached lm_model_spec's task.context_length: exit 1, issue 42)
+    ICLAB_INPUT_CHECK(cfg.has("task.vocab_size") && cfg.has("task.context_length") && cfg.has("model.attention"),
+                      who << ": " << run_dir.string() << " is a " << cfg.get_string("experiment")
+                          << " run, not a language model (experiment lm: iclab import gpt2 makes one)");
+    const model::ModelSpec spec = run::lm_model_spec(cfg);
     run::check_command_estimate(with_parameters(run_dir, spec, bytes, {}), who,
                                 bytes > 4 ? "the model's size (this run's parameters do not fit; --dtype float32 halves them where "
                                             "the command has it)"

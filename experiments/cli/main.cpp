@@ -20,6 +20,7 @@
 #include "experiments/cli/inspect.hpp"
 #include "experiments/cli/gpt2_commands.hpp"
 #include "experiments/cli/predict.hpp"
+#include "experiments/cli/run_command.hpp"
 #include "experiments/cli/sweep.hpp"
 #include "experiments/cli/tokenize.hpp"
 #include "experiments/registry.hpp"
@@ -216,10 +217,7 @@ int command_run(const std::vector<std::string>& args) {
     } else {
         ICLAB_INPUT_CHECK(!rest.empty(), "iclab run: missing CONFIG\n" << kUsage);
         config_path = rest.front();
-        const std::vector<std::string> overrides(rest.begin() + 1, rest.end());
-        for (const auto& o : overrides)
-            ICLAB_INPUT_CHECK(o.find('=') != std::string::npos, "iclab run: '" << o << "' is not an override of the form key.path=value");
-        cfg = experiments::catalog().load_config(config_path, overrides);
+        cfg = cli::load_run_config(config_path, std::vector<std::string>(rest.begin() + 1, rest.end()), "iclab run");
         ICLAB_INPUT_CHECK(!cfg.has("train.steps") || options.stop_after < static_cast<std::size_t>(cfg.get_int("train.steps")),
                           "iclab run: --stop-after " << options.stop_after << " is not before train.steps = "
                                                      << cfg.get_int("train.steps") << " (the run would simply finish)");
@@ -233,15 +231,14 @@ int command_run(const std::vector<std::string>& args) {
         std::cout << cfg.to_yaml();
         return 0;
     }
-    if (experiment.check_inputs) experiment.check_inputs(cfg);  // the data files the config names, before any work
     if (vm.count("dry-run")) {
+        if (experiment.check_inputs) experiment.check_inputs(cfg);  // the data files the config names
         if (vm.count("resume")) std::cout << options.resume_dir.string() << " can be resumed" << resume_text << " (experiment " << experiment.name << ")\n";
         else std::cout << "config " << config_path << " is valid (experiment " << experiment.name << ")\n";
         std::cout << "estimated " << run::describe_estimate(experiment.estimate(cfg)) << "\n";
         return 0;
     }
-    configure_threads(vm["threads"].as<int>());
-    const run::RunOutcome outcome = experiments::catalog().run(cfg, options);
+    const run::RunOutcome outcome = cli::run_loaded_config(cfg, options, vm["threads"].as<int>());
     const std::string why = interrupt_requested() ? std::string(signal_name(interrupt_signal()))
                                                   : options.stop_after_units > 0 ? "--stop-after-units" : "--stop-after";
     if (!outcome.completed && outcome.steps_done < outcome.steps_total)

@@ -16,6 +16,31 @@
 
 namespace iclab::cli {
 
+void apply_induction_adapters(InductionAdapters& out, model::Transformer<double>& model,
+                              const std::vector<std::filesystem::path>& files, std::size_t tokens, const std::string& who) {
+    // ICLCA adapters replace b_KV, b_D in order; without them the model keeps the checkpoint's own biases. An ICLAA
+    // adapter (softmax models) adds its kernel terms to every attention layer instead, and stands alone.
+    std::size_t iclaa_files = 0;
+    for (const auto& file : files) iclaa_files += icl::is_iclaa_adapter_file(file);
+    ICLAB_INPUT_CHECK(iclaa_files == 0 || files.size() == 1,
+                      who << ": an ICLAA adapter is applied alone (to stand for several prompts, convert them on top of "
+                             "each other: iclab convert --adapter BASE.h5 reconverts the prompts together)");
+    if (iclaa_files == 1) {
+        out.iclaa = icl::read_iclaa_adapter(files[0]);
+        icl::check_iclaa_adapter(model, out.iclaa, files[0].string());
+        out.has_iclaa = true;
+        model.set_softmax_prompt(&out.iclaa.terms);
+        model.set_learned_position_start(out.iclaa.input_position_start());  // learned positions: the input sits behind the prompt
+        ICLAB_INPUT_CHECK(out.iclaa.input_position_start() + tokens <= model.spec().max_seq_len,
+                          who << ": " << tokens << " input tokens behind the adapter's " << out.iclaa.input_position_start()
+                              << "-token prompt do not fit the model's context of " << model.spec().max_seq_len << " learned positions");
+        out.applied.context = out.iclaa.prompt;
+        out.applied.chain.push_back({out.iclaa.model_fingerprint, out.iclaa.prompt.size(), out.iclaa.prompt_text, files[0].string()});
+    } else {
+        out.applied = icl::apply_adapter_files(model, files);
+    }
+}
+
 void predict(const PredictOptions& options) {
     // Refuse what would be refused after the work: an existing --out, a folder that is missing or takes no file.
     if (!options.out.empty()) {
@@ -41,31 +66,13 @@ void predict(const PredictOptions& options) {
         std::fprintf(stderr, "iclab predict: warning: the text has %zu tokens, the model was trained on sequences of %d "
                              "(task.seq_len): predictions past position %d use RoPE offsets it never saw\n",
                      tokens.size(), task.seq_len, task.seq_len - 1);
-    // ICLCA adapters replace b_KV, b_D in order; without them the model keeps the checkpoint's own biases. An ICLAA
-    // adapter (softmax models) adds its kernel terms to every attention layer instead, and stands alone.
-    std::size_t iclaa_files = 0;
-    for (const auto& file : options.adapters) iclaa_files += icl::is_iclaa_adapter_file(file);
-    ICLAB_INPUT_CHECK(iclaa_files == 0 || options.adapters.size() == 1,
-                      "iclab predict: an ICLAA adapter is applied alone (to stand for several prompts, convert them on top of "
-                      "each other: iclab convert --adapter BASE.h5 reconverts the prompts together)");
-    icl::IclaaAdapter iclaa;
-    icl::AppliedAdapters applied;
-    if (iclaa_files == 1) {
-        iclaa = icl::read_iclaa_adapter(options.adapters[0]);
-        icl::check_iclaa_adapter(model, iclaa, options.adapters[0].string());
-        model.set_softmax_prompt(&iclaa.terms);
-        model.set_learned_position_start(iclaa.input_position_start());  // learned positions: the input sits behind the prompt
-        ICLAB_INPUT_CHECK(iclaa.input_position_start() + tokens.size() <= model.spec().max_seq_len,
-                          "iclab predict: " << tokens.size() << " input tokens behind the adapter's " << iclaa.input_position_start()
-                                            << "-token prompt do not fit the model's context of " << model.spec().max_seq_len << " learned positions");
-        applied.context = iclaa.prompt;
-        applied.chain.push_back({iclaa.model_fingerprint, iclaa.prompt.size(), iclaa.prompt_text, options.adapters[0].string()});
+    InductionAdapters adapters;
+    apply_induction_adapters(adapters, model, options.adapters, tokens.size(), "iclab predict");
+    const icl::AppliedAdapters& applied = adapters.applied;
+    if (adapters.has_iclaa)
         std::printf("ICLAA adapter (approximate, %s features, F %zu): the model reads every input as if it followed the prompt, "
                     "up to the kernel's error\n",
-                    iclaa.feature_map.c_str(), iclaa.features);
-    } else {
-        applied = icl::apply_adapter_files(model, options.adapters);
-    }
+                    adapters.iclaa.feature_map.c_str(), adapters.iclaa.features);
     const std::vector<int> context(applied.context.begin(), applied.context.end());
     for (std::size_t i = 0; i < applied.chain.size(); ++i)
         std::printf("adapter %zu: %s (fingerprint %s, prompt length %zu)\n", i + 1, applied.chain[i].file.c_str(),

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "framework/icl/adapter_file.hpp"
+#include "framework/icl/iclaa_adapter.hpp"
+#include "framework/model/transformer.hpp"
 
 namespace iclab::cli {
 
@@ -27,6 +30,19 @@ struct PredictOptions {
 };
 
 void predict(const PredictOptions& options);
+
+// Adapters applied to an induction-head model as `predict --adapter` applies them: ICLCA files replace b_KV, b_D in
+// order; one ICLAA file (softmax models) adds its kernel terms and stands alone. Filled in place, not returned by value:
+// the model points at iclaa.terms. The Python module (python/src/) applies adapters through it too.
+struct InductionAdapters {
+    icl::IclaaAdapter iclaa;
+    bool has_iclaa = false;
+    icl::AppliedAdapters applied;
+};
+// InputError (`who`: "iclab predict") for several files with an ICLAA one among them, a file that does not fit the
+// model, and an input of `tokens` that does not fit behind an ICLAA adapter's prompt.
+void apply_induction_adapters(InductionAdapters& out, model::Transformer<double>& model,
+                              const std::vector<std::filesystem::path>& files, std::size_t tokens, const std::string& who);
 // predict on an lm run (experiments/cli/predict_lm.cpp); predict() calls it for lm runs.
 void predict_lm(const PredictOptions& options);
 

@@ -40,6 +40,8 @@ InterruptScope::~InterruptScope() {
 
 int interrupt_signal() { return g_signal; }
 
+void clear_interrupt() { g_signal = 0; }
+
 const char* signal_name(int signal) {
     switch (signal) {
         case SIGINT: return "SIGINT";

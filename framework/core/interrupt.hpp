@@ -20,6 +20,9 @@ public:
 // so that the command can report it and exit with 128 + signal.
 int interrupt_signal();
 inline bool interrupt_requested() { return interrupt_signal() != 0; }
+// Forgets the signal received: for a process that runs several commands (the Python module, python/src/), after it
+// reported the stop. The CLI runs one command and never calls it.
+void clear_interrupt();
 const char* signal_name(int signal);  // "SIGTERM", ...
 
 }  // namespace iclab

@@ -5,7 +5,7 @@ include cycle between iclab's own files. Run by the build (CMake target check_in
 Layers, lowest first; a file may include its own folder and any lower layer, never a higher one:
   framework/core < framework/config, framework/io < framework/text < framework/nn, framework/tasks < framework/model
   < framework/train < framework/icl < framework/checkpoint < framework/run < framework/workflow < experiments/<name>
-  < experiments/registry < experiments/cli < tests
+  < experiments/registry < experiments/cli < python (the Python module's C++, python/src/), tests
 framework/checkpoint is the checkpoint format (parameters in and out of HDF5), framework/run the training loops and the
 experiment interface, framework/workflow the research workflow over runs (sweep, launch, locks, collect, claims pooling).
 An experiment (experiments/<name>/) includes no other experiment, nor the registry or the CLI.
@@ -33,6 +33,7 @@ RANKS = {
     "experiments/<name>": 7,
     "experiments/registry": 8,
     "experiments/cli": 9,
+    "python": 9.5,
     "tests": 10,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -52,12 +53,14 @@ def layer_of(path):
             return "experiments/<name>", parts[1]
     if parts[0] == "tests":
         return "tests", None
+    if parts[0] == "python":
+        return "python", None
     return None, None
 
 
 def main():
     files = []
-    for top in ("framework", "experiments", "tests"):
+    for top in ("framework", "experiments", "python", "tests"):
         for folder, subfolders, names in os.walk(os.path.join(ROOT, top)):
             subfolders[:] = [d for d in subfolders if os.path.relpath(os.path.join(folder, d), ROOT) != "tests/data"]
             for name in names:
