@@ -235,8 +235,19 @@ void evaluate(const config::Config& cfg, model::Transformer<double>& net, const 
                                                         cfg.get_int("iclaa_lm.prompts"), token_path.string() + " /heldout");
     // the claims are declared (ids, rules) before anything is measured
     const std::vector<io::Claim> claims = declare_claims(cfg);
+    // Issue 44: each stage says when it starts (stderr unless --quiet, and the run's log), since a stage can take
+    // minutes and printed nothing before.
+    const auto stage = [&](const std::string& what) {
+        char elapsed[32];
+        std::snprintf(elapsed, sizeof elapsed, "%.0f s", seconds_since(start));
+        run.log() << "iclaa_lm: " << what << " (at " << elapsed << ")\n" << std::flush;
+        if (!quiet) std::fprintf(stderr, "iclaa_lm: %s (at %s)\n", what.c_str(), elapsed);
+    };
+    stage("building the compressions of the prompt: random and learned feature maps, caches");
     Methods methods = build_methods(cfg, net, data.train, quiet, run);
+    stage("scoring " + std::to_string(methods.rows.size()) + " rows on " + std::to_string(windows.size()) + " held-out windows");
     const Scores scores = score_rows(net, methods.rows, windows, cfg.get_int("iclaa_lm.batch_size"));
+    stage("greedy generations of " + std::to_string(cfg.get_int("iclaa_lm.generation.examples")) + " examples");
     std::vector<const Row*> shown;  // Tables 3-5: M_old without the prompt, the exact cache, each kernel kind's first row
     for (const Row& row : methods.rows)
         if (row.method == Method::no_prompt || row.method == Method::exact_cache ||
@@ -246,6 +257,7 @@ void evaluate(const config::Config& cfg, model::Transformer<double>& net, const 
     const std::vector<Generation> generations =
         generate_examples(net, shown, windows, cfg.get_int("iclaa_lm.generation.examples"), cfg.get_int("iclaa_lm.generation.input_tokens"),
                           cfg.get_int("iclaa_lm.generation.new_tokens"), static_cast<std::int32_t>(data.end_of_text));
+    stage("writing the results");
     write_results(cfg, spec, methods.rows, scores, windows, generations, claims, methods.fits, tokenizer, seconds_since(start), run, quiet);
 }
 
