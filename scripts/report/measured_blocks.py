@@ -1,6 +1,7 @@
 """The age test of the measured blocks (issue 46, "one commit of record"): every number a README or a docs page shows
 that iclab computed sits in a measured block that names the commit it was measured at, and that commit is the last
-commit that changed tests/data/fingerprints.txt or a descendant of it (older bits are other bits by construction).
+commit that changed the bits in tests/data/fingerprints.txt (a line changed or removed; lines only added, a new family,
+leave older numbers as they were) or a descendant of it (older bits are other bits by construction).
 
 A measured block is one of (docs/testing.md#measured-blocks-every-published-number-names-its-commit-issue-46 states the syntax, the one place):
   <!-- measured: kind=bits|timed commit=HEX [cpu="…"] source="COMMAND" --> … <!-- /measured -->
@@ -121,11 +122,26 @@ def git(root, *args):
     return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True)
 
 
+def changes_bits(root, commit):
+    """Whether this commit changed or removed a line of the fingerprints that its parent had: a family's bits moved.
+    A commit that only adds lines (a new family, a new dataset of a new option) leaves every older number as it was."""
+    r = git(root, "diff", "--unified=0", "--no-color", f"{commit}^", commit, "--", FINGERPRINTS)
+    if r.returncode != 0:
+        return True  # the root commit (no parent) or a git failure: count it
+    return any(line.startswith("-") and not line.startswith("---") and not line[1:].startswith("#")
+               for line in r.stdout.splitlines())
+
+
 def threshold_commit(root):
-    r = git(root, "log", "-1", "--format=%H", "--", FINGERPRINTS)
-    if r.returncode != 0 or not r.stdout.strip():
+    """The last commit that changed the bits of a family in the fingerprints (changes_bits)."""
+    r = git(root, "log", "--format=%H", "--first-parent", "--", FINGERPRINTS)
+    commits = r.stdout.split() if r.returncode == 0 else []
+    if not commits:
         raise MarkerError(f"no commit changed {FINGERPRINTS} in {root} (not a git checkout?)")
-    return r.stdout.strip()
+    for commit in commits:
+        if changes_bits(root, commit):
+            return commit
+    return commits[-1]
 
 
 def check_block(root, block, threshold):
@@ -144,7 +160,7 @@ def check_block(root, block, threshold):
     if block["dirty"]:
         problems.append(f"measured on a dirty tree at {commit}")
     if git(root, "merge-base", "--is-ancestor", threshold, commit).returncode != 0:
-        problems.append(f"commit {commit} is older than {threshold[:12]}, the last change of {FINGERPRINTS}")
+        problems.append(f"commit {commit} is older than {threshold[:12]}, the last change of bits in {FINGERPRINTS}")
     return problems
 
 

@@ -1,5 +1,5 @@
 """ctest measured_blocks_rules: scripts/report/measured_blocks.py --check on a tiny git repository made here, where
-tests/data/fingerprints.txt changes twice. A bits block measured at the last fingerprint change (or after it) passes;
+tests/data/fingerprints.txt changes three times (then a family is only added). A bits block measured at the last fingerprint change (or after it) passes;
 one measured before it fails, as do an unknown commit, a dirty tree and a block naming no commit; a timed block must
 name a cpu but may be older; claims and table blocks take their commit from their text; a measured-looking table
 outside any block is an error (a warning with --warn-unmarked); broken markers exit 2."""
@@ -87,6 +87,11 @@ with tempfile.TemporaryDirectory(prefix="iclab_measured_") as repo:
     newer = commit(repo, "tests/data/fingerprints.txt", "a 3\n", "fingerprints v3")
     rc, err = check(repo, measured("bits", later))
     assert rc == 1 and newer[:12] in err, err
+    # a commit that only adds lines (a new family) leaves every older number as it was: the threshold stays at `newer`
+    added = commit(repo, "tests/data/fingerprints.txt", "a 3\nb 1\n", "fingerprints: family b added")
+    assert check(repo, measured("bits", newer))[0] == 0
+    rc, err = check(repo, measured("bits", later))
+    assert rc == 1 and newer[:12] in err and added[:12] not in err, err
 
     # unmarked tables: an error, a warning with --warn-unmarked; a table in a block or a code fence is not listed
     loose = "# Results\n\nOur run gave:\n\n| seed | loss | acc |\n|---|---|---|\n| 0 | 0.51 | 0.998 |\n"
