@@ -101,6 +101,24 @@ TEST_CASE("nan reductions: a NaN error shows in the gd_duals summary row and fai
     CHECK_FALSE(results.summary[0].pass());
 }
 
+TEST_CASE("nan reductions: a NaN negative control fails the gd_duals row; no control is not a NaN", "[nan][gd_duals]") {
+    using iclab::experiments::duals::kNoControl;
+    iclab::experiments::duals::Results results;
+    results.add("x", "float64", "cell", 0, 1e-14, 1.0, 1e-12, 1e-4, "");
+    results.add("x", "float64", "cell", 1, 1e-14, kNaN, 1e-12, 1e-4, "");  // a control measured as NaN
+    results.add("x", "float64", "cell", 2, 1e-14, 2.0, 1e-12, 1e-4, "");
+    results.add("y", "float64", "cell", 0, 1e-14, kNoControl, 1e-12, 1e-4, "");  // a check with no control
+    REQUIRE(results.summary.size() == 2);
+    CHECK(results.instances[1].has_control);
+    CHECK(std::isnan(results.summary[0].control_error));  // was 1.0: the NaN read as "does not apply"
+    CHECK_FALSE(results.summary[0].pass());
+    CHECK(std::string(results.summary[0].verdict()) == "inconclusive");
+    CHECK_FALSE(results.instances[3].has_control);
+    CHECK(std::isnan(results.instances[3].control));  // written as NaN in the instances table, as before
+    CHECK(results.summary[1].pass());
+    CHECK(std::string(results.summary[1].verdict()) == "reproduced");
+}
+
 TEST_CASE("nan reductions: a NaN loss fails lsa_gd's gate and its claim is inconclusive", "[nan][lsa_gd]") {
     namespace lsa = iclab::experiments::lsa_study;
     // 003-A3 "causal does not diverge at eta = 3.2": the worst query MSE over the swept replicates, <= 1. Started at

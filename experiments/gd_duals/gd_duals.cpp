@@ -88,7 +88,7 @@ std::vector<io::ClaimResult> claims_of(const Results& results) {
             if (r.check == row.check && r.dtype == row.dtype) {
                 units.push_back(static_cast<std::int64_t>(units.size()));
                 ratios.push_back(r.err / r.bar);
-                if (!std::isnan(r.control)) control_units.push_back(units.back()), controls.push_back(r.control);
+                if (r.has_control) control_units.push_back(units.back()), controls.push_back(r.control);
             }
         io::Claim c;
         c.id = row.check + " " + row.dtype;
@@ -111,7 +111,7 @@ std::vector<io::ClaimResult> claims_of(const Results& results) {
             io::Claim k = c;
             k.id = c.id + " control";
             const bool fp32_twin = row.dtype == "float64" && std::any_of(results.summary.begin(), results.summary.end(), [&](const SummaryRow& r) {
-                                       return r.check == row.check && r.dtype == "float32" && !std::isnan(r.control_error);
+                                       return r.check == row.check && r.dtype == "float32" && r.has_control;
                                    });
             k.statement = "the negative control of " + row.check + " fails (" + row.dtype +
                           (fp32_twin ? "; the float32 run's control on cells among these is the same measurement to fp32 rounding, "
@@ -144,7 +144,7 @@ void write_tables(io::ResultsWriter& w, const Results& results) {
         control.push_back(r.control_error);
         floor.push_back(r.control_floor);
         // the row's verdict in the claims' vocabulary (its two claims: every error within its bar, every control above its floor)
-        verdict.push_back(std::isnan(r.max_error) ? "inconclusive" : r.pass() ? "reproduced" : "not reproduced");
+        verdict.push_back(r.verdict());
         seconds.push_back(r.seconds);
         description.push_back(r.description);
     }
@@ -186,7 +186,7 @@ void print_table(const Results& results) {
     for (const auto& r : results.summary)
         std::printf("%-36s %-8s %9lld %10.2e %8.0e %9lld %9.3f %10.2e %8.0e %-14s %8.2f\n", r.check.c_str(), r.dtype.c_str(),
                     static_cast<long long>(r.instances), r.max_error, r.bar, static_cast<long long>(r.kappa_bar_instances),
-                    r.max_error_over_bar, r.control_error, r.control_floor, std::isnan(r.max_error) ? "inconclusive" : r.pass() ? "reproduced" : "not reproduced", r.seconds);
+                    r.max_error_over_bar, r.control_error, r.control_floor, r.verdict(), r.seconds);
 }
 
 RunOutcome run_gd_duals(const RunContext& context) {

@@ -86,17 +86,26 @@ std::vector<std::size_t> sizes(const config::Config& cfg, const char* key) {
     return out;
 }
 
-double control_min(std::initializer_list<double> values) {  // the weakest control that applies (−1: not applicable)
-    double out = kNaN;
+// The weakest control that applies: the check functions give −1 for a control that does not apply to the instance,
+// and kNoControl when none does. A NaN control applies and wins (min_or_nan): it must not read as "not applicable".
+double control_min(std::initializer_list<double> values) {
+    double out = kNoControl;
     for (double v : values)
-        if (v >= 0.0) out = std::isnan(out) ? v : std::min(out, v);
+        if (!(v < 0.0)) out = out < 0.0 ? v : min_or_nan(out, v);
     return out;
 }
+// One control that may not apply (−1 from the check functions).
+double control_of(double v) { return v < 0.0 ? kNoControl : v; }
 
 }  // namespace
 
-bool SummaryRow::pass() const {
-    return max_error_over_bar <= 1.0 && (std::isnan(control_floor) || control_error >= control_floor);
+const char* SummaryRow::verdict() const {
+    if (std::isnan(max_error) || (has_control && std::isnan(control_error))) return "inconclusive";
+    return pass() ? "reproduced" : "not reproduced";
+}
+
+bool SummaryRow::pass() const {  // a NaN control fails its floor (the comparison is false)
+    return max_error_over_bar <= 1.0 && (!has_control || std::isnan(control_floor) || control_error >= control_floor);
 }
 
 void Results::add(const std::string& check, const std::string& dtype, const std::string& cell, std::int64_t instance, double err,
@@ -105,7 +114,8 @@ void Results::add(const std::string& check, const std::string& dtype, const std:
     ICLAB_CHECK(bar > 0.0 && std::isfinite(bar), check << ": every instance needs a finite bar");
     const bool by_kappa = std::isfinite(kappa_bar) && kappa_bar > bar;
     const double instance_bar = by_kappa ? kappa_bar : bar;
-    instances.push_back({check, cell, dtype, instance, err, control, conditioning, instance_bar});
+    const bool has_control = !(control < 0.0);  // NaN applies
+    instances.push_back({check, cell, dtype, instance, err, has_control ? control : kNaN, has_control, conditioning, instance_bar});
     auto row = std::find_if(summary.begin(), summary.end(), [&](const SummaryRow& r) { return r.check == check && r.dtype == dtype; });
     if (row == summary.end()) {
         SummaryRow r;
@@ -122,7 +132,10 @@ void Results::add(const std::string& check, const std::string& dtype, const std:
     row->max_error = max_or_nan(row->max_error, err);  // a NaN error shows as NaN (std::max dropped it)
     // a NaN error counts as over the bar
     row->max_error_over_bar = std::isnan(err) ? kInfinity : std::max(row->max_error_over_bar, err / instance_bar);
-    if (!std::isnan(control)) row->control_error = std::isnan(row->control_error) ? control : std::min(row->control_error, control);
+    if (has_control) {  // the weakest control; a NaN one shows as NaN (and the row fails)
+        row->control_error = row->has_control ? min_or_nan(row->control_error, control) : control;
+        row->has_control = true;
+    }
 }
 
 // ---- 002-T1 (spec §1) ------------------------------------------------------------------------------------------
@@ -161,7 +174,7 @@ void sweep_thm1_002(const config::Config& cfg, const Rng& stream, const std::vec
                                                 "paper 002 Thm 1: prompt = one GD step on (1/m) sum 1/2|Wx-y|^2; controls: "
                                                 "no 1/2, no W_0 x_i", cond, kappa_bar(dtype, cond));
                                 if (r.err_iclca >= 0.0 && dtype == "float64")  // W_1 − W_0 cancels digits: an fp64 cross-check (spec §1)
-                                    results.add("002-T1 ICLCA", dtype, name, i, r.err_iclca, kNaN, single_bar(dtype), kNaN,
+                                    results.add("002-T1 ICLCA", dtype, name, i, r.err_iclca, kNoControl, single_bar(dtype), kNaN,
                                                 "cross-check at eta = m: W_1 - W_0 = attention state of X' (ICLCA b_KV)");
                             }
                         });
@@ -241,12 +254,12 @@ void sweep_thm1_004(const config::Config& cfg, const Rng& stream, const std::vec
                         // The checks below run on the same instances as `base`, whose negative control they share: that
                         // control is one measurement, judged once as the claim "<base> <dtype> control" (issue 45).
                         const std::string shared = "; negative control: the claim '" + base + " control' (same instances)";
-                        results.add(base + " epoch-linear", dtype, name, i, r.err_epochs, kNaN, multi_bar(dtype), kNaN,
+                        results.add(base + " epoch-linear", dtype, name, i, r.err_epochs, kNoControl, multi_bar(dtype), kNaN,
                                     "spec 3.3.2: y at epoch e = W_0 phi(q) + (e/N_CL)(h - W_0 phi(q))" + shared);
-                        results.add(base + " eta-invariance", dtype, name, i, r.err_eta, kNaN, multi_bar(dtype), kNaN,
+                        results.add(base + " eta-invariance", dtype, name, i, r.err_eta, kNoControl, multi_bar(dtype), kNaN,
                                     "spec 3.3.3: eta_loss in {1e-2, 1, 1e2} agree (A19)" + shared);
                         if (r.err_full_batch >= 0.0)
-                            results.add("004-T1 full-batch", dtype, name, i, r.err_full_batch, kNaN, single_bar(dtype), kNaN,
+                            results.add("004-T1 full-batch", dtype, name, i, r.err_full_batch, kNoControl, single_bar(dtype), kNaN,
                                         "spec 3.3.4: one full-batch step with eta_gd = eta_loss" + shared);
                     }
                 });
@@ -302,7 +315,7 @@ void sweep_variants_004(const config::Config& cfg, const Rng& stream, const std:
                 Rng rng = stream.derive(c + 1).derive(i);
                 const auto r = icl::check_004_thm1<T>(s, rng);
                 if (s.variant == "reg") {
-                    results.add("004-V reg (Eq. 14)", dtype, name, i, r.err, r.err_ctrl_base >= 0.0 ? r.err_ctrl_base : kNaN, single_bar(dtype), 1e-4,
+                    results.add("004-V reg (Eq. 14)", dtype, name, i, r.err, control_of(r.err_ctrl_base), single_bar(dtype), 1e-4,
                                 "paper 004 Eq. 13-14: one full-batch step with (alpha/2eta)|W|^2; control: base dual");
                     results.add("004-V Eq. 15 - Eq. 14", dtype, name, i, r.eq15_minus_eq14_residual, r.eq15_vs_gd, single_bar(dtype),
                                 1e-4, "typo A8: Eq. 15 - Eq. 14 = -alpha (1 - a_N+1) v_N+1; control: Eq. 15 as the dual");
@@ -343,7 +356,7 @@ void sweep_vo_construct(const config::Config& cfg, const Rng& stream, const std:
                                 for (std::size_t i = 0; i < count; ++i) {
                                     Rng rng = stream.derive(cell).derive(i);
                                     const auto r = icl::check_vo_construct<T>(s, rng);
-                                    const double control = r.err_ctrl >= 0.0 ? r.err_ctrl : kNaN;
+                                    const double control = control_of(r.err_ctrl);
                                     if (K == 1)
                                         results.add("VO-C K=1", dtype, name, i, r.err, control, single_bar(dtype), 1e-4,
                                                     "von Oswald Prop. 1: constructed LSA = one GD step; control: query among keys");
