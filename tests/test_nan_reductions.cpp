@@ -101,7 +101,7 @@ TEST_CASE("nan reductions: a NaN error shows in the gd_duals summary row and fai
     CHECK_FALSE(results.summary[0].pass());
 }
 
-TEST_CASE("nan reductions: a NaN negative control fails the gd_duals row; no control is not a NaN", "[nan][gd_duals]") {
+TEST_CASE("nan reductions: a NaN negative control fails the gd_duals row, and no control is not a NaN", "[nan][gd_duals]") {
     using iclab::experiments::duals::kNoControl;
     iclab::experiments::duals::Results results;
     results.add("x", "float64", "cell", 0, 1e-14, 1.0, 1e-12, 1e-4, "");

@@ -11,6 +11,7 @@
 #include "experiments/cli/lm_input.hpp"
 #include "experiments/registry.hpp"
 #include "framework/icl/adapter_file.hpp"
+#include "framework/core/progress.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/icl/cache_adapter.hpp"
 #include "framework/icl/feature_fit.hpp"
@@ -38,7 +39,7 @@ const char* prompt_flag(const ConvertOptions& options) {
 }
 
 // The prompt's key/value cache (all of it, or keep_tokens recent / heavy ones) as an adapter file (icl::CacheAdapter).
-void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run) {
+void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run, Progress& progress) {
     const std::string who = "iclab convert --method " + options.method;
     model::Transformer<double>& model = *run.model;
     try {
@@ -55,9 +56,11 @@ void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run) {
                           << " tokens (use --method exact, or a smaller --keep-tokens)");
     check_convert_lm_estimate(options, model.spec(), prompt.size(),  // issue 41: estimated before the work
                               cache_adapter_memory_gib(model.spec(), options.method == "exact" ? prompt.size() : options.keep_tokens));
+    progress.stage("the prompt's keys and values: a forward over " + std::to_string(prompt.size()) + " tokens");
     const icl::CacheAdapter adapter = icl::cache_convert(model, prompt, prompt_text(options),
                                                          options.method, options.keep_tokens);
     check_prompt_forward(model, prompt, who);
+    progress.stage("writing " + options.out.string());
     icl::write_cache_adapter(options.out, adapter, options.overwrite);
     const model::ModelSpec& spec = model.spec();
     std::printf("method                prompt cache, %s (%s)\n", options.method.c_str(),
@@ -74,7 +77,7 @@ void convert_lm_cache(const ConvertOptions& options, run::LmRun<double>& run) {
 // (--method hybrid: the last --keep-tokens prompt tokens' keys and values exactly, the kernel for the older ones) of a
 // softmax lm run as an icl::IclaaAdapter file: experiment iclaa_lm's prf / orf and hybrid rows. Random (prf, orf) and
 // elu1 maps, drawn from Rng(--seed) as `convert --method iclaa` draws them on induction-head runs.
-void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
+void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run, Progress& progress) {
     const std::string who = "iclab convert --method " + options.method;
     model::Transformer<double>& model = *run.model;
     const model::ModelSpec& spec = model.spec();
@@ -104,11 +107,13 @@ void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
         ICLAB_CHECK(false, "random and elu1 feature maps draw no sequences");
     };
     Rng rng(options.seed);
+    progress.stage("drawing the " + choice.map + " feature maps and converting the prompt of " + std::to_string(prompt.size()) + " tokens");
     icl::LayerHeadMaps maps = icl::build_feature_maps(model, choice, no_data, spec.max_seq_len, rng, nullptr);
     const icl::IclaaAdapter adapter =
         icl::iclaa_convert(model, prompt, prompt_text(options), std::move(maps), choice.map,
                            options.seed, icl::parse_rope_convention(options.rope_convention), keep);
     check_prompt_forward(model, prompt, who);
+    progress.stage("writing " + options.out.string());
     icl::write_iclaa_adapter(options.out, adapter, options.overwrite);
     if (hybrid)
         std::printf("method                hybrid: the last %zu prompt tokens' keys and values exactly, ICLAA for the %zu older ones (%s)\n",
@@ -130,18 +135,20 @@ void convert_lm_iclaa(const ConvertOptions& options, run::LmRun<double>& run) {
 void convert_lm(const ConvertOptions& options) {
     const std::string who = "iclab convert";
     check_lm_parameters_fit(options.run_dir, 8.0, who);  // before they are read (issue 41)
+    Progress progress(who, false, nullptr, Progress::lazy);  // a stage that lasts > 3 s says so (issue 44)
+    progress.stage("loading the parameters of " + options.run_dir.string());
     run::LmRun<double> run = run::load_lm_run<double>(options.run_dir, experiments::catalog(), who);
     model::Transformer<double>& model = *run.model;
     model.trace_non_finite(true);  // a prompt whose forward is not finite is refused, never converted (finite_check.hpp)
     if (options.method == "exact" || options.method == "recent" || options.method == "heavy") {
-        convert_lm_cache(options, run);
+        convert_lm_cache(options, run, progress);
         return;
     }
     ICLAB_INPUT_CHECK(options.method == "auto" || options.method == "iclca" || options.method == "iclaa" || options.method == "hybrid",
                       who << ": --method must be auto, iclca, iclaa, exact, recent, heavy or hybrid, got '" << options.method << "'");
     const bool softmax = model.spec().attention == model::ModelSpec::Attention::softmax;
     if (options.method == "hybrid" || options.method == "iclaa" || (options.method == "auto" && softmax)) {
-        convert_lm_iclaa(options, run);
+        convert_lm_iclaa(options, run, progress);
         return;
     }
     try {
@@ -154,11 +161,13 @@ void convert_lm(const ConvertOptions& options) {
                         model.spec().vocab, model.spec().max_seq_len, who, prompt_flag(options));
     check_convert_lm_estimate(options, model.spec(), prompt.size(), 0.0);  // issue 41; the biases are small
     const icl::AppliedAdapters applied = icl::apply_adapter_files(model, options.adapters);
+    progress.stage("ICLCA of the prompt of " + std::to_string(prompt.size()) + " tokens");
     const icl::AttentionBiases<double> converted = icl::iclca_convert(model, prompt.data(), prompt.size());
     icl::Adapter adapter = icl::make_adapter(model, converted, prompt, prompt_text(options),
                                              applied.chain);
     adapter.source = std::filesystem::absolute(options.run_dir).lexically_normal().string();
     check_prompt_forward(model, prompt, who);
+    progress.stage("writing " + options.out.string());
     icl::write_adapter_file(options.out, adapter, options.overwrite);
     const model::ModelSpec& spec = model.spec();
     std::printf("prompt length M       %zu BPE tokens\n", prompt.size());

@@ -15,6 +15,7 @@
 #include "experiments/cli/lm_input.hpp"
 #include "framework/io/output_path.hpp"
 #include "experiments/registry.hpp"
+#include "framework/core/progress.hpp"
 #include "framework/core/rng.hpp"
 #include "framework/core/threads.hpp"
 #include "framework/io/provenance.hpp"
@@ -57,6 +58,8 @@ template <class T>
 void generate_in(const GenerateOptions& options) {
     const std::string who = "iclab generate";
     check_lm_parameters_fit(options.run_dir, sizeof(T), who);  // before they are read (issue 41)
+    Progress progress(who, options.quiet, nullptr, Progress::lazy);  // a stage that lasts > 3 s says so (issue 44)
+    progress.stage("loading the parameters of " + options.run_dir.string());
     run::LmRun<T> run = run::load_lm_run<T>(options.run_dir, experiments::catalog(), who);
     model::Transformer<T>& model = *run.model;
     const std::size_t V = model.spec().vocab, context = model.spec().max_seq_len;
@@ -87,8 +90,12 @@ void generate_in(const GenerateOptions& options) {
                       who << ": the prompt of " << prompt.size() << " tokens behind the adapter's " << adapters.input_position_start()
                           << "-token prompt does not fit the model's context of " << context << " learned positions");
     // prefill once, kGeneratePrefillChunk tokens per append: an append keeps the logits of all its tokens
-    for (std::size_t at = 0; at < prompt.size(); at += kGeneratePrefillChunk)
+    progress.stage("reading the prompt of " + std::to_string(prompt.size()) + " tokens");
+    for (std::size_t at = 0; at < prompt.size(); at += kGeneratePrefillChunk) {
         decoder.append(prompt.data() + at, std::min(kGeneratePrefillChunk, prompt.size() - at));
+        progress.tick(std::min(at + kGeneratePrefillChunk, prompt.size()), prompt.size(), "tokens");
+    }
+    progress.stage("generating up to " + std::to_string(options.max_new_tokens) + " tokens");
     std::vector<std::int32_t> generated;
     std::vector<double> row(V), logits;  // the row a token is chosen from; with --out, every row (new, V)
     if (!options.out.empty()) logits.reserve(std::min(options.max_new_tokens, decoder.context_limit() - prompt.size() + 1) * V);
@@ -125,7 +132,9 @@ void generate_in(const GenerateOptions& options) {
         }
         decoder.append(&next, 1);
         sequence.push_back(next);
+        progress.tick(generated.size(), options.max_new_tokens, "tokens");
     }
+    progress.stage("writing the output");
     if (hit_context)
         std::fprintf(stderr, "%s: stopped after %zu new tokens: prompt and continuation reached the model's context of %zu tokens "
                              "(task.context_length)\n", who.c_str(), generated.size(), context);

@@ -12,6 +12,7 @@
 #include "experiments/registry.hpp"
 #include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
+#include "framework/core/progress.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/finished_run.hpp"
 #include "framework/run/lm_run.hpp"
@@ -22,6 +23,8 @@ namespace {
 
 template <class T>
 void predict_lm_typed(const PredictOptions& options, const std::vector<std::int32_t>& input) {
+    Progress progress("iclab predict", false, nullptr, Progress::lazy);  // a stage that lasts > 3 s says so (issue 44)
+    progress.stage("loading the parameters of " + options.run_dir.string());
     run::LmRun<T> run = run::load_lm_run<T>(options.run_dir, experiments::catalog(), "iclab predict");
     model::Transformer<T>& model = *run.model;
     const std::size_t TT = input.size(), V = model.spec().vocab;
@@ -39,7 +42,9 @@ void predict_lm_typed(const PredictOptions& options, const std::vector<std::int3
                         adapters.applied.chain[i].fingerprint.c_str(), adapters.applied.chain[i].prompt_length);
     }
     model.trace_non_finite(true);  // NaN or infinite logits are refused, never printed (finite_check.hpp)
+    progress.stage("a forward over " + std::to_string(TT) + " tokens");
     model.forward(input.data(), 1, TT);
+    progress.stage("writing the predictions");
     if (model.first_non_finite().found())
         refuse_non_finite(model, input.data(), TT, "iclab predict", std::to_string(TT) + " input tokens", "run predict with --dtype float64");
     const std::size_t top = std::min<std::size_t>(options.top, V);

@@ -12,6 +12,7 @@
 #include "experiments/iclaa_lm/iclaa_lm_report.hpp"
 #include "framework/core/check.hpp"
 #include "framework/core/measure.hpp"
+#include "framework/core/progress.hpp"
 #include "framework/icl/feature_fit.hpp"
 #include "framework/run/experiment.hpp"
 #include "framework/run/finished_run.hpp"
@@ -236,17 +237,13 @@ void evaluate(const config::Config& cfg, model::Transformer<double>& net, const 
     // the claims are declared (ids, rules) before anything is measured
     const std::vector<io::Claim> claims = declare_claims(cfg);
     // Issue 44: each stage says when it starts (stderr unless --quiet, and the run's log), since a stage can take
-    // minutes and printed nothing before.
-    const auto stage = [&](const std::string& what) {
-        char elapsed[32];
-        std::snprintf(elapsed, sizeof elapsed, "%.0f s", seconds_since(start));
-        run.log() << "iclaa_lm: " << what << " (at " << elapsed << ")\n" << std::flush;
-        if (!quiet) std::fprintf(stderr, "iclaa_lm: %s (at %s)\n", what.c_str(), elapsed);
-    };
+    // minutes and printed nothing before; scoring reports its windows as it goes.
+    Progress progress("iclaa_lm", quiet, &run.log());
+    const auto stage = [&](const std::string& what) { progress.stage(what); };
     stage("building the compressions of the prompt: random and learned feature maps, caches");
     Methods methods = build_methods(cfg, net, data.train, quiet, run);
     stage("scoring " + std::to_string(methods.rows.size()) + " rows on " + std::to_string(windows.size()) + " held-out windows");
-    const Scores scores = score_rows(net, methods.rows, windows, cfg.get_int("iclaa_lm.batch_size"));
+    const Scores scores = score_rows(net, methods.rows, windows, cfg.get_int("iclaa_lm.batch_size"), &progress);
     stage("greedy generations of " + std::to_string(cfg.get_int("iclaa_lm.generation.examples")) + " examples");
     std::vector<const Row*> shown;  // Tables 3-5: M_old without the prompt, the exact cache, each kernel kind's first row
     for (const Row& row : methods.rows)

@@ -97,7 +97,7 @@ std::vector<double> logits_at(model::Transformer<double>& net, const icl::Prompt
 }  // namespace
 
 Scores score_rows(model::Transformer<double>& net, const std::vector<Row>& rows, const std::vector<Window>& windows,
-                  std::size_t batch_size) {
+                  std::size_t batch_size, Progress* progress) {
     ICLAB_CHECK(!windows.empty(), "no windows to score");
     const model::ModelSpec& spec = net.spec();
     const std::size_t M = windows.front().prompt.size(), N = windows.front().continuation.size(), V = spec.vocab;
@@ -150,6 +150,7 @@ Scores score_rows(model::Transformer<double>& net, const std::vector<Row>& rows,
                 scores.top1[r].push_back(agree / static_cast<double>(N));
             }
         }
+        if (progress != nullptr) progress->tick(first + B, windows.size(), "windows");
     }
     return scores;
 }

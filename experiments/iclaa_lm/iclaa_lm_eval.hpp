@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/core/progress.hpp"
 #include "framework/icl/iclaa.hpp"
 
 namespace iclab::experiments::iclaa_lm_detail {
@@ -48,8 +49,9 @@ std::vector<Window> heldout_windows(const std::vector<std::int32_t>& heldout, st
 struct Scores {
     std::vector<std::vector<double>> relative_error, kl, top1;  // [row][window]
 };
+// progress (optional): reports the windows scored as it goes.
 Scores score_rows(model::Transformer<double>& net, const std::vector<Row>& rows, const std::vector<Window>& windows,
-                  std::size_t batch_size);
+                  std::size_t batch_size, Progress* progress = nullptr);
 
 // Greedy continuations (Tables 3-5): for each example window, X_in = the first `input_tokens` of its continuation,
 // `new_tokens` generated from M_old on [X'; X_in] ("with prompt"), from every row on X_in (its adapter terms; "no

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "framework/core/check.hpp"
+#include "framework/core/progress.hpp"
 #include "framework/io/json.hpp"
 #include "framework/io/output_path.hpp"
 #include "framework/io/provenance.hpp"
@@ -228,8 +229,11 @@ void import_gpt2(const fs::path& dir, const fs::path& run_dir, const Catalog& ca
         const config::Config cfg = catalog.load_config(config_path.string(), {});
         const std::string resolved = cfg.to_yaml();
         write_text(config_path, resolved);
+        Progress progress(who, quiet, nullptr, Progress::lazy);  // a stage that lasts > 3 s says so (issue 44)
+        progress.stage("reading " + weights.string());
         model::Transformer<float> model(lm_model_spec(cfg), model::Transformer<float>::Mode::inference);
         load_gpt2_tensors(reader, g, &model);
+        progress.stage("writing the run's checkpoint (" + std::to_string(model.parameter_count()) + " parameters, with checksums)");
         const std::string now = io::now_iso8601();
         io::ResultsWriter writer(staging / kResultsFile);
         writer.set_attr("experiment", "lm");
@@ -247,6 +251,7 @@ void import_gpt2(const fs::path& dir, const fs::path& run_dir, const Catalog& ca
         write_text(staging / kLogFile, "run " + run_dir.string() + "\nimported " + now + " from " + fs::absolute(dir).string() +
                                            " (iclab import gpt2)\n");
         text::write_tokenizer_files(tokenizer, staging / kTokenizerFolder);
+        progress.stage("");  // done: nothing more to announce
         if (!quiet)
             std::printf("imported GPT-2 (%zu layers, width %zu, %zu heads, %zu positions, vocabulary %zu, %s embeddings): "
                         "%zu parameters; tokenizer: %s\n",
@@ -259,6 +264,8 @@ void import_gpt2(const fs::path& dir, const fs::path& run_dir, const Catalog& ca
 
 void export_gpt2(const fs::path& run_dir, const fs::path& out_dir, const Catalog& catalog, bool overwrite, bool quiet) {
     const std::string who = "iclab export";
+    Progress progress(who, quiet, nullptr, Progress::lazy);  // a stage that lasts > 3 s says so (issue 44)
+    progress.stage("loading the parameters of " + run_dir.string());
     LmRun<float> run = load_lm_run<float>(run_dir, catalog, who);
     const io::OutputTarget target = io::check_output(out_dir, io::OutputKind::folder, overwrite, who + " --out", {run_dir, run.tokenizer_dir()});
     const model::Transformer<float>& model = *run.model;
@@ -297,6 +304,7 @@ void export_gpt2(const fs::path& run_dir, const fs::path& out_dir, const Catalog
             }
             tensors.push_back({name.hf, name.hf_shape, values});
         }
+        progress.stage("writing " + (out_dir / "model.safetensors").string());
         io::write_safetensors(staging / "model.safetensors", tensors, {{"format", "pt"}});
         text::write_tokenizer_files(tokenizer, staging);
         staged.commit();
