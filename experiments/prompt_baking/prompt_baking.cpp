@@ -270,6 +270,7 @@ std::vector<PairScore> score_pair(const config::Config& cfg, model::Transformer<
                                                         std::vector<double>(net.logits(), net.logits() + N * V));
         const PairScore scores = score_logits(pair, logits.data(), reference.data(), N, V);
         s.relative_error = scores.relative_error;
+        s.centered_error = scores.centered_error;
         s.kl = scores.kl;
         s.top1 = scores.top1;
         s.scored = scores.scored;

@@ -2,6 +2,7 @@
 // paper: they are this project's own hypotheses about a comparison no anchor made (kind own_check, paper "none").
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "experiments/prompt_baking/prompt_baking_rows.hpp"
 #include "framework/core/check.hpp"
@@ -32,6 +33,18 @@ std::string lora_label(std::size_t rank) { return "bake lora r=" + std::to_strin
 PairScore score_logits(const tasks::PromptPair& pair, const double* logits, const double* reference, std::size_t N, std::size_t V) {
     PairScore s;
     s.relative_error = relative_error(logits, reference, N * V);
+    std::vector<double> centered(N * V), centered_reference(N * V);
+    for (std::size_t t = 0; t < N; ++t) {
+        double mean = 0.0, mean_reference = 0.0;
+        for (std::size_t v = 0; v < V; ++v) mean += logits[t * V + v], mean_reference += reference[t * V + v];
+        mean /= static_cast<double>(V);
+        mean_reference /= static_cast<double>(V);
+        for (std::size_t v = 0; v < V; ++v) {
+            centered[t * V + v] = logits[t * V + v] - mean;
+            centered_reference[t * V + v] = reference[t * V + v] - mean_reference;
+        }
+    }
+    s.centered_error = relative_error(centered.data(), centered_reference.data(), N * V);
     std::int64_t agree = 0;
     for (std::size_t t = 0; t < N; ++t) {
         const double *z = logits + t * V, *r = reference + t * V;

@@ -29,7 +29,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
     io::ResultsWriter& w = run.results();
     // per method: means over the pairs (ICL accuracy: pooled over the scored positions)
     std::vector<std::string> label, kind;
-    std::vector<double> bytes, error, error_max, kl, top1, generated, accuracy, seconds, memory, rss, map_seconds, gap, bake_kl0, bake_kl1;
+    std::vector<double> bytes, error, centered, error_max, kl, top1, generated, accuracy, seconds, memory, rss, map_seconds, gap, bake_kl0, bake_kl1;
     const auto mean = [](const std::vector<PairScore>& s, double PairScore::*field) {
         std::vector<double> v;
         for (const auto& x : s) v.push_back(x.*field);
@@ -42,6 +42,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
         kind.push_back(kind_name(rows[r].kind));
         bytes.push_back(rows[r].bytes);
         error.push_back(mean(s, &PairScore::relative_error));
+        centered.push_back(mean(s, &PairScore::centered_error));
         double worst = 0.0;
         std::vector<double> gaps;
         std::int64_t scored = 0, correct = 0;
@@ -69,6 +70,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
                                         {"bytes_fp32", bytes},
                                         {"relative_logit_error", error},
                                         {"relative_logit_error_max", error_max},
+                                        {"centered_logit_error", centered},
                                         {"gap_closed", gap},
                                         {"kl", kl},
                                         {"top1_agreement", top1},
@@ -81,6 +83,8 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
                                         {"bake_initial_kl", bake_kl0},
                                         {"bake_final_kl", bake_kl1}},
                     {{"relative_logit_error", "mean over pairs of ||L - L_ref||_F / ||L_ref||_F on X, L_ref = M_old on [X'; X]"},
+                     {"centered_logit_error", "mean over pairs of the relative error of the logits centred per position (blind to a "
+                                              "per-position shift, which changes no probability)"},
                      {"gap_closed", "mean over pairs of 1 - err / err(no prompt)"},
                      {"convert_heap_mib", "heap in use by the conversion's objects while alive (glibc mallinfo2): its working set"},
                      {"convert_peak_rss_mib", "rise of the peak RSS during the conversion (0 when freed heap is reused)"},
@@ -88,7 +92,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
                      {"bake_initial_kl", "baking rows: the objective on its continuations before the first step (mean over pairs)"}});
     std::vector<std::string> pair_method;
     std::vector<std::int64_t> pair_index, scored, correct;
-    std::vector<double> p_error, p_kl, p_top1, p_generated, p_seconds, p_memory, p_rss, p_kl0, p_kl1;
+    std::vector<double> p_error, p_centered, p_kl, p_top1, p_generated, p_seconds, p_memory, p_rss, p_kl0, p_kl1;
     for (std::size_t r = 0; r < rows.size(); ++r)
         for (std::size_t i = 0; i < scores[r].size(); ++i) {
             const PairScore& s = scores[r][i];
@@ -97,6 +101,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
             scored.push_back(s.scored);
             correct.push_back(s.correct);
             p_error.push_back(s.relative_error);
+            p_centered.push_back(s.centered_error);
             p_kl.push_back(s.kl);
             p_top1.push_back(s.top1);
             p_generated.push_back(s.generated_agreement);
@@ -107,6 +112,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
             p_kl1.push_back(s.bake_final_kl);
         }
     w.write_columns("/tables/pairs", {{"method", pair_method},       {"pair", pair_index},        {"relative_logit_error", p_error},
+                                      {"centered_logit_error", p_centered},
                                       {"kl", p_kl},                  {"top1_agreement", p_top1},  {"generated_agreement", p_generated},
                                       {"scored_positions", scored},  {"correct", correct},        {"convert_seconds", p_seconds},
                                       {"convert_heap_mib", p_memory},   {"convert_peak_rss_mib", p_rss}, {"bake_initial_kl", p_kl0}, {"bake_final_kl", p_kl1}});
@@ -119,10 +125,11 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
                 rows.size() > 1 && rows[1].kind == Kind::iclca ? "ICLCA" : "ICLAA", before.size(),
                 static_cast<long long>(cfg.get_int("prompt_baking.prompt_length")), static_cast<long long>(cfg.get_int("prompt_baking.input_length")),
                 static_cast<long long>(cfg.get_int("prompt_baking.generate")));
-    std::printf("  %-34s %9s %10s %7s %10s %6s %6s %6s %9s %8s\n", "method", "bytes", "rel. err", "G", "KL", "top1", "gen.", "ICL acc",
+    std::printf("  %-34s %9s %10s %10s %7s %10s %6s %6s %6s %9s %8s\n", "method", "bytes", "rel. err", "centred", "G", "KL", "top1", "gen.", "ICL acc",
                 "convert s", "heap MiB");
     for (std::size_t r = 0; r < rows.size(); ++r)
-        std::printf("  %-34s %9.0f %10.3e %7.3f %10.3e %6.3f %6.3f %6.3f %9.4f %8.3f\n", label[r].c_str(), bytes[r], error[r], gap[r], kl[r],
+        std::printf("  %-34s %9.0f %10.3e %10.3e %7.3f %10.3e %6.3f %6.3f %6.3f %9.4f %8.3f\n", label[r].c_str(), bytes[r], error[r], centered[r],
+                    gap[r], kl[r],
                     top1[r], generated[r], accuracy[r], seconds[r], memory[r]);
     for (const auto& c : claims)
         std::printf("  claim %-28s %-15s %s\n", c.claim.id.c_str(), io::verdict_name(c.verdict), c.note.c_str());

@@ -30,6 +30,8 @@ struct Row {
 // One row on one pair, against M_old on [X'; X].
 struct PairScore {
     double relative_error = 0.0;  // ‖L − L_ref‖_F / ‖L_ref‖_F over X's N positions
+    double centered_error = 0.0;  // the same with each position's logits centred (mean over V removed): blind, as KL
+                                  // is, to a per-position shift, which changes no probability
     double kl = 0.0;              // mean over positions of KL(p_ref ‖ p)
     double top1 = 0.0;            // share of positions whose argmax agrees
     double generated_agreement = 0.0;  // share of the G greedy tokens after X equal to the reference's after [X'; X]
