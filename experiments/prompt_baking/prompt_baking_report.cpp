@@ -65,6 +65,8 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
         bake_kl0.push_back(mean(s, &PairScore::bake_initial_kl));
         bake_kl1.push_back(mean(s, &PairScore::bake_final_kl));
     }
+    std::vector<double> memory_gib;
+    for (double m : memory) memory_gib.push_back(m / 1024.0);
     w.write_columns("/tables/methods", {{"method", label},
                                         {"kind", kind},
                                         {"bytes_fp32", bytes},
@@ -77,7 +79,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
                                         {"generated_agreement", generated},
                                         {"icl_accuracy", accuracy},
                                         {"convert_seconds", seconds},
-                                        {"convert_heap_mib", memory},
+                                        {"convert_heap_gib", memory_gib},
                                         {"convert_peak_rss_mib", rss},
                                         {"map_seconds", map_seconds},
                                         {"bake_initial_kl", bake_kl0},
@@ -86,7 +88,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
                      {"centered_logit_error", "mean over pairs of the relative error of the logits centred per position (blind to a "
                                               "per-position shift, which changes no probability)"},
                      {"gap_closed", "mean over pairs of 1 - err / err(no prompt)"},
-                     {"convert_heap_mib", "heap in use by the conversion's objects while alive (glibc mallinfo2): its working set"},
+                     {"convert_heap_gib", "heap in use by the conversion's objects while alive (glibc mallinfo2): its working set, GiB"},
                      {"convert_peak_rss_mib", "rise of the peak RSS during the conversion (0 when freed heap is reused)"},
                      {"map_seconds", "ICLAA: building (learned: fitting) the feature map, once per model, not per prompt"},
                      {"bake_initial_kl", "baking rows: the objective on its continuations before the first step (mean over pairs)"}});
@@ -111,11 +113,13 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
             p_kl0.push_back(s.bake_initial_kl);
             p_kl1.push_back(s.bake_final_kl);
         }
+    std::vector<double> p_memory_gib;
+    for (double m : p_memory) p_memory_gib.push_back(m / 1024.0);
     w.write_columns("/tables/pairs", {{"method", pair_method},       {"pair", pair_index},        {"relative_logit_error", p_error},
                                       {"centered_logit_error", p_centered},
                                       {"kl", p_kl},                  {"top1_agreement", p_top1},  {"generated_agreement", p_generated},
                                       {"scored_positions", scored},  {"correct", correct},        {"convert_seconds", p_seconds},
-                                      {"convert_heap_mib", p_memory},   {"convert_peak_rss_mib", p_rss}, {"bake_initial_kl", p_kl0}, {"bake_final_kl", p_kl1}});
+                                      {"convert_heap_gib", p_memory_gib},   {"convert_peak_rss_mib", p_rss}, {"bake_initial_kl", p_kl0}, {"bake_final_kl", p_kl1}});
     io::write_claims(w, claims);
     w.set_attr("pairs", static_cast<std::int64_t>(before.size()));
     w.set_attr("evaluation_precision", "float64");
