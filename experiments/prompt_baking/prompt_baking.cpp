@@ -1,0 +1,422 @@
+// Experiment `prompt_baking` (issue 43 §2; Bhargava et al. 2024 "Prompt Baking" as the baseline): on a trained
+// induction-head model, each seeded (prompt X', input X) pair's prompt is turned into something the model without it
+// can carry, and the model on X is compared with M_old on [X'; X]:
+//   linear models  ICLCA's exact biases (framework/icl/iclca.hpp) against baking into the same b_KV, b_D and into a
+//                  LoRA on W_Q, W_K, W_V of equal bytes (framework/icl/prompt_baking.hpp);
+//   softmax models ICLAA with each feature map and the hybrids (framework/icl/iclaa.hpp) against baking into a LoRA of
+//                  the bytes of the elu1-sized kernel biases (F = D), the exact prompt cache as the check.
+// Measures per pair: relative logit error, KL, ICL accuracy at X's first trigger occurrences, top-1 and greedy
+// generated-token agreement, and the time and memory to convert. Claims: prompt_baking_claims.cpp.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <cstdio>
+#include <set>
+
+#include <malloc.h>
+
+#include "experiments/prompt_baking/prompt_baking_rows.hpp"
+#include "framework/core/check.hpp"
+#include "framework/core/measure.hpp"
+#include "framework/icl/feature_fit.hpp"
+#include "framework/icl/iclca.hpp"
+#include "framework/icl/prompt_baking.hpp"
+#include "framework/model/transformer_decode.hpp"
+#include "framework/run/config_keys.hpp"
+#include "framework/run/experiment.hpp"
+#include "framework/run/finished_run.hpp"
+#include "framework/run/induction_training.hpp"
+#include "framework/run/memory_estimate.hpp"
+
+namespace iclab::experiments {
+
+using namespace iclab::run;
+using namespace iclab::experiments::prompt_baking_detail;
+
+namespace {
+
+// Sub-streams of the run's seed (1-3: induction training's init, data, eval).
+enum Stream : std::uint64_t { kPairs = 4, kFeatures = 5, kFitInit = 6, kFitData = 7, kContinuations = 8, kLoraInit = 9 };
+
+void declare_keys(config::Schema& schema) {
+    schema.add_string_free("source.run_dir", "",
+                           "a finished induction_head / iclca_induction / iclaa / prompt_baking run whose trained model to use (its "
+                           "task.* and model.* apply; keys set here must agree) and nothing is trained. Empty: train here")
+        .add_string("prompt_baking.prompt", "chain", {"chain", "pairs"}, "ICL prompt design (as iclca.prompt: tasks::PromptDesign)")
+        .add_int("prompt_baking.prompt_length", 32, 2, 1 << 16, "M: tokens of the prompt X'")
+        .add_int("prompt_baking.input_length", 16, 1, 1 << 16, "N: tokens of the input X (and of each baking continuation)")
+        .add_int("prompt_baking.generate", 16, 0, 1 << 16,
+                 "G: greedy tokens generated after X (and after [X'; X] for the reference); M + N + G <= task.seq_len")
+        .add_int("prompt_baking.pairs", 16, 1, 1 << 20, "(X', X) pairs, from the seed's sub-stream 4; every method on the same pairs")
+        .add_string_list("prompt_baking.targets", {"biases", "lora"}, {"biases", "lora"},
+                         "what baking learns: biases = b_KV, b_D of every layer (linear attention only; ICLCA's parameters), "
+                         "lora = rank-r A B added to W_Q, W_K, W_V of every layer")
+        .add_int("prompt_baking.lora_rank", 0, 0, 1 << 16, "r of the LoRA; 0: the largest r whose 6·C·r·L values fit in the bias adapter's L·H·F·(D+1)")
+        .add_string("prompt_baking.continuations", "teacher", {"teacher", "task"},
+                    "the continuations x baking averages the KL over: teacher = sampled from the model with the prompt, "
+                    "x ~ p(. | X') (Bhargava et al.); task = the task's chain continuing X' with its commitments (as X is drawn)")
+        .add_int("prompt_baking.samples", 64, 1, 1 << 20, "continuations per prompt, drawn once (sub-stream 8), then cycled in batches")
+        .add_float("prompt_baking.temperature", 1.0, 1e-3, 100.0, "teacher sampling temperature")
+        .add_int("prompt_baking.steps", 150, 0, 1 << 24, "optimizer steps per prompt")
+        .add_int("prompt_baking.batch", 16, 1, 1 << 16, "continuations per step")
+        .add_string("prompt_baking.optimizer", "adam", {"adam", "sgd"}, "optimizer of the delta (framework/train/optimizer.hpp), constant lr")
+        .add_float("prompt_baking.lr", 1e-2, 1e-8, 1e3, "learning rate of the delta")
+        .add_float("prompt_baking.lora_init_std", 0.02, 0.0, 10.0, "LoRA A ~ N(0, s^2) (B = 0: the delta starts at 0)")
+        .add_string("prompt_baking.bias_d", "nonnegative", {"nonnegative", "free"},
+                    "biases target: b_D projected onto >= 0 after every step (the values a prompt gives with non-negative "
+                    "features; keeps the normalizer positive) or free")
+        .add_string("prompt_baking.precision", "float64", {"float64", "float32"}, "precision of the baking (evaluation is float64)")
+        .add_string_list("prompt_baking.iclaa.feature_maps", {"prf", "orf", "elu1", "learned"}, {"prf", "orf", "elu1", "learned"},
+                         "softmax models: ICLAA's maps; prf, orf, learned at F = D (the bytes of the bias adapter) and prf also "
+                         "at each of iclaa.random_features")
+        .add_int_list("prompt_baking.iclaa.random_features", {256}, 2, 1 << 16, "softmax models: further PRF sizes F (more bytes)")
+        .add_int_list("prompt_baking.iclaa.keep_tokens", {4}, 1, 1 << 16,
+                      "softmax models: hybrid rows, the k most recent prompt tokens exact + the learned map (needs learned)")
+        .add_int("prompt_baking.iclaa.learned_steps", 300, 1, 1 << 20, "learned map fit: Adam steps (framework/icl/feature_fit.hpp)")
+        .add_float("prompt_baking.iclaa.learned_lr", 1e-2, 1e-8, 1e3, "learned map fit: lr")
+        .add_int("prompt_baking.iclaa.learned_batch", 32, 1, 1 << 16, "learned map fit: sequences per step");
+    schema.add_rule([](const config::Config& cfg) {
+        const std::string dir = cfg.get_string("source.run_dir");
+        if (!dir.empty() && !std::filesystem::exists(std::filesystem::path(dir) / kResultsFile))
+            cfg.fail({"source.run_dir"}, "'" + dir + "' holds no finished run (no " + kResultsFile + ")");
+    });
+    schema.add_rule([](const config::Config& cfg) {
+        const auto M = cfg.get_int("prompt_baking.prompt_length"), N = cfg.get_int("prompt_baking.input_length"),
+                   G = cfg.get_int("prompt_baking.generate");
+        const auto targets = cfg.get_string_list("prompt_baking.targets");
+        if (targets.empty()) cfg.fail({"prompt_baking.targets"}, "give at least one baking target");
+        if (std::set<std::string>(targets.begin(), targets.end()).size() != targets.size())
+            cfg.fail({"prompt_baking.targets"}, "a target is listed twice");
+        if (!cfg.get_string("source.run_dir").empty()) return;  // the source's model and task: checked when it is loaded
+        if (M + N + G > cfg.get_int("task.seq_len"))
+            cfg.fail({"prompt_baking.prompt_length", "prompt_baking.input_length", "prompt_baking.generate", "task.seq_len"},
+                     "prompt + input + generated tokens = " + std::to_string(M + N + G) + " exceed the training length task.seq_len = " +
+                         std::to_string(cfg.get_int("task.seq_len")) + " (RoPE offsets the model never saw)");
+        if (M < 2 * static_cast<std::int64_t>(cfg.get_string_list("task.triggers").size()))
+            cfg.fail({"prompt_baking.prompt_length", "task.triggers"}, "the prompt cannot show every trigger with its successor");
+        const bool linear = cfg.get_string("model.attention") == "linear";
+        for (const auto& target : targets)
+            try {
+                icl::check_baking_assumptions(model_spec_from_config(cfg, tasks::kInductionVocab, cfg.get_int("task.seq_len")),
+                                              icl::parse_bake_target(target));
+            } catch (const InputError& error) {
+                cfg.fail({"prompt_baking.targets", "model.attention"}, error.what());
+            }
+        if (linear) {
+            try {
+                icl::check_iclca_assumptions(model_spec_from_config(cfg, tasks::kInductionVocab, cfg.get_int("task.seq_len")));
+            } catch (const InputError& error) {
+                cfg.fail({"model.attention", "model.mask", "model.shared_layers"}, error.what());
+            }
+        }
+    });
+}
+
+RunEstimate estimate(const config::Config& cfg) {
+    RunEstimate e = cfg.get_string("source.run_dir").empty() ? estimate_training(cfg) : RunEstimate{};
+    const double M = static_cast<double>(cfg.get_int("prompt_baking.prompt_length")), N = static_cast<double>(cfg.get_int("prompt_baking.input_length"));
+    const double P = static_cast<double>(cfg.get_int("prompt_baking.pairs")), S = static_cast<double>(cfg.get_int("prompt_baking.samples"));
+    const double steps = static_cast<double>(cfg.get_int("prompt_baking.steps") * cfg.get_int("prompt_baking.batch"));
+    const double targets = static_cast<double>(cfg.get_string_list("prompt_baking.targets").size());
+    // per pair and target: S teacher forwards of M + N, steps·batch student forward + backward (3 forwards) of N
+    e.flops += P * targets * (S * transformer_forward_flops(cfg, M + N, 52.0) + 3.0 * steps * transformer_forward_flops(cfg, N, 52.0));
+    e.keys = {"prompt_baking.pairs", "prompt_baking.steps", "train.steps"};
+    return e;
+}
+
+// Bytes the heap holds in use (glibc mallinfo2: arena + mmapped blocks), in MiB. The peak RSS rarely rises during a
+// conversion (iclab keeps freed memory for reuse: core/memory.hpp), so the working set of a conversion is measured as
+// the rise of this number while the conversion's objects are alive.
+double heap_in_use_mib() {
+    const struct mallinfo2 info = mallinfo2();
+    return static_cast<double>(info.uordblks + info.hblkhd) / (1024.0 * 1024.0);
+}
+
+// The task's chain continuing X' under the pair's commitments (tasks::sample_prompt_pair draws X so).
+std::vector<std::int32_t> task_continuations(const tasks::PromptPair& pair, std::size_t S, std::size_t N, Rng& rng) {
+    std::vector<std::int32_t> tokens(S * N);
+    for (std::size_t s = 0; s < S; ++s) {
+        std::int32_t current = pair.prompt.back();
+        for (std::size_t t = 0; t < N; ++t) {
+            current = pair.committed[current] >= 0 ? pair.committed[current] : static_cast<std::int32_t>(rng.uniform_int(tasks::kInductionVocab));
+            tokens[s * N + t] = current;
+        }
+    }
+    return tokens;
+}
+
+// Greedy tokens after `context` (incremental decoding; `terms`: ICLAA / cache prompt terms, may be null).
+std::vector<std::int32_t> greedy(const model::Transformer<double>& net, const icl::PromptTerms* terms, const std::vector<std::int32_t>& context,
+                                 std::size_t G) {
+    model::TransformerDecoder<double> decoder(net, terms);
+    decoder.append(context.data(), context.size());
+    std::vector<std::int32_t> out;
+    const std::size_t V = net.spec().vocab;
+    for (std::size_t g = 0; g < G; ++g) {
+        const double* z = decoder.last_logits();
+        out.push_back(static_cast<std::int32_t>(std::max_element(z, z + V) - z));
+        if (g + 1 < G) decoder.append(&out.back(), 1);
+    }
+    return out;
+}
+
+// A baked delta in float64 for the evaluation model.
+struct Baked {
+    icl::AttentionBiases<double> biases;
+    icl::LoraDelta<double> lora;
+    double initial_kl = 0.0, final_kl = 0.0;
+    double heap_mib = 0.0;  // working set of the baking, measured before its objects are freed
+};
+
+template <class T>
+Baked bake(const config::Config& cfg, const model::Transformer<double>& net, const tasks::PromptPair& pair, icl::BakeTarget target,
+           Rng continuation_rng, Rng lora_rng) {
+    const double heap_before = heap_in_use_mib();
+    model::Transformer<T> student(net.spec(), model::Transformer<T>::Mode::training);
+    for (std::size_t i = 0; i < net.params.size(); ++i) student.params[i] = static_cast<T>(net.params[i]);
+    const std::size_t M = pair.prompt.size(), N = pair.input.size(), S = cfg.get_int("prompt_baking.samples");
+    std::vector<std::int32_t> x = cfg.get_string("prompt_baking.continuations") == "teacher"
+                                      ? icl::sample_teacher_continuations(student, pair.prompt.data(), M, S, N,
+                                                                          cfg.get_float("prompt_baking.temperature"), continuation_rng)
+                                      : task_continuations(pair, S, N, continuation_rng);
+    const icl::BakingData<T> data = icl::make_baking_data(student, pair.prompt.data(), M, std::move(x), S, N, 32);
+    icl::BakingSettings settings;
+    settings.target = target;
+    settings.rank = cfg.get_int("prompt_baking.lora_rank");
+    settings.steps = cfg.get_int("prompt_baking.steps");
+    settings.batch = cfg.get_int("prompt_baking.batch");
+    settings.lr = cfg.get_float("prompt_baking.lr");
+    settings.optimizer.kind = train::optimizer_from_name(cfg.get_string("prompt_baking.optimizer"));
+    settings.lora_init_std = cfg.get_float("prompt_baking.lora_init_std");
+    settings.bias_d_nonnegative = cfg.get_string("prompt_baking.bias_d") == "nonnegative";
+    const icl::BakeResult<T> result = icl::bake_prompt(student, data, settings, lora_rng);
+    Baked out;
+    out.heap_mib = heap_in_use_mib() - heap_before;  // the student (parameters, gradients, activations), the data, δ
+    out.initial_kl = result.initial_kl;
+    out.final_kl = result.final_kl;
+    for (const auto& v : result.biases.b_kv) out.biases.b_kv.emplace_back(v.begin(), v.end());
+    for (const auto& v : result.biases.b_d) out.biases.b_d.emplace_back(v.begin(), v.end());
+    if (target == icl::BakeTarget::lora) {
+        out.lora = icl::make_lora<double>(net.spec(), result.lora.rank);
+        std::copy(result.lora.values.begin(), result.lora.values.end(), out.lora.values.begin());
+    }
+    return out;
+}
+
+// Every row on one pair: its logits on X, its greedy continuation, the conversion's time and memory.
+std::vector<PairScore> score_pair(const config::Config& cfg, model::Transformer<double>& net, const std::vector<Row>& rows,
+                                  const tasks::PromptPair& pair, std::size_t pair_index) {
+    const std::size_t M = pair.prompt.size(), N = pair.input.size(), V = net.spec().vocab, G = cfg.get_int("prompt_baking.generate");
+    const std::size_t L = net.spec().layers, H = net.spec().heads;
+    const std::vector<double> base = net.params;
+    std::vector<std::int32_t> whole(pair.prompt);
+    whole.insert(whole.end(), pair.input.begin(), pair.input.end());
+    net.forward(whole.data(), 1, M + N);
+    const std::vector<double> reference(net.logits() + M * V, net.logits() + (M + N) * V);
+    const std::vector<std::int32_t> reference_tokens = greedy(net, nullptr, whole, G);
+    const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
+    std::vector<PairScore> out;
+    for (const Row& row : rows) {
+        reset_peak_rss();
+        const double rss_before = peak_rss_gib(), heap_before = heap_in_use_mib();
+        double heap_mib = 0.0;
+        const auto start = std::chrono::steady_clock::now();
+        icl::PromptTerms terms;
+        const icl::PromptTerms* use_terms = nullptr;
+        Baked baked;
+        switch (row.kind) {  // the conversion: what stands for X'
+            case Kind::before: break;
+            case Kind::iclca: {
+                const icl::AttentionBiases<double> biases = icl::iclca_convert(net, pair.prompt.data(), M);
+                heap_mib = heap_in_use_mib() - heap_before;
+                icl::write_biases(net, biases);
+                break;
+            }
+            case Kind::cache:
+            case Kind::kernel:
+            case Kind::hybrid: {
+                const icl::PromptKeysValues kv = icl::capture_prompt_keys_values(net, pair.prompt.data(), 1, M);
+                terms = icl::empty_prompt_terms(L, H);
+                if (row.kind == Kind::cache) icl::add_cache_terms(terms, 0, kv, 0, icl::CacheSelection::all, 0, net.rope());
+                if (row.kind == Kind::hybrid) icl::add_cache_terms(terms, 0, kv, 0, icl::CacheSelection::recent, row.keep, net.rope());
+                if (row.kind != Kind::cache)
+                    icl::add_kernel_terms(terms, 0, kv, 0, *row.maps, net.rope(), icl::RopeConvention::rotate_then_map, row.keep);
+                use_terms = &terms;
+                heap_mib = heap_in_use_mib() - heap_before;  // the prompt's keys and values and the terms
+                break;
+            }
+            case Kind::bake_biases:
+            case Kind::bake_lora: {
+                const icl::BakeTarget target = row.kind == Kind::bake_biases ? icl::BakeTarget::biases : icl::BakeTarget::lora;
+                const Rng continuation_rng = root.derive(kContinuations).derive(pair_index);
+                const Rng lora_rng = root.derive(kLoraInit).derive(pair_index);
+                baked = cfg.get_string("prompt_baking.precision") == "float32" ? bake<float>(cfg, net, pair, target, continuation_rng, lora_rng)
+                                                                                : bake<double>(cfg, net, pair, target, continuation_rng, lora_rng);
+                heap_mib = baked.heap_mib;
+                if (target == icl::BakeTarget::biases)
+                    icl::write_biases(net, baked.biases);
+                else
+                    icl::apply_lora(net, base, baked.lora);
+                break;
+            }
+        }
+        PairScore s;
+        s.convert_seconds = seconds_since(start);
+        s.convert_peak_rss_mib = (peak_rss_gib() - rss_before) * 1024.0;
+        s.convert_heap_mib = std::max(heap_mib, 0.0);
+        const std::vector<double> logits = use_terms ? icl::logits_with_terms(net, terms, pair.input.data(), 1, N)
+                                                     : (net.forward(pair.input.data(), 1, N),
+                                                        std::vector<double>(net.logits(), net.logits() + N * V));
+        const PairScore scores = score_logits(pair, logits.data(), reference.data(), N, V);
+        s.relative_error = scores.relative_error;
+        s.centered_error = scores.centered_error;
+        s.kl = scores.kl;
+        s.top1 = scores.top1;
+        s.scored = scores.scored;
+        s.correct = scores.correct;
+        const std::vector<std::int32_t> tokens = greedy(net, use_terms, pair.input, G);
+        std::size_t same = 0;
+        for (std::size_t g = 0; g < G; ++g) same += tokens[g] == reference_tokens[g];
+        s.generated_agreement = G ? static_cast<double>(same) / static_cast<double>(G) : std::nan("");
+        s.bake_initial_kl = baked.initial_kl;
+        s.bake_final_kl = baked.final_kl;
+        out.push_back(s);
+        net.params = base;  // M_old again
+    }
+    return out;
+}
+
+// The comparison on the trained model `net` (task and model keys of model_cfg) into run.results().
+void evaluate(const config::Config& cfg, const config::Config& model_cfg, model::Transformer<double>& net, RunFolder& run, bool quiet) {
+    const model::ModelSpec& spec = net.spec();
+    const bool linear = spec.attention == model::ModelSpec::Attention::linear;
+    const std::size_t D = spec.head_dim(), L = spec.layers, H = spec.heads;
+    const std::vector<io::Claim> claims = declare_claims(cfg, linear, D);  // before anything is measured
+
+    // The rows.
+    std::vector<std::unique_ptr<icl::LayerHeadMaps>> maps;
+    std::vector<Row> rows;
+    const double bias_bytes = 4.0 * static_cast<double>(icl::bias_value_count(spec));
+    rows.push_back({Kind::before, kBeforeLabel, 0.0});
+    if (linear) rows.push_back({Kind::iclca, kIclcaLabel, bias_bytes});
+    const tasks::InductionHeadSpec task = induction_spec_from_config(model_cfg);
+    if (!linear) {
+        rows.push_back({Kind::cache, "exact cache (check)", icl::cache_bytes(cfg.get_int("prompt_baking.prompt_length"), D) * L * H});
+        const icl::SequenceSampler sample = icl::induction_sequence_sampler(task);
+        const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
+        const auto add_map = [&](const std::string& map, std::size_t F, Rng rng) {
+            icl::FeatureMapChoice choice;
+            choice.map = map;
+            choice.features = F;
+            choice.fit.steps = cfg.get_int("prompt_baking.iclaa.learned_steps");
+            choice.fit.lr = cfg.get_float("prompt_baking.iclaa.learned_lr");
+            choice.fit.batch = cfg.get_int("prompt_baking.iclaa.learned_batch");
+            choice.fit.split_min = 8;
+            choice.fit.split_max = static_cast<std::size_t>(task.seq_len) - 16;
+            const auto start = std::chrono::steady_clock::now();
+            maps.push_back(std::make_unique<icl::LayerHeadMaps>(icl::build_feature_maps(net, choice, sample, task.seq_len, rng, nullptr)));
+            rows.push_back({Kind::kernel, map + " F=" + std::to_string(F), icl::kernel_bytes(F, D) * L * H, maps.back().get(), 0,
+                            seconds_since(start)});
+        };
+        for (const auto& map : cfg.get_string_list("prompt_baking.iclaa.feature_maps")) {
+            if (map == "learned") {
+                Rng data = root.derive(kFitData);
+                const icl::SequenceSampler from_data = [&](std::vector<std::int32_t>& tokens, std::size_t batch, Rng&) { sample(tokens, batch, data); };
+                icl::FeatureMapChoice choice;
+                const auto start = std::chrono::steady_clock::now();
+                choice.map = "learned";
+                choice.features = D;
+                choice.fit.steps = cfg.get_int("prompt_baking.iclaa.learned_steps");
+                choice.fit.lr = cfg.get_float("prompt_baking.iclaa.learned_lr");
+                choice.fit.batch = cfg.get_int("prompt_baking.iclaa.learned_batch");
+                choice.fit.split_min = 8;
+                choice.fit.split_max = static_cast<std::size_t>(task.seq_len) - 16;
+                Rng init = root.derive(kFitInit);
+                maps.push_back(std::make_unique<icl::LayerHeadMaps>(icl::build_feature_maps(net, choice, from_data, task.seq_len, init, nullptr)));
+                rows.push_back({Kind::kernel, learned_equal_label(D), icl::kernel_bytes(D, D) * L * H, maps.back().get(), 0, seconds_since(start)});
+                for (const auto k : cfg.get_int_list("prompt_baking.iclaa.keep_tokens"))
+                    rows.push_back({Kind::hybrid, "recent k=" + std::to_string(k) + " + " + learned_equal_label(D),
+                                    (icl::kernel_bytes(D, D) + icl::cache_bytes(k, D)) * L * H, maps.back().get(), static_cast<std::size_t>(k),
+                                    rows.back().map_seconds});
+                continue;
+            }
+            add_map(map, D, root.derive(kFeatures).derive(D * 10 + (map == "orf")));
+            if (map == "prf")
+                for (const auto F : cfg.get_int_list("prompt_baking.iclaa.random_features"))
+                    if (static_cast<std::size_t>(F) != D) add_map(map, F, root.derive(kFeatures).derive(F * 10));
+        }
+    }
+    for (const auto& target : cfg.get_string_list("prompt_baking.targets")) {
+        if (target == "biases") {
+            rows.push_back({Kind::bake_biases, kBakeBiasesLabel, bias_bytes});
+        } else {
+            const std::size_t rank = cfg.get_int("prompt_baking.lora_rank") ? cfg.get_int("prompt_baking.lora_rank") : icl::lora_rank_for_equal_bytes(spec);
+            ICLAB_INPUT_CHECK(rank >= 1, "config error: prompt_baking.lora_rank: no rank fits in the bias adapter's bytes");
+            rows.push_back({Kind::bake_lora, lora_label(rank), 4.0 * static_cast<double>(icl::lora_value_count(spec, rank))});
+        }
+    }
+
+    // The pairs, every row on each.
+    const std::size_t M = cfg.get_int("prompt_baking.prompt_length"), N = cfg.get_int("prompt_baking.input_length");
+    const tasks::PromptDesign design = tasks::parse_prompt_design(cfg.get_string("prompt_baking.prompt"));
+    Rng pair_rng = Rng(static_cast<std::uint64_t>(cfg.get_int("seed"))).derive(kPairs);
+    std::vector<std::vector<PairScore>> scores(rows.size());
+    for (std::int64_t p = 0; p < cfg.get_int("prompt_baking.pairs"); ++p) {
+        const tasks::PromptPair pair = tasks::sample_prompt_pair(task, design, M, N, pair_rng);
+        const std::vector<PairScore> pair_scores = score_pair(cfg, net, rows, pair, static_cast<std::size_t>(p));
+        for (std::size_t r = 0; r < rows.size(); ++r) scores[r].push_back(pair_scores[r]);
+        run.log() << "pair " << p << " scored\n" << std::flush;
+    }
+    const std::vector<io::ClaimResult> results = evaluate_claims(claims, rows, scores, cfg.get_int("seed"));
+    write_results(cfg, rows, scores, results, run, quiet);
+}
+
+RunOutcome run_prompt_baking(const RunContext& context) {
+    const config::Config& cfg = context.config;
+    const std::string source_dir = cfg.get_string("source.run_dir");
+    if (source_dir.empty()) {  // train the model first, as induction_head does (checkpoints, --resume)
+        RunFolder run(cfg, context.options);
+        const InductionTraining training = train_induction_model(cfg, context.options, run);
+        if (!training.completed) return {run.path(), false, training.steps_done, training.steps_total};
+        if (!context.options.quiet) print_final_evaluation(training, cfg);
+        model::Transformer<double> net(model_spec_from_config(cfg, tasks::kInductionVocab, cfg.get_int("task.seq_len")),
+                                       model::Transformer<double>::Mode::inference);
+        ICLAB_CHECK(net.params.size() == training.parameters.size(), "trained parameters do not fit the model");
+        std::copy(training.parameters.begin(), training.parameters.end(), net.params.begin());
+        evaluate(cfg, cfg, net, run, context.options.quiet);
+        run.commit();
+        return {run.path(), true, training.steps_total, training.steps_total};
+    }
+    ICLAB_INPUT_CHECK(context.options.stop_after == 0, "--stop-after stops training, and with source.run_dir nothing is trained");
+    InductionRun loaded = load_induction_run(source_dir, context.catalog, 0, "source.run_dir", model::Transformer<double>::Mode::inference);
+    check_model_keys_agree(cfg, loaded.config, (std::filesystem::path(source_dir) / kConfigFile).string());
+    const auto M = cfg.get_int("prompt_baking.prompt_length"), N = cfg.get_int("prompt_baking.input_length"),
+               G = cfg.get_int("prompt_baking.generate"), T = loaded.config.get_int("task.seq_len");
+    ICLAB_INPUT_CHECK(M + N + G <= T, "config error: prompt_baking.prompt_length + input_length + generate = " << M + N + G
+                                                                                                           << " exceeds the source model's task.seq_len = " << T);
+    for (const auto& target : cfg.get_string_list("prompt_baking.targets"))
+        icl::check_baking_assumptions(loaded.model->spec(), icl::parse_bake_target(target));
+    if (loaded.model->spec().attention == model::ModelSpec::Attention::linear) icl::check_iclca_assumptions(loaded.model->spec());
+    RunFolder run(cfg, context.options);
+    run.log() << "model: the trained parameters of " << source_dir << " (no training here)\n";
+    run.results().set_attr("source_run_dir", std::filesystem::absolute(source_dir).string());
+    run.results().set_attr("source_config", loaded.config.to_yaml());
+    evaluate(cfg, loaded.config, *loaded.model, run, context.options.quiet);
+    run.commit();
+    return {run.path(), true, 0, 0};
+}
+
+}  // namespace
+
+Experiment prompt_baking() {
+    return {"prompt_baking",
+            "prompt baking (Bhargava et al. 2024) into b_KV, b_D or a LoRA of equal bytes against ICLCA (linear) and ICLAA "
+            "(softmax) on the same prompts (issue 43)",
+            {KeyGroup::output, KeyGroup::induction_task, KeyGroup::model, KeyGroup::train},
+            declare_keys,
+            run_prompt_baking,
+            estimate};
+}
+
+}  // namespace iclab::experiments

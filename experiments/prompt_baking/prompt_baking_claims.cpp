@@ -1,0 +1,179 @@
+// Experiment `prompt_baking`: per-pair scores and the claims, declared before the runs (issue 43 §2). None is from a
+// paper: they are this project's own hypotheses about a comparison no anchor made (kind own_check, paper "none").
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "experiments/prompt_baking/prompt_baking_rows.hpp"
+#include "framework/core/check.hpp"
+#include "framework/core/measure.hpp"
+
+namespace iclab::experiments::prompt_baking_detail {
+
+namespace {
+
+std::size_t argmax(const double* z, std::size_t V) { return static_cast<std::size_t>(std::max_element(z, z + V) - z); }
+
+double log_sum_exp(const double* z, std::size_t V) {
+    const double top = *std::max_element(z, z + V);
+    double sum = 0.0;
+    for (std::size_t v = 0; v < V; ++v) sum += std::exp(z[v] - top);
+    return top + std::log(sum);
+}
+
+const char* const kReadme = "experiments/prompt_baking/README.md#claims";
+const char* const kPaper = "none (issue 43: own hypothesis)";
+
+}  // namespace
+
+std::string prf_equal_label(std::size_t head_dim) { return "prf F=" + std::to_string(head_dim); }
+std::string learned_equal_label(std::size_t head_dim) { return "learned F=" + std::to_string(head_dim); }
+std::string lora_label(std::size_t rank) { return "bake lora r=" + std::to_string(rank); }
+
+PairScore score_logits(const tasks::PromptPair& pair, const double* logits, const double* reference, std::size_t N, std::size_t V) {
+    PairScore s;
+    s.relative_error = relative_error(logits, reference, N * V);
+    std::vector<double> centered(N * V), centered_reference(N * V);
+    for (std::size_t t = 0; t < N; ++t) {
+        double mean = 0.0, mean_reference = 0.0;
+        for (std::size_t v = 0; v < V; ++v) mean += logits[t * V + v], mean_reference += reference[t * V + v];
+        mean /= static_cast<double>(V);
+        mean_reference /= static_cast<double>(V);
+        for (std::size_t v = 0; v < V; ++v) {
+            centered[t * V + v] = logits[t * V + v] - mean;
+            centered_reference[t * V + v] = reference[t * V + v] - mean_reference;
+        }
+    }
+    s.centered_error = relative_error(centered.data(), centered_reference.data(), N * V);
+    std::int64_t agree = 0;
+    for (std::size_t t = 0; t < N; ++t) {
+        const double *z = logits + t * V, *r = reference + t * V;
+        const double lz = log_sum_exp(z, V), lr = log_sum_exp(r, V);
+        double kl = 0.0;
+        for (std::size_t v = 0; v < V; ++v) {
+            const double log_p = r[v] - lr;
+            kl += std::exp(log_p) * (log_p - (z[v] - lz));
+        }
+        s.kl += kl / static_cast<double>(N);
+        const std::size_t best = argmax(z, V);
+        agree += best == argmax(r, V);
+        if (pair.kinds[t] == tasks::PositionKind::first_trigger) {
+            ++s.scored;
+            s.correct += static_cast<std::int32_t>(best) == pair.targets[t];
+        }
+    }
+    s.top1 = static_cast<double>(agree) / static_cast<double>(N);
+    return s;
+}
+
+// Claim ids and what each compares. A claim's value per pair: a difference of two rows' errors, or the gap closed
+// G = 1 − err(row) / err(no prompt), or a difference of two rows' G.
+namespace {
+
+struct ClaimSpec {
+    std::string id, statement, metric;
+    io::ClaimRule rule;
+    io::ClaimPooling pooling;
+};
+
+std::vector<ClaimSpec> claim_specs(bool linear, std::size_t D, const std::vector<std::string>& targets, const std::vector<std::string>& maps) {
+    const auto has = [](const std::vector<std::string>& list, const char* name) { return std::find(list.begin(), list.end(), name) != list.end(); };
+    std::vector<ClaimSpec> specs;
+    const auto every_pair = io::ClaimPooling::values, per_seed = io::ClaimPooling::seed_means;
+    if (linear) {
+        for (const char* target : {"biases", "lora"}) {
+            if (!has(targets, target)) continue;
+            const std::string row = std::string("bake ") + target;
+            specs.push_back({"bake-lin exact<" + row,
+                             "on a linear model exact conversion (ICLCA) beats baking into " + std::string(target) +
+                                 " at equal bytes on every pair: its relative logit error is lower",
+                             "per pair: err(iclca) - err(" + row + "), err = relative logit error on X against M_old on [X'; X]",
+                             io::ClaimRule::count_below(0.0), every_pair});
+            specs.push_back({"bake-lin G>0 " + row, "baking into " + std::string(target) + " brings the model without the prompt closer to the model with it",
+                             "per pair: G = 1 - err(" + row + ") / err(no prompt)", io::ClaimRule::interval_above(0.0), per_seed});
+        }
+        if (has(targets, "biases") && has(targets, "lora"))
+            specs.push_back({"bake-lin biases<lora",
+                             "baking into b_KV, b_D (the parameters ICLCA sets) reaches a lower error than a LoRA on W_Q, W_K, W_V of "
+                             "equal bytes",
+                             "per pair: err(bake biases) - err(bake lora)", io::ClaimRule::interval_below(0.0), per_seed});
+    } else if (has(targets, "lora")) {
+        specs.push_back({"bake-soft G>0 bake lora", "baking into a LoRA brings the softmax model without the prompt closer to the model with it",
+                         "per pair: G = 1 - err(bake lora) / err(no prompt)", io::ClaimRule::interval_above(0.0), per_seed});
+        if (has(maps, "prf"))
+            specs.push_back({"bake-soft lora>prf", "on softmax models baking (LoRA) closes more of the gap than ICLAA with PRF features at "
+                             "equal bytes (F = D = " + std::to_string(D) + ")",
+                             "per pair: G(bake lora) - G(" + prf_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed});
+        if (has(maps, "learned"))
+            specs.push_back({"bake-soft lora>learned", "on softmax models baking (LoRA) closes more of the gap than ICLAA with the learned "
+                             "feature map at equal bytes (F = D = " + std::to_string(D) + ")",
+                             "per pair: G(bake lora) - G(" + learned_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed});
+    }
+    return specs;
+}
+
+}  // namespace
+
+std::vector<io::Claim> declare_claims(const config::Config& cfg, bool linear, std::size_t head_dim) {
+    std::vector<io::Claim> claims;
+    for (const ClaimSpec& spec : claim_specs(linear, head_dim, cfg.get_string_list("prompt_baking.targets"),
+                                             cfg.get_string_list("prompt_baking.iclaa.feature_maps"))) {
+        io::Claim c;
+        c.id = spec.id;
+        c.paper = kPaper;
+        c.source = "issue 43 §2 (prompt baking, Bhargava et al. 2024, as the baseline)";
+        c.kind = io::ClaimKind::own_check;
+        c.statement = spec.statement;
+        c.metric = spec.metric;
+        c.unit = "instance";
+        c.rule = spec.rule;
+        c.pooling = spec.pooling;
+        c.readme = kReadme;
+        if (spec.pooling == io::ClaimPooling::seed_means) c.statement += "; judged over the trained models: one value per seed, its mean over the pairs";
+        io::check_claim(c);
+        claims.push_back(c);
+    }
+    return claims;
+}
+
+std::vector<io::ClaimResult> evaluate_claims(const std::vector<io::Claim>& claims, const std::vector<Row>& rows,
+                                             const std::vector<std::vector<PairScore>>& scores, std::int64_t seed) {
+    (void)seed;
+    const auto row_of = [&](const auto& match) -> const std::vector<PairScore>& {
+        for (std::size_t r = 0; r < rows.size(); ++r)
+            if (match(rows[r])) return scores[r];
+        throw Error("prompt_baking: a claim's row is missing");
+    };
+    const auto& before = row_of([](const Row& r) { return r.kind == Kind::before; });
+    const auto err = [](const std::vector<PairScore>& s, std::size_t i) { return s[i].relative_error; };
+    const auto gap = [&](const std::vector<PairScore>& s, std::size_t i) { return 1.0 - s[i].relative_error / before[i].relative_error; };
+    std::vector<io::ClaimResult> out;
+    for (const io::Claim& c : claims) {
+        const auto by_label = [](const std::string& label) { return [label](const Row& r) { return r.label == label; }; };
+        const auto by_kind = [](Kind kind) { return [kind](const Row& r) { return r.kind == kind; }; };
+        std::vector<std::int64_t> units;
+        std::vector<double> values;
+        for (std::size_t i = 0; i < before.size(); ++i) {
+            double x = std::nan("");
+            const std::string& id = c.id;
+            if (id == "bake-lin exact<bake biases") x = err(row_of(by_kind(Kind::iclca)), i) - err(row_of(by_kind(Kind::bake_biases)), i);
+            else if (id == "bake-lin exact<bake lora") x = err(row_of(by_kind(Kind::iclca)), i) - err(row_of(by_kind(Kind::bake_lora)), i);
+            else if (id == "bake-lin G>0 bake biases") x = gap(row_of(by_kind(Kind::bake_biases)), i);
+            else if (id == "bake-lin G>0 bake lora" || id == "bake-soft G>0 bake lora") x = gap(row_of(by_kind(Kind::bake_lora)), i);
+            else if (id == "bake-lin biases<lora") x = err(row_of(by_kind(Kind::bake_biases)), i) - err(row_of(by_kind(Kind::bake_lora)), i);
+            else if (id == "bake-soft lora>prf" || id == "bake-soft lora>learned") {
+                const std::size_t space = c.metric.rfind("G(");
+                const std::string label = c.metric.substr(space + 2, c.metric.size() - space - 3);
+                x = gap(row_of(by_kind(Kind::bake_lora)), i) - gap(row_of(by_label(label)), i);
+            } else {
+                throw Error("prompt_baking: no value for claim '" + id + "'");
+            }
+            units.push_back(static_cast<std::int64_t>(i));
+            values.push_back(x);
+        }
+        out.push_back(io::evaluate_claim(c, units, values));
+    }
+    return out;
+}
+
+}  // namespace iclab::experiments::prompt_baking_detail
