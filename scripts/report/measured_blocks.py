@@ -123,12 +123,14 @@ def git(root, *args):
 
 
 def changes_bits(root, commit):
-    """Whether this commit changed or removed a line of the fingerprints that its parent had: a family's bits moved.
-    A commit that only adds lines (a new family, a new dataset of a new option) leaves every older number as it was."""
+    """Whether this commit changed or removed a dataset line of the fingerprints that its parent had: a family's bits
+    moved. A commit that only adds lines (a new family, a new dataset of a new option; the family's header line then
+    changes with it) leaves every older number as it was."""
     r = git(root, "diff", "--unified=0", "--no-color", f"{commit}^", commit, "--", FINGERPRINTS)
     if r.returncode != 0:
         return True  # the root commit (no parent) or a git failure: count it
-    return any(line.startswith("-") and not line.startswith("---") and not line[1:].startswith("#")
+    # A family's header line ("family NAME HASH ENTRIES") changes with any dataset added to it: only dataset lines count.
+    return any(line.startswith("-") and not line.startswith("---") and not line[1:].startswith(("#", "family\t"))
                for line in r.stdout.splitlines())
 
 
