@@ -101,22 +101,29 @@ double transformer_forward_flops(const config::Config& cfg, double T, double V) 
                            cfg.get_string("model.feature_map") == "performer";
     const double R = performer ? static_cast<double>(cfg.get_int("model.random_features")) : C / H;
     // Per token and layer: the projections and the MLP (2 flops per weight), the features (2 D R per head for q and
-    // k), and attention over T keys (quadratic form: scores and weighted values, 4 T times the feature width; the
-    // recurrent form of causal linear attention from T = 128, Eq. 19: the state's update and read-out, 4 R D a head,
-    // loops rather than GEMMs, at most half the projections' 8 C^2 for R = D).
+    // k), and attention over T keys (quadratic form: scores 2 T R and weighted values 2 T D a head; issue 44: counted
+    // as 4 T R, 1.7x the products of gd004's Performer layer, R = 1200, D = 12; the recurrent form of causal linear
+    // attention from T = 128, Eq. 19: the state's update and read-out, 4 R D a head, loops rather than GEMMs, at most
+    // half the projections' 8 C^2 for R = D).
     const double D = C / H;
-    const double attention = recurrent_attention(cfg, T) ? 4.0 * H * R * D : 4.0 * T * H * R;
+    const double attention = recurrent_attention(cfg, T) ? 4.0 * H * R * D : 2.0 * T * H * (R + D);
     const double per_token_layer = 2.0 * (4.0 + 2.0 * mlp) * C * C + (performer ? 4.0 * C * R : 0.0) + attention;
     return T * (L * per_token_layer + 2.0 * V * C);
 }
 
-double inference_memory_gib(const config::Config& cfg, double B, double T, double V) {
+double inference_memory_gib(const config::Config& cfg, double B, double T, double V, double bytes) {
     const double L = static_cast<double>(cfg.get_int("model.layers")), C = static_cast<double>(cfg.get_int("model.width"));
     const double H = static_cast<double>(cfg.get_int("model.heads"));
     const double mlp = cfg.get_bool("model.mlp") ? static_cast<double>(cfg.get_int("model.mlp_ratio")) : 0.0;
-    const double bytes = cfg.get_string("model.dtype") == "float64" ? 8.0 : 4.0;
+    if (bytes <= 0.0) bytes = cfg.get_string("model.dtype") == "float64" ? 8.0 : 4.0;
     const double parameters = L * (4.0 + 2.0 * mlp) * C * C + 2.0 * V * C;
-    return (parameters + B * T * ((12.0 + 2.0 * mlp) * C + H * T + 2.0 * V)) * bytes / kGib;
+    // Performer features: φ and its rotated copy of the queries and the keys, R per head each (issue 44: gd004_example's
+    // fp64 test forward, R = 1200, C = 12, held 4 H R values a token, 40 MiB against an estimate of 2).
+    const double features = cfg.has("model.feature_map") && cfg.get_string("model.attention") == "linear" &&
+                                    cfg.get_string("model.feature_map") == "performer"
+                                ? 4.0 * H * static_cast<double>(cfg.get_int("model.random_features"))
+                                : 0.0;
+    return (parameters + B * T * ((12.0 + 2.0 * mlp) * C + H * T + features + 2.0 * V)) * bytes / kGib;
 }
 
 RunEstimate estimate_training(const config::Config& cfg) {

@@ -82,8 +82,9 @@ double vector_io_width(const config::Config& cfg);
 bool recurrent_attention(const config::Config& cfg, double T);
 
 // Memory of a model of the model keys in inference mode on B sequences of T tokens, output width V: the parameters
-// and one layer's activations (q, k, v, MLP, attention rows), the logits.
-double inference_memory_gib(const config::Config& cfg, double B, double T, double V);
+// and one layer's activations (q, k, v, MLP, attention rows, Performer features), the logits. bytes: of a value (0: the
+// model.dtype's).
+double inference_memory_gib(const config::Config& cfg, double B, double T, double V, double bytes = 0.0);
 
 // The validation rule of the training experiments: fails naming the estimate and the machine's available memory.
 void check_training_memory(const config::Config& cfg);
