@@ -106,8 +106,11 @@ def main():
             if name not in known:
                 usage_error(USAGE, f"--only: no family {name}")
     wanted = None if opts["only"] is None else set(opts["only"].split(","))
-    families = run_fingerprints.needed(runs, ",".join(n for n in wanted if n in dict(runs)) if wanted else None) \
-        if wanted is None or wanted & set(dict(runs)) else []
+    if wanted is None:
+        families = run_fingerprints.needed(runs, None)
+    else:  # the families named and the ones whose output they use (tokenize, prefix_vs_causal)
+        named = sorted(wanted & set(dict(runs)))
+        families = run_fingerprints.needed(runs, ",".join(named)) if named else []
     work = opts["work"] or tempfile.mkdtemp(prefix="iclab_estimates_")
     os.makedirs(work, exist_ok=True)
     failures, rows = [], []
