@@ -5,9 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <ostream>
-#include <string>
 
 #include "framework/core/measure.hpp"
 #include "framework/nn/gemm.hpp"
@@ -18,19 +16,6 @@ bool work_count_requested() {
     const char* value = std::getenv("ICLAB_COUNT_WORK");
     return value != nullptr && (std::strcmp(value, "1") == 0 || std::strcmp(value, "shapes") == 0);
 }
-
-namespace {
-// The process's peak resident set in GiB: VmHWM of /proc/self/status, the high-water mark of this program's own memory.
-// getrusage's ru_maxrss is not used: Linux carries it across execve, so a process started by a large parent (the
-// Python of the tests: ~45 MiB) reports the parent's peak when its own is smaller. ru_maxrss where /proc is missing.
-double peak_resident_gib() {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line))
-        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / (1024.0 * 1024.0);  // kB
-    return peak_rss_gib();
-}
-}  // namespace
 
 void work_count_start() {
     nn::gemm_counter.reset();
@@ -48,7 +33,7 @@ void work_count_report(const run::RunEstimate& estimate, std::ostream& out) {
     std::snprintf(line, sizeof line,
                   "iclab work: gemm_flops=%.6e gemm_calls=%zu estimate_gemm_flops=%.6e estimate_flops=%.6e estimate_gib=%.6e "
                   "peak_rss_gib=%.6e cpu_seconds=%.3f\n",
-                  total.flops, total.calls, estimate.gemm_flops, estimate.flops, estimate.memory_gib, peak_resident_gib(), cpu);
+                  total.flops, total.calls, estimate.gemm_flops, estimate.flops, estimate.memory_gib, peak_rss_gib(), cpu);
     out << line;
     const char* value = std::getenv("ICLAB_COUNT_WORK");
     if (value != nullptr && std::strcmp(value, "shapes") == 0)  // where the counted work went, largest first
