@@ -109,6 +109,33 @@ TEST_CASE("the gemm counter records FLOPs and calls per shape only while enabled
     CHECK(nn::gemm_counter.shapes.empty());
 }
 
+// Issue 44: the counter sits in one place (detail::gemm_checked), so every path counts a product once, 2 m n k FLOP:
+// the blocked cells from serial code, the per-(batch, head) calls in a parallel region (a causal triangle counted
+// whole, as the estimates count it), the OpenBLAS row blocks; an empty inner product is not counted.
+TEST_CASE("the gemm counter counts a product once on every kernel path", "[gemm][bench]") {
+    const std::size_t T = 24, F = 8;
+    std::vector<double> q(T * F, 0.5), k(T * F, 0.25), s(T * T), big_a(300 * 40, 1.0), big_b(40 * 20, 1.0), big_c(300 * 20);
+    nn::gemm_counter.reset();
+    nn::gemm_counter.enabled = true;
+#pragma omp parallel for num_threads(2)
+    for (int head = 0; head < 2; ++head) {  // attention's scores S = tril(Q Kᵀ), one product per head
+        std::vector<double> own(T * T);
+        nn::gemm<double>(nn::matrix(own.data(), T, T), nn::matrix<const double>(q.data(), T, F), nn::matrix<const double>(k.data(), T, F),
+                         false, true, 1.0, 0.0, nn::SmallGemm::blocked, nn::Triangle::lower_out);
+    }
+    for (const nn::SmallGemm kernel : {nn::SmallGemm::blocked, nn::SmallGemm::openblas})
+        nn::gemm<double>(nn::matrix(big_c.data(), 300, 20), nn::matrix<const double>(big_a.data(), 300, 40),
+                         nn::matrix<const double>(big_b.data(), 40, 20), false, false, 1.0, 0.0, kernel);
+    nn::gemm<double>(nn::matrix(s.data(), T, T), nn::matrix<const double>(q.data(), T, 0), nn::matrix<const double>(k.data(), 0, T),
+                     false, false);  // k = 0: C = 0, no arithmetic
+    nn::gemm_counter.enabled = false;
+    const nn::GemmTally total = nn::gemm_counter.total();
+    CHECK(total.calls == 4);
+    CHECK(total.flops == 2.0 * (2.0 * T * T * F + 2.0 * 300 * 20 * 40));
+    CHECK(big_c[0] == 40.0);
+    nn::gemm_counter.reset();
+}
+
 // Strided views (a head's columns of the QKV activations, read and written in place by the attention kernels) give
 // the same bits as the same product on contiguous copies, in every path of the wrapper, and leave the elements
 // between the rows of the output untouched.

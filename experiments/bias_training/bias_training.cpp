@@ -293,6 +293,7 @@ Experiment bias_training() {
                 RunEstimate e = estimate_training(cfg);
                 e.flops *= static_cast<double>(cfg.get_int_list("bias_training.seeds").size() *
                                                cfg.get_string_list("bias_training.variants").size());
+                e.gemm_flops = e.flops;  // all transformer layers
                 return e;
             }};
 }

@@ -23,6 +23,7 @@
 #include "experiments/cli/run_command.hpp"
 #include "experiments/cli/sweep.hpp"
 #include "experiments/cli/tokenize.hpp"
+#include "experiments/cli/work_count.hpp"
 #include "experiments/registry.hpp"
 #include "framework/run/run_folder.hpp"
 #include "framework/workflow/sweep.hpp"
@@ -238,7 +239,11 @@ int command_run(const std::vector<std::string>& args) {
         std::cout << "estimated " << run::describe_estimate(experiment.estimate(cfg)) << "\n";
         return 0;
     }
+    // ICLAB_COUNT_WORK=1: the run's counted GEMM work and peak memory against its estimate, on stderr (work_count.hpp)
+    const bool count_work = cli::work_count_requested();
+    if (count_work) cli::work_count_start();
     const run::RunOutcome outcome = cli::run_loaded_config(cfg, options, vm["threads"].as<int>());
+    if (count_work) cli::work_count_report(experiment.estimate(cfg), std::cerr);
     const std::string why = interrupt_requested() ? std::string(signal_name(interrupt_signal()))
                                                   : options.stop_after_units > 0 ? "--stop-after-units" : "--stop-after";
     if (!outcome.completed && outcome.steps_done < outcome.steps_total)

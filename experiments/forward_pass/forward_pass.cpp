@@ -116,12 +116,13 @@ Experiment forward_pass() {
             {KeyGroup::output, KeyGroup::model},
             declare_keys,
             run_forward_pass,
-            [](const config::Config& cfg) {  // the parameters, one batch's activations; repeats + 1 forwards
+            [](const config::Config& cfg) {  // the parameters, one batch's activations; task.repeats forwards (no warm-up)
                 const double B = static_cast<double>(cfg.get_int("task.batch_size")), T = static_cast<double>(cfg.get_int("task.seq_len"));
                 const double V = static_cast<double>(cfg.get_int("task.vocab"));
                 RunEstimate e;
                 e.memory_gib = inference_memory_gib(cfg, B, T, V);
-                e.flops = static_cast<double>(cfg.get_int("task.repeats") + 1) * B * transformer_forward_flops(cfg, T, V);
+                e.flops = static_cast<double>(cfg.get_int("task.repeats")) * B * transformer_forward_flops(cfg, T, V);
+                e.gemm_flops = e.flops;
                 e.keys = {"model.width", "model.layers", "task.batch_size", "task.seq_len", "task.vocab"};
                 return e;
             }};

@@ -227,9 +227,13 @@ Experiment gd004_example() {
                 RunEstimate e = estimate_training(cfg);
                 const double T = static_cast<double>(cfg.get_int("task.examples") + 1), C = static_cast<double>(cfg.get_int("model.width"));
                 const double R = static_cast<double>(cfg.get_int("model.random_features"));
-                e.flops += static_cast<double>(cfg.get_int("example.test_sequences")) * transformer_forward_flops(cfg, T, 64.0) +
+                e.flops += static_cast<double>(cfg.get_int("example.test_sequences")) * transformer_forward_flops(cfg, T, vector_io_width(cfg)) +
                            2.0 * static_cast<double>(cfg.get_int("example.dual_sequences")) * T *
                                static_cast<double>(cfg.get_int("example.epochs")) * 8.0 * C * R;
+                e.gemm_flops = e.flops;  // the duals' steps are products too
+                // the trained model's one fp64 forward over the test sequences (issue 44: 13 MiB at 20 sequences, R 1200)
+                e.memory_gib += inference_memory_gib(cfg, static_cast<double>(cfg.get_int("example.test_sequences")), T,
+                                                     vector_io_width(cfg), 8.0);
                 return e;
             }};
 }

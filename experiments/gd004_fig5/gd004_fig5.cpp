@@ -229,8 +229,12 @@ RunEstimate estimate(const config::Config& cfg) {
                                                 2 * cfg.get_float_list("fig5.alphas").size());
     const double per_sequence = T * (4.0 * R * C + 4.0 * T * R + 6.0 * C * C);
     RunEstimate e;
-    e.flops = static_cast<double>(cfg.get_int("fig5.seeds")) * variants * static_cast<double>(cfg.get_int("train.epochs")) *
-              (3.0 * train + test) * per_sequence;
+    const double epochs = static_cast<double>(cfg.get_int("train.epochs")), runs = static_cast<double>(cfg.get_int("fig5.seeds")) * variants;
+    e.flops = runs * epochs * (3.0 * train + test) * per_sequence;
+    // Of that, through nn::gemm: per forward the q, k, v projections (6 T C^2) and the features of T keys and the query
+    // (2 (T + 1) C R); the backward the same again (one step per training sequence and epoch); the test set before
+    // training and after every epoch. The scores and exps are loops.
+    e.gemm_flops = runs * (2.0 * epochs * train + (epochs + 1.0) * test) * (6.0 * T * C * C + 2.0 * (T + 1.0) * C * R);
     e.memory_gib = (2.0 * (train + test) * T * C + 8.0 * T * R + 4.0 * C * R) * 8.0 / (1024.0 * 1024.0 * 1024.0);
     e.keys = {"model.random_features", "task.train_sequences", "train.epochs", "fig5.seeds"};
     return e;

@@ -124,6 +124,7 @@ RunEstimate estimate(const config::Config& cfg) {
     largest = std::max(largest, largest_random);
     const double fit_seeds = static_cast<double>(cfg.get_int("iclaa.learned.fit_seeds"));
     double learned_features = 0, learned_rows = 0, smallest_learned = 0, fit_work = 0;
+    double forwards = 0;  // of the work after training, the model forwards: products through nn::gemm (gemm_flops)
     if (uses("learned")) {
         const double steps = static_cast<double>(cfg.get_int("iclaa.learned.steps")), batch = static_cast<double>(cfg.get_int("iclaa.learned.batch"));
         const std::int64_t split_min = cfg.get_int("iclaa.learned.split_min"), split_max = cfg.get_int("iclaa.learned.split_max");
@@ -139,6 +140,7 @@ RunEstimate estimate(const config::Config& cfg) {
             }
             per_sample /= static_cast<double>(split_max - split_min + 1);
             fit_work += fit_seeds * steps * batch * (transformer_forward_flops(cfg, T, V) + LH * per_sample);
+            forwards += fit_seeds * steps * batch * transformer_forward_flops(cfg, T, V);
         }
     }
     // kernel features per pair (every layer-head, M + N tokens): the RoPE ablation rows, elu1, the hybrid rows
@@ -157,6 +159,11 @@ RunEstimate estimate(const config::Config& cfg) {
                                                           learned_features * per_feature
                                                     : 0.0;
     e.flops += kFp64LoopWeight * (fit_work + pairs * test_pair + validation * validation_pair);
+    forwards += pairs * (transformer_forward_flops(cfg, M + N, V) + transformer_forward_flops(cfg, M, V) + rows * transformer_forward_flops(cfg, N, V));
+    if (learned_rows > 0)
+        forwards += validation * (transformer_forward_flops(cfg, M + N, V) + transformer_forward_flops(cfg, M, V) +
+                                  (1.0 + learned_rows) * transformer_forward_flops(cfg, N, V));
+    e.gemm_flops += forwards;  // unweighted: what ICLAB_COUNT_WORK counts
     const double gib = 1024.0 * 1024.0 * 1024.0;
     e.memory_gib = std::max(e.memory_gib, ((random_features + learned_features) * LH * D + largest * (D + 1) * LH) * 8.0 / gib +
                                               static_cast<double>(cfg.get_int("iclaa.batch_size")) * (M + N) * 60.0 * L * D * H * 8.0 / gib);

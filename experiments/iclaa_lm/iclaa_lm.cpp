@@ -206,6 +206,7 @@ RunEstimate estimate(const config::Config& cfg) {
     const double generated = static_cast<double>(cfg.get_int("iclaa_lm.generation.examples") * cfg.get_int("iclaa_lm.generation.new_tokens"));
     e.flops += P * (rows * N + 2.0 * (M + N)) * per_token + generated * (rows + 1.0) * per_token +
                learned * static_cast<double>(cfg.get_int("iclaa_lm.learned.steps") * cfg.get_int("iclaa_lm.learned.batch")) * (M + N) * per_token;
+    e.gemm_flops = e.flops;  // training and the model's forwards; the kernel features below are loops
     const double gib = 1024.0 * 1024.0 * 1024.0;
     const double H = static_cast<double>(cfg.get_int("model.heads")), D = C / H, seeds = static_cast<double>(cfg.get_int("iclaa_lm.feature_seeds"));
     double random_features = 0, largest = 0;

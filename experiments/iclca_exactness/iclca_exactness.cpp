@@ -335,6 +335,7 @@ RunEstimate estimate(const config::Config& cfg) {
         smallest = smallest < 0 ? gib : std::min(smallest, gib);
     }
     e.memory_gib = std::max(0.0, smallest);
+    e.gemm_flops = e.flops;  // all transformer forwards (the direct pairs' products too)
     e.keys = {"sizes.widths", "sizes.layers", "sizes.pairs"};
     return e;
 }

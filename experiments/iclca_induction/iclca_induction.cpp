@@ -393,6 +393,7 @@ Experiment iclca_induction() {
                 e.flops += static_cast<double>(cfg.get_int("iclca.pairs")) *
                            (transformer_forward_flops(cfg, M + N, 52.0) + 2.0 * transformer_forward_flops(cfg, N, 52.0) +
                             transformer_forward_flops(cfg, M, 52.0));
+                e.gemm_flops = e.flops;  // all transformer forwards
                 e.keys = {"iclca.pairs", "model.width", "model.layers", "train.steps"};
                 return e;
             }};

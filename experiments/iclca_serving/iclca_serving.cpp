@@ -182,6 +182,7 @@ Experiment iclca_serving() {
                 RunEstimate e;
                 e.memory_gib = 2.0 * inference_memory_gib(cfg, 1.0, longest, V);  // M_old and M_new
                 e.flops = static_cast<double>(cfg.get_int("task.repeats") + 1) * flops;
+                e.gemm_flops = e.flops;
                 e.keys = {"task.prompt_lengths", "task.input_lengths", "model.width", "model.layers", "task.vocab"};
                 return e;
             }};

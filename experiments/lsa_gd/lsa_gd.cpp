@@ -108,7 +108,9 @@ RunEstimate estimate(const config::Config& cfg) {
     const double power = static_cast<double>(cfg.get_int("rates.power_steps"));
     const double rate_layers = std::max({static_cast<double>(cfg.get_int("rates.rate_layer")), deep, L});
     RunEstimate e;
-    e.flops = replicates * 10.0 * L * per_layer + etas * 3.0 * L * per_layer + 2.0 * deep * B * deep_T * (6.0 * C * C + 4.0 * deep_T * C) +
+    // the LSA layers' products go through nn::gemm; the stationary study's solves and the power steps are loops
+    e.gemm_flops = replicates * 10.0 * L * per_layer + etas * 3.0 * L * per_layer + 2.0 * deep * B * deep_T * (6.0 * C * C + 4.0 * deep_T * C);
+    e.flops = e.gemm_flops +
               static_cast<double>(cfg.get_int("stationary.replicates")) * mus * grid * B * n_max * n_max * (d + n_max / 3.0) +
               B * (2.0 * power * (n * n + d * d) + rate_layers * 4.0 * n * d + n * n * n);
     e.memory_gib = (3.0 * L * B * T + B * T * (5.0 * C + T) + B * n_max * n_max + 2.0 * n * n) * 8.0 / (1024.0 * 1024.0 * 1024.0);

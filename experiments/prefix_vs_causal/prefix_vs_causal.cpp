@@ -95,10 +95,11 @@ RunEstimate estimate(const config::Config& cfg) {
     RunEstimate e = estimate_training(cfg);
     const double T = static_cast<double>(cfg.get_int("task.examples") + cfg.get_int("task.queries"));
     const double sets = 2.0 + static_cast<double>(cfg.get_int_list("prefix_vs_causal.test_examples").size());
-    e.flops += sets * static_cast<double>(cfg.get_int("eval.sequences")) * transformer_forward_flops(cfg, T, 64.0) +
-               static_cast<double>(cfg.get_int("prefix_vs_causal.pool_eval_sequences")) * transformer_forward_flops(cfg, T, 64.0);
+    e.flops += sets * static_cast<double>(cfg.get_int("eval.sequences")) * transformer_forward_flops(cfg, T, vector_io_width(cfg)) +
+               static_cast<double>(cfg.get_int("prefix_vs_causal.pool_eval_sequences")) * transformer_forward_flops(cfg, T, vector_io_width(cfg));
     if (cfg.get_bool("prefix_vs_causal.probes"))  // Figure 3: forward passes over the probes' fit and test sequences
-        e.flops += static_cast<double>(part_b::kProbeFitSequences + cfg.get_int("eval.sequences")) * transformer_forward_flops(cfg, T, 64.0);
+        e.flops += static_cast<double>(part_b::kProbeFitSequences + cfg.get_int("eval.sequences")) * transformer_forward_flops(cfg, T, vector_io_width(cfg));
+    e.gemm_flops = e.flops;  // all transformer forwards
     return e;
 }
 

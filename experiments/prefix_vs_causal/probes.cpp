@@ -1,6 +1,8 @@
 // Experiment `prefix_vs_causal_probes` (paper 003 Figure 3, E.2; spec B2, choice Q13): per-layer linear probes of a
 // finished `prefix_vs_causal` run (the probes themselves: probes.hpp, part_b::probe_layers). The trunk is untouched, so
 // Table 1 and Figure 3 come from the same model. Output: /tables/probes (depth, query MSE, MC error in %).
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -119,13 +121,26 @@ void declare_keys(config::Schema& schema) {
         });
 }
 
-// The source model's size is not known before its config is read: the bound of the cpu2 profile's model (L 6, C 64,
-// T 30: ~2e7 FLOP per sequence forward) per fitted sequence, and its residual streams (L + 1) x T x C per sequence.
+// The source model's size from the config.yaml of source.run_dir (the resolved config its run folder keeps): fp64
+// forwards (2 (4 + 2 mlp) C^2 + 4 T C a token and layer) over the fitted pool sequences (at most
+// task.pool_sequences) and the run's eval.sequences, and their residual streams (L + 1) x T x C per sequence. When
+// the file cannot be read, the cpu2 profile's model (L 6, C 64, T 30, eval.sequences 1024). issue 44: the cpu2 bound
+// alone was 190x the work of a small source model.
 RunEstimate estimate(const config::Config& cfg) {
-    const double sequences = static_cast<double>(cfg.get_int("probes.fit_sequences"));
+    double L = 6, C = 64, T = 30, mlp = 0, fit = static_cast<double>(cfg.get_int("probes.fit_sequences")), test = 1024;
+    try {
+        const YAML::Node source = YAML::LoadFile((std::filesystem::path(cfg.get_string("source.run_dir")) / kConfigFile).string());
+        L = source["model"]["layers"].as<double>(), C = source["model"]["width"].as<double>();
+        mlp = source["model"]["mlp"].as<bool>() ? source["model"]["mlp_ratio"].as<double>() : 0.0;
+        T = source["task"]["examples"].as<double>() + source["task"]["queries"].as<double>();
+        fit = std::min(fit, source["task"]["pool_sequences"].as<double>());
+        test = source["eval"]["sequences"].as<double>();
+    } catch (const std::exception&) {  // no readable source config: the bound above (the run itself refuses it)
+    }
     RunEstimate e;
-    e.flops = 2.0 * sequences * 2e7;
-    e.memory_gib = sequences * 7.0 * 30.0 * 64.0 * 8.0 / (1024.0 * 1024.0 * 1024.0);
+    e.flops = (fit + test) * T * L * (2.0 * (4.0 + 2.0 * mlp) * C * C + 4.0 * T * C);
+    e.gemm_flops = e.flops;  // all transformer forwards
+    e.memory_gib = (fit + test) * (L + 1.0) * T * C * 8.0 / (1024.0 * 1024.0 * 1024.0);
     e.keys = {"probes.fit_sequences"};
     return e;
 }

@@ -149,7 +149,8 @@ Experiment vo_trained() {
                 RunEstimate e = estimate_training(cfg);
                 const double T = static_cast<double>(cfg.get_int("task.examples") + cfg.get_int("task.queries"));
                 e.flops += static_cast<double>(cfg.get_int("vo.eval_tasks")) * static_cast<double>(cfg.get_int("task.x_dim") + 2) *
-                           transformer_forward_flops(cfg, T, 64.0);
+                           transformer_forward_flops(cfg, T, vector_io_width(cfg));
+                e.gemm_flops = e.flops;
                 e.keys.push_back("vo.eval_tasks");
                 return e;
             }};

@@ -60,12 +60,6 @@ Spread spread_of(const std::vector<double>& values) {
     return s;
 }
 
-double peak_rss_gib() {  // getrusage: kilobytes on Linux
-    rusage usage{};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) * 1024.0 / kGiB;
-}
-
 bool reset_peak_rss() {
     std::ofstream clear_refs("/proc/self/clear_refs");
     if (!clear_refs) return false;
@@ -147,6 +141,17 @@ double rlimit_headroom_bytes(int resource, const char* field) {
 }
 
 }  // namespace
+
+// VmHWM, the high-water mark of this program's own memory (reset_peak_rss resets it). Not getrusage's ru_maxrss: Linux
+// carries that across execve, so a program started by a larger one (Python: ~45 MiB) reports the parent's peak while
+// its own is smaller, and clear_refs does not lower it (issue 44). ru_maxrss where /proc is missing.
+double peak_rss_gib() {
+    const double hwm = proc_field_bytes("/proc/self/status", "VmHWM:");
+    if (!std::isnan(hwm)) return hwm / kGiB;
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);  // kilobytes on Linux
+    return static_cast<double>(usage.ru_maxrss) * 1024.0 / kGiB;
+}
 
 AvailableMemory available_memory() {
     AvailableMemory result;

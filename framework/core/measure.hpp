@@ -72,7 +72,8 @@ inline double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Peak resident set size of this process in GiB (getrusage's ru_maxrss, i.e. VmHWM).
+// Peak resident set size of this process in GiB: VmHWM of /proc/self/status (getrusage's ru_maxrss where /proc is
+// missing: Linux carries ru_maxrss across execve, so it can report the parent's peak).
 double peak_rss_gib();
 // Resets the peak (VmHWM) to the current size (Linux >= 4.0: "5" to /proc/self/clear_refs), so each
 // measurement gets its own peak. False where unsupported: peaks are then running maxima of the process.

@@ -80,7 +80,7 @@ constexpr std::size_t kBlockedMinRows = 32;
 constexpr std::size_t kBlockedColumns = 64;
 }  // namespace detail
 
-// ---- GEMM counter (`iclab bench`) ----------------------------------------------------------------
+// ---- GEMM counter (`iclab bench`, `ICLAB_COUNT_WORK=1 iclab run`: experiments/cli/work_count.hpp) ---------
 // FLOPs and time of every gemm call, per shape, while `enabled`. Off by default: a training run pays
 // one predictable branch per call. Not for concurrent enabling/reading: set `enabled` outside parallel
 // regions (calls made inside a parallel region are recorded under a critical section).
@@ -295,6 +295,40 @@ void gemm_compute(T* out, std::size_t out_ld, const T* a, std::size_t a_cols, co
 }  // namespace detail
 
 namespace detail {
+// The product on its path (gemm_checked has checked the shapes).
+template <class T>
+void gemm_dispatch(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, std::size_t m, std::size_t n, std::size_t k,
+                   bool transpose_a, bool transpose_b, T alpha, T beta, SmallGemm kernel, const GemmExtras<T>* extras,
+                   Triangle triangle) {
+    const std::size_t ldc = out.leading();
+    // the blocked kernel over a product from serial code (model.large_gemm), k > 0: cells shared by the threads
+    if (kernel == SmallGemm::blocked && triangle == Triangle::none && m > 0 && n > 0 && k > 0 && omp_get_level() == 0) {
+        blocked_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha,
+                        beta, extras);
+        return;
+    }
+    if (m == 0 || n == 0 || k == 0 || kernel == SmallGemm::blocked) {  // one serial call (and the extras serially)
+        if (extras != nullptr)
+            for (std::size_t part = 0; part < extras->side_parts; ++part) extras->side(part);
+        if (m == 0 || n == 0) return;
+        if (k == 0) {  // BLAS would be asked for an empty inner product: define the result ourselves
+            for (std::size_t r = 0; r < m; ++r)
+                for (std::size_t c = 0; c < n; ++c) {
+                    T& y = out.data[r * ldc + c];
+                    y = beta == T(0) ? T(0) : beta * y;
+                }
+        } else {
+            small_gemm_blocked(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b,
+                               alpha, beta, triangle);
+        }
+        run_epilogue(extras, 0, m);
+        return;
+    }
+    // (the counted time includes any extras: they run inside the product's parallel region)
+    gemm_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha, beta,
+                 extras);
+}
+
 template <class T>
 void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, bool transpose_a, bool transpose_b, T alpha,
                   T beta, SmallGemm kernel, const GemmExtras<T>* extras, Triangle triangle = Triangle::none) {
@@ -311,40 +345,15 @@ void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, 
     // small: called inside a parallel region (per (batch, head)); omp_get_level counts a team of one thread too
     const profile::Scope scope(profile::profiler.enabled && omp_get_level() > 0 ? profile::Kind::gemm_small
                                                                                 : profile::Kind::gemm_large);
-    const std::size_t ldc = out.leading();
-    // the blocked kernel over a product from serial code (model.large_gemm), k > 0: cells shared by the threads
-    if (kernel == SmallGemm::blocked && triangle == Triangle::none && m > 0 && n > 0 && k > 0 && omp_get_level() == 0) {
-        const double start = gemm_counter.enabled ? omp_get_wtime() : 0.0;
-        blocked_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha,
-                        beta, extras);
-        if (gemm_counter.enabled) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
-        return;
-    }
-    if (m == 0 || n == 0 || k == 0 || kernel == SmallGemm::blocked) {  // one serial call (and the extras serially)
-        if (extras != nullptr)
-            for (std::size_t part = 0; part < extras->side_parts; ++part) extras->side(part);
-        if (m == 0 || n == 0) return;
-        if (k == 0) {  // BLAS would be asked for an empty inner product: define the result ourselves
-            for (std::size_t r = 0; r < m; ++r)
-                for (std::size_t c = 0; c < n; ++c) {
-                    T& y = out.data[r * ldc + c];
-                    y = beta == T(0) ? T(0) : beta * y;
-                }
-        } else {
-            const double start = gemm_counter.enabled ? omp_get_wtime() : 0.0;
-            small_gemm_blocked(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b,
-                               alpha, beta, triangle);
-            if (gemm_counter.enabled) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
-        }
-        run_epilogue(extras, 0, m);
-        return;
-    }
-    // (the counted time includes any extras: they run inside the product's parallel region)
-    const double start = gemm_counter.enabled ? omp_get_wtime() : 0.0;
-    gemm_compute(out.data, ldc, a.data, a.leading(), b.data, b.leading(), m, n, k, transpose_a, transpose_b, alpha, beta,
-                 extras);
-    if (gemm_counter.enabled) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
+    // The counter's one place (`iclab bench`, ICLAB_COUNT_WORK): every product with m, n, k > 0, whichever path below
+    // runs it (the per-(batch, head) attention products inside a parallel region included), 2 m n k FLOP each (a
+    // triangular product too). Off: one predictable branch before and after.
+    const bool counted = gemm_counter.enabled && m > 0 && n > 0 && k > 0;
+    const double start = counted ? omp_get_wtime() : 0.0;
+    gemm_dispatch(out, a, b, m, n, k, transpose_a, transpose_b, alpha, beta, kernel, extras, triangle);
+    if (counted) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
 }
+
 }  // namespace detail
 
 // out = alpha * op(a) · op(b) + beta * out. transpose_a / transpose_b apply op = transpose.

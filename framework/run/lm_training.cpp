@@ -216,9 +216,12 @@ RunEstimate estimate_lm_training(const config::Config& cfg) {
         return e;
     }
     e.memory_gib = (4.0 * parameters + B * T * (L * (16.0 * C + H * T) + 3.0 * V)) * bytes / (1024.0 * 1024.0 * 1024.0);
-    const double forward_per_token = 2.0 * (trunk + V * C) + 4.0 * L * T * C;  // matrices, logits, attention
+    // matrices, logits, attention (over T keys; the recurrent form of linear attention: 4 C D, memory_estimate.hpp)
+    const double attention = recurrent_attention(cfg, T) ? 4.0 * L * C * C / H : 4.0 * L * T * C;
+    const double forward_per_token = 2.0 * (trunk + V * C) + attention;
     const double evaluations = std::floor(steps / static_cast<double>(cfg.get_int("eval.every"))) + 1.0;
     e.flops = 3.0 * forward_per_token * B * T * steps + forward_per_token * static_cast<double>(cfg.get_int("eval.sequences")) * T * evaluations;
+    e.gemm_flops = e.flops;
     e.keys = {"model.width", "model.layers", "task.vocab_size", "train.batch_size", "task.seq_len", "train.steps"};
     return e;
 }

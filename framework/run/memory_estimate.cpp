@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "framework/core/measure.hpp"
+#include "framework/model/transformer.hpp"
 
 namespace iclab::run {
 
@@ -76,6 +77,22 @@ MemoryEstimate estimate_training_memory(const config::Config& cfg) {
     return e;
 }
 
+double vector_io_width(const config::Config& cfg) {
+    if (!cfg.has("task.x_dim") || !cfg.has("model.read_in") || !cfg.has("model.read_out")) return 64.0;
+    const bool classes = cfg.has("task.kind") && cfg.get_string("task.kind") == "classification" && cfg.has("task.classes");
+    const double out = static_cast<double>(classes ? cfg.get_int("task.classes") : cfg.get_int("task.y_dim"));
+    const double in = static_cast<double>(cfg.get_int("task.x_dim")) + out;  // a token [x | y]
+    return (cfg.get_string("model.read_in") == "linear" ? in : 0.0) + (cfg.get_string("model.read_out") == "linear" ? out : 0.0);
+}
+
+bool recurrent_attention(const config::Config& cfg, double T) {  // Transformer::use_recurrent_form
+    if (!cfg.has("model.attention") || cfg.get_string("model.attention") != "linear") return false;
+    if (cfg.has("model.mask") && cfg.get_string("model.mask") != "causal") return false;
+    if (cfg.has("model.isolate_queries") && cfg.get_bool("model.isolate_queries")) return false;
+    const std::string form = cfg.has("model.attention_form") ? cfg.get_string("model.attention_form") : "auto";
+    return form == "recurrent" || (form == "auto" && T >= static_cast<double>(model::ModelSpec{}.recurrent_min_time));
+}
+
 double transformer_forward_flops(const config::Config& cfg, double T, double V) {
     const double L = static_cast<double>(cfg.get_int("model.layers")), C = static_cast<double>(cfg.get_int("model.width"));
     const double H = static_cast<double>(cfg.get_int("model.heads"));
@@ -84,29 +101,41 @@ double transformer_forward_flops(const config::Config& cfg, double T, double V) 
                            cfg.get_string("model.feature_map") == "performer";
     const double R = performer ? static_cast<double>(cfg.get_int("model.random_features")) : C / H;
     // Per token and layer: the projections and the MLP (2 flops per weight), the features (2 D R per head for q and
-    // k), and attention over T keys (quadratic form: scores and weighted values, 4 T times the feature width).
-    const double per_token_layer = 2.0 * (4.0 + 2.0 * mlp) * C * C + (performer ? 4.0 * C * R : 0.0) + 4.0 * T * H * R;
+    // k), and attention over T keys (quadratic form: scores 2 T R and weighted values 2 T D a head; issue 44: counted
+    // as 4 T R, 1.7x the products of gd004's Performer layer, R = 1200, D = 12; the recurrent form of causal linear
+    // attention from T = 128, Eq. 19: the state's update and read-out, 4 R D a head, loops rather than GEMMs, at most
+    // half the projections' 8 C^2 for R = D).
+    const double D = C / H;
+    const double attention = recurrent_attention(cfg, T) ? 4.0 * H * R * D : 2.0 * T * H * (R + D);
+    const double per_token_layer = 2.0 * (4.0 + 2.0 * mlp) * C * C + (performer ? 4.0 * C * R : 0.0) + attention;
     return T * (L * per_token_layer + 2.0 * V * C);
 }
 
-double inference_memory_gib(const config::Config& cfg, double B, double T, double V) {
+double inference_memory_gib(const config::Config& cfg, double B, double T, double V, double bytes) {
     const double L = static_cast<double>(cfg.get_int("model.layers")), C = static_cast<double>(cfg.get_int("model.width"));
     const double H = static_cast<double>(cfg.get_int("model.heads"));
     const double mlp = cfg.get_bool("model.mlp") ? static_cast<double>(cfg.get_int("model.mlp_ratio")) : 0.0;
-    const double bytes = cfg.get_string("model.dtype") == "float64" ? 8.0 : 4.0;
+    if (bytes <= 0.0) bytes = cfg.get_string("model.dtype") == "float64" ? 8.0 : 4.0;
     const double parameters = L * (4.0 + 2.0 * mlp) * C * C + 2.0 * V * C;
-    return (parameters + B * T * ((12.0 + 2.0 * mlp) * C + H * T + 2.0 * V)) * bytes / kGib;
+    // Performer features: φ and its rotated copy of the queries and the keys, R per head each (issue 44: gd004_example's
+    // fp64 test forward, R = 1200, C = 12, held 4 H R values a token, 40 MiB against an estimate of 2).
+    const double features = cfg.has("model.feature_map") && cfg.get_string("model.attention") == "linear" &&
+                                    cfg.get_string("model.feature_map") == "performer"
+                                ? 4.0 * H * static_cast<double>(cfg.get_int("model.random_features"))
+                                : 0.0;
+    return (parameters + B * T * ((12.0 + 2.0 * mlp) * C + H * T + features + 2.0 * V)) * bytes / kGib;
 }
 
 RunEstimate estimate_training(const config::Config& cfg) {
     const MemoryEstimate m = estimate_training_memory(cfg);
-    const double T = sequence_length(cfg), V = cfg.has("task.seq_len") ? 52.0 : 64.0;
+    const double T = sequence_length(cfg), V = cfg.has("task.seq_len") ? 52.0 : vector_io_width(cfg);
     const double steps = static_cast<double>(cfg.get_int("train.steps")), B = static_cast<double>(cfg.get_int("train.batch_size"));
     const double forward = transformer_forward_flops(cfg, T, V);
     const double evaluations = std::floor(steps / static_cast<double>(cfg.get_int("eval.every"))) + 1.0;
     RunEstimate e;
     e.memory_gib = m.total_gib() + static_cast<double>(cfg.get_int("eval.sequences")) * T * 16.0 * 8.0 / kGib;
     e.flops = steps * B * 3.0 * forward + evaluations * static_cast<double>(cfg.get_int("eval.sequences")) * forward;
+    e.gemm_flops = e.flops;
     e.keys = {"model.width", "model.layers", "train.batch_size", "train.steps"};
     return e;
 }

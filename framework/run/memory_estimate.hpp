@@ -12,9 +12,16 @@
 namespace iclab::run {
 
 // A run's size: estimates within ~2-4x (the large tensors and the dominant loops only).
+// How they are checked (docs/testing.md, Estimates; ctest estimates, scripts/estimates/check_estimates.py): a short run
+// of every experiment family with ICLAB_COUNT_WORK=1 (experiments/cli/work_count.hpp) counts the arithmetic of every
+// product through nn::gemm, which must lie within [0.5, 2] x gemm_flops, and its peak resident set must stay within
+// 2 x memory_gib + the process's baseline. The rest of `flops` (loops, weighted for time below) is not counted.
 struct RunEstimate {
     double memory_gib = 0;  // the largest allocations alive at once
-    double flops = 0;       // arithmetic of the whole run (a multiply-add counts 2)
+    double flops = 0;       // arithmetic of the whole run (a multiply-add counts 2), loops weighted by kFp64LoopWeight etc.
+    // Of flops, the unweighted arithmetic of the products that go through nn::gemm (2 m n k each): what
+    // ICLAB_COUNT_WORK counts. Equal to flops for a run that is all transformer layers.
+    double gemm_flops = 0;
     // The keys that set the size, named in a refusal (the first one's file:line leads the message).
     std::vector<std::string> keys;
 };
@@ -65,9 +72,19 @@ RunEstimate estimate_training(const config::Config& cfg);
 // FLOPs of one forward pass of a model of the model keys over one sequence of T tokens with an output width V.
 double transformer_forward_flops(const config::Config& cfg, double T, double V);
 
+// V of a vector task's model for transformer_forward_flops: the token width d_x + d_y read in by a linear read-in plus
+// the d_y read out by a linear read-out (an identity read-in and a sliced read-out multiply nothing); 64 (a bound)
+// for a config without the regression keys. issue 44: vo_trained (identity, slice) was counted at 64, 2x its work.
+double vector_io_width(const config::Config& cfg);
+
+// Whether the model's causal linear attention runs in its recurrent form at T tokens (Transformer::use_recurrent_form:
+// model.attention_form, or auto from ModelSpec::recurrent_min_time): O(T) loops instead of the quadratic form's GEMMs.
+bool recurrent_attention(const config::Config& cfg, double T);
+
 // Memory of a model of the model keys in inference mode on B sequences of T tokens, output width V: the parameters
-// and one layer's activations (q, k, v, MLP, attention rows), the logits.
-double inference_memory_gib(const config::Config& cfg, double B, double T, double V);
+// and one layer's activations (q, k, v, MLP, attention rows, Performer features), the logits. bytes: of a value (0: the
+// model.dtype's).
+double inference_memory_gib(const config::Config& cfg, double B, double T, double V, double bytes = 0.0);
 
 // The validation rule of the training experiments: fails naming the estimate and the machine's available memory.
 void check_training_memory(const config::Config& cfg);
