@@ -146,7 +146,7 @@ TEST_CASE("decayed attention: the quadratic and recurrent forms and the decode s
     }
 }
 
-TEST_CASE("decayed attention: gamma = 1 is bit-identical to no decay only through the no-decay path", "[decay]") {
+TEST_CASE("decayed attention: a decay of 1 in every head computes the values of no decay", "[decay]") {
     // The model maps γ = 1 to an empty decay (Transformer::attention_decay); the layer with decay {1, 1} computes the same
     // values by another path, equal to rounding. Both forms.
     Rng rng(45);

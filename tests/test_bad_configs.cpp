@@ -119,7 +119,6 @@ const std::vector<BadConfig> kCorpus = {
     {"configs/quick/induction_head.yaml", "model.decay=0", "model.decay"},
     {"configs/quick/induction_head.yaml", "model.decay=fast", "model.decay"},
     {"configs/quick/induction_head.yaml", "'model.decay=[0.9, 0.9, 0.9]'", "model.decay"},
-    {"configs/quick/induction_head.yaml", "model.decay=0.9 model.mask=prefix", "model.decay"},
     {"configs/quick/induction_head.yaml", "model.decay=learned model.attention=softmax", "model.decay"},
     {"configs/quick/bias_training.yaml", "'bias_training.seeds=[]'", "bias_training.seeds"},
     {"configs/quick/bias_training.yaml", "'bias_training.variants=[]'", "bias_training.variants"},

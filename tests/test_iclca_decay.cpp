@@ -7,11 +7,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include "framework/icl/adapter_file.hpp"
 #include "framework/icl/iclca.hpp"
+#include "framework/config/config.hpp"
 #include "framework/model/transformer_decode.hpp"
+#include "framework/run/config_keys.hpp"
 #include "framework/nn/linear_attention.hpp"
+#include "framework/nn/linear_attention_recurrent.hpp"
 #include "tests/attention_variants.hpp"
 #include "tests/cli_helpers.hpp"
 
@@ -106,8 +110,8 @@ double layer_error(double gamma, bool recurrent, int control) {
     nn::LinearAttentionCache<T> cache;
     forward(joint.data(), cache, qkv.data(), b_kv.data(), b_d.data(), M + N);
     // Algorithm 1': S_{M-1}, z_{M-1} of the prompt (decayed), then b'_KV = R_{-M} S_{M-1}, b'_D = z_{M-1}
-    std::vector<T> state(H * F * D), key_sum(H * F), column(F), rotated(F);
-    forward(converted.data(), cache, qkv.data(), b_kv.data(), b_d.data(), M);  // (fills the cache of the prompt)
+    std::vector<T> state(H * F * D), key_sum(H * F), column(F), rotated(F), prompt_out(M * C);
+    forward(prompt_out.data(), cache, qkv.data(), b_kv.data(), b_d.data(), M);  // (fills the cache of the prompt)
     nn::linear_attention_final_state(state.data(), key_sum.data(), cache, qkv.data(), b_kv.data(), b_d.data(),
                                      nn::AttentionShape{1, M, H, D}, in.options.decay);
     for (std::size_t h = 0; h < H; ++h)
@@ -285,5 +289,41 @@ TEST_CASE("decayed model: the two forms and the decoder agree, and the learned d
             testing::check_gradient(name, theta, analytic, loss);
             std::copy(theta.begin(), theta.end(), net->param(name));
         }
+    }
+}
+
+TEST_CASE("model.decay: a scalar, a per-head list or learned, gamma 1 is no decay, bad values name the key", "[decay][config]") {
+    iclab_test::Scratch scratch;
+    const auto file = scratch.path / "model.yaml";
+    { std::ofstream(file) << "model:\n  heads: 2\n  width: 16\n"; }
+    config::Schema schema;
+    run::add_model_keys(schema);
+    const auto spec_of = [&](const std::vector<std::string>& overrides) {
+        return run::model_spec_from_config(config::load_config(file.string(), overrides, schema), 11, 32);
+    };
+    CHECK(spec_of({}).decay == model::ModelSpec::Decay::none);
+    const auto scalar = spec_of({"model.decay=0.9"});
+    CHECK(scalar.decay == model::ModelSpec::Decay::fixed);
+    CHECK(scalar.decay_gamma == std::vector<double>{0.9, 0.9});
+    CHECK(spec_of({"model.decay=[0.5, 0.99]"}).decay_gamma == std::vector<double>{0.5, 0.99});
+    CHECK(spec_of({"model.decay=learned"}).decay == model::ModelSpec::Decay::learned);
+    CHECK(spec_of({"model.decay=none"}).decay == model::ModelSpec::Decay::none);
+    // γ = 1: no decay, so the model (layout, fingerprint, bits) is the model without the key
+    const auto ones = spec_of({"model.decay=1"});
+    CHECK(ones.decay == model::ModelSpec::Decay::none);
+    model::Transformer<double> plain(spec_of({})), with_one(ones);
+    Rng rng_a(3), rng_b(3);
+    plain.init(rng_a);
+    with_one.init(rng_b);
+    CHECK(icl::model_fingerprint(plain) == icl::model_fingerprint(with_one));
+    for (const std::string bad : {"model.decay=1.5", "model.decay=0", "model.decay=-0.5", "model.decay=fast",
+                                  "model.decay=[0.9, 0.9, 0.9]", "model.decay=[learned, 0.9]", "model.decay=nan"}) {
+        INFO(bad);
+        CHECK_THROWS_WITH(spec_of({bad}), Catch::Contains("model.decay"));
+        CHECK_THROWS_AS(spec_of({bad}), InputError);
+    }
+    for (const std::string other : {"model.mask=prefix", "model.attention=softmax", "model.isolate_queries=true"}) {
+        INFO(other);
+        CHECK_THROWS_WITH(spec_of({"model.decay=0.9", other}), Catch::Contains("model.decay"));
     }
 }
