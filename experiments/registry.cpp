@@ -20,7 +20,8 @@
     X(prefix_vs_causal)      \
     X(prefix_vs_causal_probes) \
     X(lm)                    \
-    X(iclaa_lm)
+    X(iclaa_lm)              \
+    X(decay_attention)
 
 namespace iclab::experiments {
 
