@@ -10,6 +10,8 @@
 // Eq. 12-13 and Algorithm 1 step (d). eps is a fixed model constant: it stays exact under ICLCA.
 // V(i) is the set of keys position i sees (attention_mask.hpp): j ≤ i for the causal mask of Eq. 13;
 // prefix and full masks (paper 003) and isolated queries use the same formula with their V(i).
+// With a decay γ per head (options.decay, causal mask only; docs/decay.md Eq. D3) key j enters query i's sums with
+// γ^{i-j} and b_KV, b_D with γ^{i+1}, in the numerator and the normalizer alike (attention_decay.hpp).
 //
 // Shapes: B batch, T time, H heads, D head width, C = H·D, F feature width (= D for elementwise φ, R for
 // performer features; random_features (D, R) is the layer's performer matrix, nullptr otherwise).
