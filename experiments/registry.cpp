@@ -21,7 +21,8 @@
     X(prefix_vs_causal_probes) \
     X(lm)                    \
     X(iclaa_lm)              \
-    X(prompt_baking)
+    X(prompt_baking)         \
+    X(decay_attention)
 
 namespace iclab::experiments {
 

@@ -114,6 +114,12 @@ const std::vector<BadConfig> kCorpus = {
     {"configs/quick/induction_head.yaml", "'task.triggers=[]'", "task.triggers"},
     {"configs/quick/induction_head.yaml", "model.width=4096 model.layers=256", "model.width"},
     {"configs/quick/induction_head.yaml", "train.steps=100000000 train.batch_size=1024", "train.steps"},
+    // model.decay (docs/decay.md): gamma in (0, 1], none or learned, 1 or model.heads values, causal linear attention
+    {"configs/quick/induction_head.yaml", "model.decay=1.5", "model.decay"},
+    {"configs/quick/induction_head.yaml", "model.decay=0", "model.decay"},
+    {"configs/quick/induction_head.yaml", "model.decay=fast", "model.decay"},
+    {"configs/quick/induction_head.yaml", "'model.decay=[0.9, 0.9, 0.9]'", "model.decay"},
+    {"configs/quick/induction_head.yaml", "model.decay=learned model.attention=softmax", "model.decay"},
     {"configs/quick/bias_training.yaml", "'bias_training.seeds=[]'", "bias_training.seeds"},
     {"configs/quick/bias_training.yaml", "'bias_training.variants=[]'", "bias_training.variants"},
     {"configs/quick/bias_training.yaml", "'bias_training.thresholds=[]'", "bias_training.thresholds"},

@@ -266,6 +266,15 @@ Schema& Schema::add_string_list_free(const std::string& path, const std::vector<
     return add_key(make_spec(path, ValueType::string_list, default_value, help));
 }
 
+Schema& Schema::scalar_as_list(const std::string& path) {
+    auto found = index_.find(path);
+    ICLAB_CHECK(found != index_.end(), "config schema: scalar_as_list of an undeclared key: " << path);
+    KeySpec& spec = keys_[found->second];
+    ICLAB_CHECK(spec.type == ValueType::string_list, "config schema: scalar_as_list of " << path << ", not a list of strings");
+    spec.scalar_as_list = true;
+    return *this;
+}
+
 Schema& Schema::set_items(const std::string& path, std::size_t min_items, std::size_t max_items) {
     auto found = index_.find(path);
     ICLAB_CHECK(found != index_.end(), "config schema: set_items of an undeclared key: " << path);

@@ -49,6 +49,8 @@ struct KeySpec {
     // List keys: how many items (inclusive). By default a list must not be empty unless its default is empty;
     // Schema::set_items changes it.
     std::size_t min_items = 0, max_items = static_cast<std::size_t>(-1);
+    // A string-list key that also takes one plain value as a list of one (`key: 0.9` reads as [0.9]); Schema::scalar_as_list.
+    bool scalar_as_list = false;
     std::string help;
 };
 
@@ -79,6 +81,8 @@ public:
 
     // The number of items a list key may hold, [min_items, max_items] (e.g. 0 when an empty list means "none").
     Schema& set_items(const std::string& path, std::size_t min_items, std::size_t max_items = static_cast<std::size_t>(-1));
+    // A string-list key that also accepts a single scalar, read as a list of one item (model.decay: 0.9 or [0.9, 0.99]).
+    Schema& scalar_as_list(const std::string& path);
 
     // Runs after every key has a valid value; reports a violation with Config::fail.
     Schema& add_rule(Rule rule);

@@ -377,7 +377,12 @@ std::string parse_for_key(const KeySpec& spec, const YAML::Node& node, Value& ou
         case ValueType::string_value: return parse_value<std::string>(node, expected, out);
         case ValueType::int_list: return parse_list<std::int64_t>(node, expected, out);
         case ValueType::float_list: return parse_list<double>(node, expected, out);
-        case ValueType::string_list: return parse_list<std::string>(node, expected, out);
+        case ValueType::string_list:
+            if (spec.scalar_as_list && node.IsScalar()) {  // one value as a list of one (Schema::scalar_as_list)
+                out = std::vector<std::string>{node.Scalar()};
+                return "";
+            }
+            return parse_list<std::string>(node, expected, out);
     }
     return "unknown type";
 }

@@ -65,7 +65,8 @@ void write_biases(model::Transformer<T>& model, const AttentionBiases<T>& biases
 }
 
 // ICLCA, Algorithm 1, paper 000 §4.5: one forward pass over X' (steps a and d for every layer at once), then
-// per layer and head b'_KV = R_{-M} S_{M-1} (step b, Eq. 14) and b'_D = z_{M-1} (step c, Eq. 15).
+// per layer and head b'_KV = R_{-M} S_{M-1} (step b, Eq. 14) and b'_D = z_{M-1} (step c, Eq. 15). With decay the
+// forward keeps the decayed states (docs/decay.md Algorithm 1'): the two steps are unchanged.
 template <class T>
 AttentionBiases<T> iclca_convert(model::Transformer<T>& model, const std::int32_t* prompt, std::size_t prompt_length) {
     const model::ModelSpec& spec = model.spec();
@@ -134,6 +135,16 @@ std::string model_fingerprint(const model::Transformer<T>& model) {
                               double(s.normalize), s.normalizer_eps, s.unnormalized_scale, double(s.rope), s.rope_base,
                               double(static_cast<int>(s.feature_map)), s.performer_input_scale};
     mix(numbers, sizeof numbers);
+    // A decayed model (model.decay, docs/decay.md): the adapter's b'_KV = R_{-M} S_{M-1} holds the prompt decayed by γ,
+    // and only a model with the same γ applies γ^{i+1} to it as the prompt would. A learned γ is a parameter (hashed
+    // above). Mixed only when on, so the fingerprints of every model without decay (and their adapters) stay as they were.
+    if (s.decayed()) {
+        const char tag[] = "decay";
+        mix(tag, sizeof tag);
+        const double kind = s.decay == model::ModelSpec::Decay::fixed ? 1.0 : 2.0;
+        mix(&kind, sizeof kind);
+        if (s.decay == model::ModelSpec::Decay::fixed) mix(s.decay_gamma.data(), s.decay_gamma.size() * sizeof(double));
+    }
     return hash.hex();
 }
 

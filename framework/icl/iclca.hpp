@@ -17,6 +17,10 @@
 //
 // Converting on top of an adapter uses the adapter's biases as b_KV, b_D: converting X'_2 on top of X'_1's
 // adapter is converting [X'_1; X'_2] (tests check it).
+//
+// Decayed attention (model.decay, docs/decay.md): the same two lines with the decayed state S_{M-1} = γ^M b_KV +
+// Σ_p γ^{M-1-p} R_p φ(k'_p) v'_pᵀ (z likewise); the model applies γ^{i+1} to its biases at position i of X (they are
+// its initial state S_{-1}), exactly the decay the prompt's state has at X's position M + i (Theorem D.1 there).
 #include <cstddef>
 #include <cstdint>
 #include <string>

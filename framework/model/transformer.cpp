@@ -32,7 +32,9 @@ void ModelSpec::validate() const {
                     "performer features need random_features > 0");
         ICLAB_CHECK(!rope || feature_dim() % 2 == 0, "RoPE needs an even feature width, got " << feature_dim());
         ICLAB_CHECK(normalize || unnormalized_scale >= 0.0, "unnormalized_scale must be >= 0");
+        detail::validate_decay(*this);  // transformer_decay.cpp
     } else {
+        ICLAB_CHECK(decay == Decay::none, "attention decay needs linearized attention");
         ICLAB_CHECK(!rope || head_dim() % 2 == 0, "RoPE needs an even head width, got " << head_dim());
     }
 }
@@ -73,6 +75,9 @@ ParameterLayout build_parameter_layout(const ModelSpec& spec) {
             layout.add(p + "attn.b_d", {H, F}, spec.attention_bias_trainable, false,
                        "(H, F): b_D of paper 000 Eq. 13 per head, added to sum_j phi(k_j) in the normalizer",
                        spec.attention_bias_d_nonnegative);
+            if (spec.decay == ModelSpec::Decay::learned)
+                layout.add(p + "attn.decay_logit", {H}, true, false,
+                           "(H): learned decay gamma_h = sigmoid(theta_h) per head (docs/decay.md): S_i = gamma S_{i-1} + ...");
             if (spec.feature_map == nn::FeatureMap::performer)
                 layout.add(p + "attn.random_features", {D, F}, false, false,
                            "(D, R): performer directions, column r is W_r; phi(x) = exp(W^T (s x) - |s x|^2/2)/sqrt(R); fixed, never trained");
@@ -129,6 +134,7 @@ Transformer<T>::Transformer(const ModelSpec& spec, Mode mode) : spec_(spec), mod
         o.b_kv = find(p + "attn.b_kv");
         o.b_d = find(p + "attn.b_d");
         o.random = find(p + "attn.random_features");
+        o.decay_logit = find(p + "attn.decay_logit");
         o.ln2_gamma = find(p + "ln2.gamma");
         o.ln2_beta = find(p + "ln2.beta");
         o.w_fc = find(p + "mlp.w_fc");
@@ -161,6 +167,8 @@ void Transformer<T>::init(Rng& rng) {
             const std::size_t D = entry.shape[0], R = entry.shape[1];
             const std::vector<double> w = nn::draw_feature_directions(D, R, spec_.orthogonal_features, rng);
             for (std::size_t i = 0; i < D * R; ++i) p[i] = static_cast<T>(w[i]);
+        } else if (ends_with("attn.decay_logit")) {
+            detail::init_decay_logits(p, entry.size);  // gamma_h = 1 - 2^(-5-h) (transformer_decay.cpp)
         } else if (ends_with(".gamma")) {
             std::fill(p, p + entry.size, T(1));
         } else if (entry.weight_decay) {  // matrices
@@ -327,6 +335,7 @@ void Transformer<T>::forward_trunk() {
     nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
     shape.feature_dim = spec_.feature_dim();
     const nn::LinearAttentionOptions options = attention_options();
+    nn::LinearAttentionOptions decayed = options;  // per layer with its decay (model.decay), when on
     nn::SoftmaxAttentionOptions<T> soft = softmax_options();
     const bool recurrent = use_recurrent_form();
     if (softmax_prompt_ != nullptr && !softmax_prompt_->empty())
@@ -350,15 +359,17 @@ void Transformer<T>::forward_trunk() {
         note_non_finite(a.qkv.data(), 3 * C, l, "q, k, v projection (x W_qkv + b_qkv)");
         if (capture_qkv_) captured_qkv_[l].assign(a.qkv.begin(), a.qkv.end());
         soft.prompt = softmax_prompt_ != nullptr && !softmax_prompt_->empty() ? &(*softmax_prompt_)[l] : nullptr;
+        if (spec_.decay != ModelSpec::Decay::none) decayed.decay = attention_decay(l);
+        const nn::LinearAttentionOptions& attention = spec_.decay != ModelSpec::Decay::none ? decayed : options;
         if (spec_.attention == ModelSpec::Attention::softmax)
             nn::softmax_attention_forward(a.att.data(), a.softmax, a.qkv.data(), shape, soft);
         else if (recurrent)
             nn::linear_attention_recurrent_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, at(o.random),
-                                                   shape, options);
+                                                   shape, attention);
         else {
             a.attention.keep_scores = mode_ == Mode::training;  // backward reuses them (memory_estimate counts H T per token)
             nn::linear_attention_forward(a.att.data(), a.attention, a.qkv.data(), P + o.b_kv, P + o.b_d, at(o.random), shape,
-                                         options);
+                                         attention);
         }
         note_non_finite(a.att.data(), C, l, spec_.attention == ModelSpec::Attention::softmax ? "softmax attention" : "linear attention");
         min_denominator_.resize(spec_.layers);
@@ -372,7 +383,7 @@ void Transformer<T>::forward_trunk() {
             final_states_[l].resize(batch_ * spec_.heads * shape.features() * spec_.head_dim());
             final_key_sums_[l].resize(batch_ * spec_.heads * shape.features());
             nn::linear_attention_final_state(final_states_[l].data(), final_key_sums_[l].data(), a.attention, a.qkv.data(),
-                                             P + o.b_kv, P + o.b_d, shape);
+                                             P + o.b_kv, P + o.b_d, shape, attention.decay);
         }
         // mid = [input +] att [W_o + b_o]; without an MLP, mid is the block's output (written there directly), and
         // with a pre-LN MLP the residual add runs inside LN2's pass (nn::residual_layernorm_forward, bit-identical)

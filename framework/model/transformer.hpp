@@ -86,6 +86,19 @@ struct ModelSpec {
     nn::SmallGemm small_gemm = nn::SmallGemm::blocked;
     // Kernel of the products over the whole batch: the linear layers, read-in, read-out (model.large_gemm, nn/gemm.hpp).
     nn::SmallGemm large_gemm = nn::SmallGemm::blocked;
+    // Decayed linear attention (model.decay; RetNet / GLA style, docs/decay.md): none (γ = 1, the attention of paper 000),
+    // fixed per-head γ_h ∈ (0, 1] (decay_gamma, H values), or learned per-head γ_h = sigmoid(θ_h), θ the parameter
+    // blocks.<l>.attn.decay_logit (H), initialized at γ_h = 1 − 2^{−5−h} (RetNet's). Linear attention, causal mask only.
+    enum class Decay { none, fixed, learned };
+    Decay decay = Decay::none;
+    std::vector<double> decay_gamma;
+    bool decayed() const {  // a decay other than γ = 1 in every head
+        if (decay == Decay::learned) return true;
+        if (decay == Decay::none) return false;
+        for (double gamma : decay_gamma)
+            if (gamma != 1.0) return true;
+        return false;
+    }
 
     double init_std = 0.02;
     double layernorm_eps = 1e-5;
@@ -154,6 +167,9 @@ public:
     const std::vector<T>& final_state(std::size_t layer) const { return final_states_.at(layer); }
     const std::vector<T>& final_key_sum(std::size_t layer) const { return final_key_sums_.at(layer); }
     const nn::RopeTable* rope() const { return spec_.rope ? &rope_ : nullptr; }
+    // The per-head decay γ_h (H values) of layer `layer`'s attention from the spec or the learned θ (transformer_decay.cpp);
+    // empty without decay, and for a fixed decay of γ = 1 in every head (then the code of no decay runs, bit for bit).
+    std::vector<double> attention_decay(std::size_t layer) const;
 
     // Softmax attention only (ICLAA, framework/icl/iclaa.hpp): the prompt terms of every layer that later forwards
     // add to each query's attention (nn::SoftmaxPromptHead; per layer H or B·H heads); null or empty: none. The
@@ -194,7 +210,7 @@ public:
 
 private:
     struct BlockOffsets {
-        std::size_t ln1_gamma, ln1_beta, w_qkv, b_qkv, w_o, b_o, b_kv, b_d, random;
+        std::size_t ln1_gamma, ln1_beta, w_qkv, b_qkv, w_o, b_o, b_kv, b_d, random, decay_logit;
         std::size_t ln2_gamma, ln2_beta, w_fc, b_fc, w_proj, b_proj;
     };
     struct BlockActivations {
@@ -212,6 +228,8 @@ private:
     void allocate(std::size_t batch, std::size_t time);
     void forward_trunk();  // blocks, final norm and read-out; the stream's first input is filled
     nn::LinearAttentionOptions attention_options() const;
+    // Learned decay: grads of θ_h += dγ_h · γ_h (1 − γ_h) (the sigmoid's derivative) for layer `layer`.
+    void accumulate_decay_gradient(std::size_t layer, const std::vector<T>& d_gamma);
     nn::SoftmaxAttentionOptions<T> softmax_options() const;
     bool use_recurrent_form() const;
     T* block_input(std::size_t l);        // where block l reads its input

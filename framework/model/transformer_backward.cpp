@@ -47,6 +47,8 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
     nn::AttentionShape shape{batch_, time_, spec_.heads, spec_.head_dim()};
     shape.feature_dim = spec_.feature_dim();
     const nn::LinearAttentionOptions options = attention_options();
+    nn::LinearAttentionOptions decayed = options;  // per layer with its decay (model.decay), when on
+    std::vector<T> d_gamma;                        // learned decay: dγ (H) of one layer
     const nn::SoftmaxAttentionOptions<T> soft = softmax_options();
     const bool recurrent = use_recurrent_form();
     const nn::SmallGemm kernel = spec_.large_gemm;  // the products over the whole batch (model.large_gemm)
@@ -117,15 +119,23 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
             d_qkv_.resize(N * 3 * C);
         else
             zeroed(d_qkv_, N * 3 * C);
+        // with model.decay: the layer's γ_h, and for a learned decay dγ (then dθ, accumulate_decay_gradient)
+        const bool decay = spec_.attention == ModelSpec::Attention::linear && spec_.decay != ModelSpec::Decay::none;
+        if (decay) decayed.decay = attention_decay(l);
+        const nn::LinearAttentionOptions& attention = decay ? decayed : options;
+        const bool learned = decay && spec_.decay == ModelSpec::Decay::learned;
+        if (learned) d_gamma.assign(spec_.heads, T(0));
+        T* d_decay = learned ? d_gamma.data() : nullptr;
         if (spec_.attention == ModelSpec::Attention::softmax)
             nn::softmax_attention_backward(d_qkv_.data(), d_att_.data(), a.qkv.data(), a.softmax, shape, soft);
         else if (recurrent)
             nn::linear_attention_recurrent_backward(d_qkv_.data(), G + o.b_kv, G + o.b_d, d_att_.data(), a.qkv.data(),
                                                     P + o.b_kv, P + o.b_d, at(o.random), a.att.data(), a.attention, shape,
-                                                    options);
+                                                    attention, d_decay);
         else
             nn::linear_attention_backward(d_qkv_.data(), G + o.b_kv, G + o.b_d, d_att_.data(), a.qkv.data(), P + o.b_kv,
-                                          P + o.b_d, at(o.random), a.att.data(), a.attention, shape, options);
+                                          P + o.b_d, at(o.random), a.att.data(), a.attention, shape, attention, d_decay);
+        if (learned) accumulate_decay_gradient(l, d_gamma);
         d_norm_.resize(N * C);
         nn::linear_backward(d_norm_.data(), G + o.w_qkv, grad_at(o.b_qkv), d_qkv_.data(),
                             spec_.layernorm ? a.ln1.data() : a.input.data(), P + o.w_qkv, N, C, 3 * C, false, kernel);

@@ -61,7 +61,8 @@ void TransformerDecoder<T>::reset() {
     } else {
         state_.resize(L);
         key_sum_.resize(L);
-        for (std::size_t l = 0; l < L; ++l) {  // S_{-1} = b_KV, z_{-1} = b_D (Eq. 19 with §7's initial state)
+        // S_{-1} = b_KV, z_{-1} = b_D (Eq. 19 with §7's initial state; with decay, the state the first step decays by γ)
+        for (std::size_t l = 0; l < L; ++l) {
             state_[l].assign(layers_[l].b_kv, layers_[l].b_kv + H * F * D);
             key_sum_[l].assign(layers_[l].b_d, layers_[l].b_d + H * F);
         }
@@ -121,6 +122,7 @@ void TransformerDecoder<T>::append(const std::int32_t* tokens, std::size_t count
         }
         nn::linear_forward(qkv_.data(), normed, o.w_qkv, o.b_qkv, N, C, 3 * C);
         soft.prompt = prompt_ != nullptr ? &(*prompt_)[l] : nullptr;
+        if (spec_.decay != ModelSpec::Decay::none) linear.decay = model_.attention_decay(l);  // γ_h (docs/decay.md)
         for (std::size_t n = 0; n < N; ++n) {  // token by token: each sees the caches up to and including itself
             const std::size_t position = length_ + n;
             if (spec_.attention == ModelSpec::Attention::softmax)

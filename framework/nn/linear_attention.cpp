@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "framework/core/check.hpp"
+#include "framework/nn/attention_decay.hpp"
 #include "framework/nn/attention_kernels.hpp"
 #include "framework/nn/gemm.hpp"
 
@@ -35,6 +36,8 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
     const SmallGemm sg = options.small_gemm;  // the per-(batch, head) products' kernel (model.small_gemm)
     const auto tri = causal_triangle(options);  // the causal structure its products may skip (blocked kernel only)
     const std::vector<unsigned char>& skipped_bkv = skipped_bias_heads(b_kv, shape, options);  // per head h
+    check_decay(shape, options);
+    const std::vector<T> powers = decay_powers<T>(options, TT + 1);  // (H, T + 1) γ_h^n; empty without decay
 #pragma omp parallel
     {
         // per-thread scratch kept between calls (no allocation inside a training step); every element is written
@@ -53,6 +56,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
             T* rot_k = cache.rot_k.data() + base;
             T* den = cache.den.data() + bh * TT;
             const T* head_bkv = b_kv + h * F * D;  // (F, D)
+            const T* gamma_n = powers.empty() ? nullptr : powers.data() + h * (TT + 1);  // γ^n (decay.md Eq. D3)
             // q, k, v of this head read in place: rows 3C apart in qkv (B, T, 3C)
             const T* q = qkv + b * TT * 3 * C + h * D;
             const T* k = q + C;
@@ -65,15 +69,20 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
             gemm<T>(matrix(S, TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false, true, T(1),
                     T(0), sg, tri(Triangle::lower_out));
             if (tri(Triangle::lower_out) == Triangle::none) apply_mask(S, TT, options.mask);  // else masked as written
+            if (gamma_n != nullptr) decay_scores(S, TT, gamma_n);  // S_ij γ^{i-j}
             // b_KV = 0 (its initial value; frozen unless model.attention_bias_trainable): rq b_KV is +0 throughout and
             // S v + (+0) has the bits of S v written with β = 0, so the first product is skipped (bias_kv_is_zero)
             const bool with_bkv = !skipped_bkv[h];
-            if (with_bkv)
+            if (with_bkv) {
                 gemm<T>(matrix(num.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D), false,
                         false, T(1), T(0), sg);
+                if (gamma_n != nullptr) scale_rows(num.data(), TT, D, gamma_n + 1);  // γ^{i+1} rq_i b_KV (decay.md Eq. D3)
+            }
             gemm<T>(matrix(num.data(), TT, D), matrix<const T>(S, TT, TT), strided_matrix(v, TT, D, 3 * C), false, false, T(1),
                     with_bkv ? T(1) : T(0), sg, tri(Triangle::lower_a));
-            if (options.normalize)
+            if (options.normalize && gamma_n != nullptr)
+                decayed_normalizer_forward(den, phi_q, phi_k, b_d + h * F, TT, F, eps, gamma_n[1], key_sum);
+            else if (options.normalize)
                 normalizer_forward(den, phi_q, phi_k, b_d + h * F, TT, F, options.mask, eps, key_sum);
             else
                 std::fill(den, den + TT, fixed_den);
@@ -88,7 +97,7 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
 template <class T>
 void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, const T* qkv, const T* b_kv,
                                const T* b_d, const T* random_features, const T* out, const LinearAttentionCache<T>& cache,
-                               const AttentionShape& shape, const LinearAttentionOptions& options) {
+                               const AttentionShape& shape, const LinearAttentionOptions& options, T* d_decay) {
     const profile::Scope scope(profile::Kind::attention);
     check_attention_options(shape, options, random_features);
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
@@ -107,10 +116,14 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
     const SmallGemm sg = options.small_gemm;
     const auto tri = causal_triangle(options);
     const std::vector<unsigned char>& skipped_bkv = skipped_bias_heads(b_kv, shape, options);  // per head h
+    check_decay(shape, options);
+    const std::vector<T> powers = decay_powers<T>(options, TT + 1);  // (H, T + 1) γ_h^n; empty without decay
+    const bool learned = d_decay != nullptr && !powers.empty();
+    std::vector<T> partial_decay(learned ? B * H : 0, T(0));  // dγ per (b, h), reduced in order after the loop
 #pragma omp parallel
     {
         thread_local std::vector<T> d_num, d_den, d_rot_q, d_rot_k, d_phi_q, d_phi_k, key_sum, buckets, scratch, x_rows, scores,
-            d_scores;  // kept between calls; every element is written before it is read
+            d_scores, d_num_decayed, bias_rows;  // kept between calls; every element is written before it is read
         d_num.resize(TT * D);
         for (auto* buffer : {&d_rot_q, &d_rot_k, &d_phi_q, &d_phi_k}) buffer->resize(TT * F);
         d_den.resize(TT);
@@ -127,6 +140,7 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
             const T* rot_k = cache.rot_k.data() + base;
             const T* den = cache.den.data() + bh * TT;
             const T* head_bkv = b_kv + h * F * D;
+            const T* gamma_n = powers.empty() ? nullptr : powers.data() + h * (TT + 1);
             T* part_bkv = partial_bkv.data() + bh * F * D;
             T* part_bd = partial_bd.data() + bh * F;
             // q, k, v of this head read in place (rows 3C apart), and their gradients written in place into d_qkv
@@ -147,24 +161,47 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
                 gemm<T>(matrix(scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), matrix<const T>(rot_k, TT, F), false,
                         true, T(1), T(0), sg, tri(Triangle::lower_out));
                 if (tri(Triangle::lower_out) == Triangle::none) apply_mask(scores.data(), TT, options.mask);
+                if (gamma_n != nullptr) decay_scores(scores.data(), TT, gamma_n);
             }
             gemm<T>(matrix(d_scores.data(), TT, TT), matrix<const T>(d_num.data(), TT, D), strided_matrix(v, TT, D, 3 * C),
                     false, true, T(1), T(0), sg, tri(Triangle::lower_out));
             if (tri(Triangle::lower_out) == Triangle::none) apply_mask(d_scores.data(), TT, options.mask);
+            // With decay (decay.md Eq. D6): dγ from the scores, then dS ⊙ γ^{i-j} is the gradient of the undecayed
+            // rq rkᵀ; the bias term γ^{i+1} rq_i b_KV reads d_num_i γ^{i+1} (d_num_bias).
+            const T* d_num_bias = d_num.data();
+            if (gamma_n != nullptr) {
+                if (learned) partial_decay[bh] += decay_score_gradient(d_scores.data(), S, TT, gamma_n[1]);
+                decay_scores(d_scores.data(), TT, gamma_n);
+                d_num_decayed.assign(d_num.begin(), d_num.end());
+                scale_rows(d_num_decayed.data(), TT, D, gamma_n + 1);
+                d_num_bias = d_num_decayed.data();
+                if (learned && !skipped_bkv[h]) {  // Σ_i (i+1) γ^i (rq_i b_KV)·d_num_i = Σ_i (i+1)/γ (rq_i b_KV)·d_num_bias_i
+                    bias_rows.resize(TT * D);
+                    gemm<T>(matrix(bias_rows.data(), TT, D), matrix<const T>(rot_q, TT, F), matrix<const T>(head_bkv, F, D),
+                            false, false, T(1), T(0), sg);
+                    T sum = T(0);
+                    for (std::size_t i = 0; i < TT; ++i)
+                        sum = multiply_add(static_cast<T>(i + 1), dot_lanes(bias_rows.data() + i * D, d_num_bias + i * D, D), sum);
+                    partial_decay[bh] += sum / gamma_n[1];
+                }
+            }
             gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_k, TT, F),
                     false, false, T(1), T(0), sg, tri(Triangle::lower_a));
             if (!skipped_bkv[h])  // else + (+0): skipped (forward)
-                gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_num.data(), TT, D), matrix<const T>(head_bkv, F, D),
+                gemm<T>(matrix(d_rot_q.data(), TT, F), matrix<const T>(d_num_bias, TT, D), matrix<const T>(head_bkv, F, D),
                         false, true, T(1), T(1), sg);
             gemm<T>(matrix(d_rot_k.data(), TT, F), matrix<const T>(d_scores.data(), TT, TT), matrix<const T>(rot_q, TT, F), true,
                     false, T(1), T(0), sg, tri(Triangle::upper_a));
             // d v written in place (β = 0: the values of the separate buffer that scatter_head added to a zeroed d_qkv)
             gemm<T>(strided_matrix(d_v, TT, D, 3 * C), matrix<const T>(S, TT, TT), matrix<const T>(d_num.data(), TT, D), true,
                     false, T(1), T(0), sg, tri(Triangle::upper_a));
-            gemm<T>(matrix(part_bkv, F, D), matrix<const T>(rot_q, TT, F), matrix<const T>(d_num.data(), TT, D), true, false,
+            gemm<T>(matrix(part_bkv, F, D), matrix<const T>(rot_q, TT, F), matrix<const T>(d_num_bias, TT, D), true, false,
                     T(1), T(0), sg);
             // Denominator (kernel normalizer) contributions go straight to d φ (it uses unrotated features).
-            if (options.normalize) {  // writes d φq, d φk (every element)
+            if (options.normalize && gamma_n != nullptr) {
+                decayed_normalizer_backward(d_phi_q.data(), d_phi_k.data(), part_bd, learned ? &partial_decay[bh] : nullptr,
+                                            d_den.data(), phi_q, phi_k, b_d + h * F, TT, F, gamma_n[1], key_sum, buckets);
+            } else if (options.normalize) {  // writes d φq, d φk (every element)
                 normalizer_backward(d_phi_q.data(), d_phi_k.data(), part_bd, d_den.data(), phi_q, phi_k, b_d + h * F, TT, F,
                                     options.mask, key_sum, buckets);
             } else {
@@ -180,11 +217,14 @@ void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, co
         // (after the loop's barrier: every slot written) the threads share the reduction
         reduce_bias_gradients(d_b_kv, d_b_d, partial_bkv, partial_bd, B, H, F, D);
     }
+    if (learned) reduce_decay_gradient(d_decay, partial_decay, B, H);
 }
 
 template <class T>
 void linear_attention_final_state(T* state, T* key_sum, const LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv,
-                                  const T* b_d, const AttentionShape& shape) {
+                                  const T* b_d, const AttentionShape& shape, const std::vector<double>& decay) {
+    ICLAB_CHECK(decay.empty() || decay.size() == shape.heads, "attention decay: " << decay.size() << " values for "
+                                                                                  << shape.heads << " heads");
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, F = shape.features();
     const std::size_t C = shape.width();
     for (std::size_t bh = 0; bh < B * H; ++bh) {
@@ -193,7 +233,12 @@ void linear_attention_final_state(T* state, T* key_sum, const LinearAttentionCac
         T* z = key_sum + bh * F;
         std::copy(b_kv + h * F * D, b_kv + (h + 1) * F * D, S);  // S_{-1} = b_KV
         std::copy(b_d + h * F, b_d + (h + 1) * F, z);            // z_{-1} = b_D
-        for (std::size_t j = 0; j < TT; ++j) {                   // S_j = S_{j-1} + R_j φ(k_j) v_jᵀ  (Eq. 19)
+        const T gamma = decay.empty() ? T(1) : static_cast<T>(decay[h]);
+        for (std::size_t j = 0; j < TT; ++j) {                   // S_j = [γ] S_{j-1} + R_j φ(k_j) v_jᵀ  (Eq. 19, decay.md D1)
+            if (!decay.empty()) {
+                scale(S, F * D, gamma);
+                scale(z, F, gamma);
+            }
             const T* rk = cache.rot_k.data() + (bh * TT + j) * F;
             const T* v = qkv + (b * TT + j) * 3 * C + 2 * C + h * D;
             for (std::size_t f = 0; f < F; ++f) axpy(S + f * D, rk[f], v, D);
@@ -203,19 +248,21 @@ void linear_attention_final_state(T* state, T* key_sum, const LinearAttentionCac
 }
 
 template void linear_attention_final_state<float>(float*, float*, const LinearAttentionCache<float>&, const float*,
-                                                  const float*, const float*, const AttentionShape&);
+                                                  const float*, const float*, const AttentionShape&,
+                                                  const std::vector<double>&);
 template void linear_attention_final_state<double>(double*, double*, const LinearAttentionCache<double>&, const double*,
-                                                   const double*, const double*, const AttentionShape&);
+                                                   const double*, const double*, const AttentionShape&,
+                                                   const std::vector<double>&);
 template void linear_attention_forward<float>(float*, LinearAttentionCache<float>&, const float*, const float*,
                                               const float*, const float*, const AttentionShape&, const LinearAttentionOptions&);
 template void linear_attention_forward<double>(double*, LinearAttentionCache<double>&, const double*, const double*,
                                                const double*, const double*, const AttentionShape&, const LinearAttentionOptions&);
 template void linear_attention_backward<float>(float*, float*, float*, const float*, const float*, const float*,
                                                const float*, const float*, const float*, const LinearAttentionCache<float>&,
-                                               const AttentionShape&, const LinearAttentionOptions&);
+                                               const AttentionShape&, const LinearAttentionOptions&, float*);
 template void linear_attention_backward<double>(double*, double*, double*, const double*, const double*,
                                                 const double*, const double*, const double*,
                                                 const double*, const LinearAttentionCache<double>&, const AttentionShape&,
-                                                const LinearAttentionOptions&);
+                                                const LinearAttentionOptions&, double*);
 
 }  // namespace iclab::nn

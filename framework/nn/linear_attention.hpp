@@ -10,6 +10,8 @@
 // Eq. 12-13 and Algorithm 1 step (d). eps is a fixed model constant: it stays exact under ICLCA.
 // V(i) is the set of keys position i sees (attention_mask.hpp): j ≤ i for the causal mask of Eq. 13;
 // prefix and full masks (paper 003) and isolated queries use the same formula with their V(i).
+// With a decay γ per head (options.decay, causal mask only; docs/decay.md Eq. D3) key j enters query i's sums with
+// γ^{i-j} and b_KV, b_D with γ^{i+1}, in the numerator and the normalizer alike (attention_decay.hpp).
 //
 // Shapes: B batch, T time, H heads, D head width, C = H·D, F feature width (= D for elementwise φ, R for
 // performer features; random_features (D, R) is the layer's performer matrix, nullptr otherwise).
@@ -52,6 +54,10 @@ struct LinearAttentionOptions {
     // read them without their zero terms (bit-identical to the full blocked products: small_gemm.hpp, Triangle). false
     // runs the full products (tests compare the two). The OpenBLAS kernel and the other masks always run them.
     bool causal_triangle = true;
+    // Per-head decay γ_h ∈ (0, 1] (model.decay; RetNet / GLA style, docs/decay.md): query i sees key j ≤ i with weight
+    // γ^{i-j} and the biases b_KV, b_D (the initial state S_{-1}, z_{-1}) with γ^{i+1}, in the numerator and the
+    // normalizer alike (attention_decay.hpp). Empty: no decay, the code of before (γ = 1) bit for bit. Causal mask only.
+    std::vector<double> decay;
 };
 
 template <class T>
@@ -95,18 +101,20 @@ void linear_attention_forward(T* out, LinearAttentionCache<T>& cache, const T* q
 
 // d_qkv (B, T, 3C) =, d_b_kv (H, F, D) +=, d_b_d (H, F) += ; out is forward's output. d_qkv is overwritten (every
 // element, in place per head: no gather into per-head buffers), with the values the accumulating form left in a zeroed
-// d_qkv, bit for bit (0 + g).
+// d_qkv, bit for bit (0 + g). With options.decay and d_decay set: d_decay (H) += ∂L/∂γ_h (a learned decay).
 template <class T>
 void linear_attention_backward(T* d_qkv, T* d_b_kv, T* d_b_d, const T* d_out, const T* qkv, const T* b_kv,
                                const T* b_d, const T* random_features, const T* out, const LinearAttentionCache<T>& cache,
-                               const AttentionShape& shape, const LinearAttentionOptions& options);
+                               const AttentionShape& shape, const LinearAttentionOptions& options, T* d_decay = nullptr);
 
 // The recurrent state after the last position (paper 000 Eq. 19 with S_{-1} = b_KV, z_{-1} = b_D), from a
 // forward pass's cache: per (b, h)
 //   state (B, H, F, D) = b_KV + Σ_j R_j φ(k_j) v_jᵀ,   key_sum (B, H, F) = b_D + Σ_j φ(k_j)
 // over all positions j of the sequence (the causal mask's view of the last position). ICLCA builds on it.
+// With a per-head decay (H values, LinearAttentionOptions::decay; empty: none) the decayed state of docs/decay.md
+// Eq. D2: S_{T-1} = γ^T b_KV + Σ_j γ^{T-1-j} R_j φ(k_j) v_jᵀ, z likewise.
 template <class T>
 void linear_attention_final_state(T* state, T* key_sum, const LinearAttentionCache<T>& cache, const T* qkv, const T* b_kv,
-                                  const T* b_d, const AttentionShape& shape);
+                                  const T* b_d, const AttentionShape& shape, const std::vector<double>& decay = {});
 
 }  // namespace iclab::nn

@@ -7,12 +7,45 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace iclab::run {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One item of model.decay as γ: a finite decimal number (the whole text), else NaN.
+double decay_value(const std::string& text) {
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) return std::nan("");
+    return value;
+}
+
+// model.decay: [] or [none] (no decay), [learned], one γ for every head, or one γ per head, each in (0, 1].
+void check_decay_key(const config::Config& cfg) {
+    const std::vector<std::string> items = cfg.get_string_list("model.decay");
+    if (items.empty() || (items.size() == 1 && items[0] == "none")) return;
+    if (cfg.get_string("model.attention") != "linear")
+        cfg.fail({"model.decay", "model.attention"}, "model.decay belongs to linearized attention (model.attention: linear)");
+    if (cfg.get_string("model.mask") != "causal" || cfg.get_bool("model.isolate_queries"))
+        cfg.fail({"model.decay", "model.mask", "model.isolate_queries"},
+                 "model.decay needs the causal mask (model.mask: causal, model.isolate_queries: false): the decayed state "
+                 "S_i = gamma S_{i-1} + phi(k_i) v_i^T runs forward in time");
+    if (items.size() == 1 && items[0] == "learned") return;
+    const auto heads = static_cast<std::size_t>(cfg.get_int("model.heads"));
+    if (items.size() != 1 && items.size() != heads)
+        cfg.fail({"model.decay", "model.heads"}, "model.decay has " + std::to_string(items.size()) +
+                                                     " values: give one gamma for every head or one per head (model.heads = " +
+                                                     std::to_string(heads) + ")");
+    for (const std::string& item : items) {
+        const double gamma = decay_value(item);
+        if (!(gamma > 0.0 && gamma <= 1.0))
+            cfg.fail({"model.decay"}, "model.decay: '" + item + "' is not a decay gamma in (0, 1]" +
+                                          (items.size() == 1 ? " (nor none or learned)" : ""));
+    }
+}
 }  // namespace
 
 std::size_t warmup_steps(const config::Config& cfg) {
@@ -94,6 +127,15 @@ void add_model_keys(config::Schema& schema) {
                     "kernel of the products over the whole batch (linear layers, read-in, read-out): blocked (default: the "
                     "same kernel, split into cells the threads share; same bits whatever the CPU, the thread count or "
                     "OpenBLAS's core) or openblas (the kernel of the numbers published before 2026-11-27)")
+        .add_string_list_free("model.decay", {},
+                              "decay of linearized attention (RetNet / GLA style, docs/decay.md): S_i = gamma S_{i-1} + "
+                              "phi(k_i) v_i^T, z likewise, so query i sees key j with gamma^(i-j) and b_KV, b_D with "
+                              "gamma^(i+1); one gamma in (0, 1] for every head (model.decay: 0.9), one per head "
+                              "([0.9, 0.99]), or learned (per head gamma = sigmoid(theta), theta trained, initialized at "
+                              "1 - 2^(-5-h)); empty or none: no decay (gamma = 1). Causal linear attention only; exact "
+                              "under ICLCA")
+        .scalar_as_list("model.decay")
+        .add_rule(check_decay_key)
         .add_rule([](const config::Config& cfg) {
             if (cfg.get_int("model.width") % cfg.get_int("model.heads") != 0)
                 cfg.fail({"model.width", "model.heads"},
@@ -285,6 +327,18 @@ model::ModelSpec model_spec_from_config(const config::Config& cfg, std::size_t v
                                                 : model::ModelSpec::AttentionForm::automatic;
     spec.small_gemm = cfg.get_string("model.small_gemm") == "blocked" ? nn::SmallGemm::blocked : nn::SmallGemm::openblas;
     spec.large_gemm = cfg.get_string("model.large_gemm") == "blocked" ? nn::SmallGemm::blocked : nn::SmallGemm::openblas;
+    const std::vector<std::string> decay = cfg.get_string_list("model.decay");  // checked by check_decay_key
+    if (decay.size() == 1 && decay[0] == "learned") {
+        spec.decay = model::ModelSpec::Decay::learned;
+    } else if (!decay.empty() && decay[0] != "none") {
+        for (const std::string& item : decay) spec.decay_gamma.push_back(decay_value(item));
+        if (spec.decay_gamma.size() == 1) spec.decay_gamma.assign(spec.heads, spec.decay_gamma[0]);
+        spec.decay = model::ModelSpec::Decay::fixed;
+        if (!spec.decayed()) {  // γ = 1 in every head: no decay (the model, its fingerprint and its bits as without the key)
+            spec.decay = model::ModelSpec::Decay::none;
+            spec.decay_gamma.clear();
+        }
+    }
     return spec;
 }
 
