@@ -303,8 +303,8 @@ WideTable claims_table(const std::vector<PooledClaims>& pooled) {
                            {"on_claimed_side", static_cast<double>(r.on_side)}, {"paper_value", c.paper_value},
                            {"verdict", io::verdict_name(r.verdict)}, {"note", r.note}, {"readme", c.readme},
                            {"test", io::rule_test_name(c.rule.test)}, {"values", values},
-                           {"leave_one_out", r.leave_one_out}, {"rounding", r.rounding}, {"provenance", c.provenance},
-                           {"excluded", r.excluded}});
+                           {"leave_one_out", r.leave_one_out}, {"rounding", r.rounding}, {"excluded", r.excluded},
+                           {"provenance", c.provenance}});
         }
     return table;
 }
