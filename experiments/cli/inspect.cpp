@@ -44,7 +44,11 @@ void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwr
     const auto pooled = run::pool_run_claims(runs, &experiments::catalog());
     std::size_t counts[4] = {0, 0, 0, 0}, total = 0;
     for (const auto& p : pooled) {
-        std::printf("%s (%s, %zu run%s)\n", p.setting.c_str(), p.experiment.c_str(), p.runs.size(), p.runs.size() == 1 ? "" : "s");
+        std::printf("%s (%s, %zu run%s%s)\n", p.setting.c_str(), p.experiment.c_str(), p.runs.size(), p.runs.size() == 1 ? "" : "s",
+                    p.excluded.empty() ? "" : (", " + std::to_string(p.excluded.size()) + " excluded").c_str());
+        // runs left out by their precondition (framework/io/precondition.hpp), each with the reason
+        for (const auto& e : p.excluded)
+            std::printf("  excluded        seed %lld (%s): %s\n", static_cast<long long>(e.seed), e.dir.string().c_str(), e.reason.c_str());
         for (const auto& r : p.claims) {
             ++total, ++counts[static_cast<int>(r.verdict)];
             char interval[96] = "";
@@ -52,6 +56,7 @@ void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwr
                 std::snprintf(interval, sizeof interval, " [%.4g, %.4g]", r.interval.low, r.interval.high);
             std::printf("  %-15s %-48s mean %.4g%s, %zu/%zu on the claimed side (%s)\n", io::verdict_name(r.verdict),
                         r.claim.id.c_str(), r.interval.mean, interval, r.on_side, r.values.size(), r.claim.rule.text().c_str());
+            if (!r.excluded.empty() && !r.note.empty()) std::printf("  %-15s %s\n", "", r.note.c_str());
         }
     }
     std::printf("%zu claims: %zu reproduced, %zu not reproduced, %zu inconclusive, %zu not run\n", total, counts[0], counts[1], counts[2],

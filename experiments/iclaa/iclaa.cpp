@@ -14,6 +14,7 @@
 #include <set>
 
 #include "experiments/iclaa/iclaa_config.hpp"
+#include "experiments/iclaa/iclaa_precondition.hpp"
 #include "experiments/iclaa/iclaa_report.hpp"
 #include "experiments/iclaa/iclaa_stages.hpp"
 #include "framework/core/check.hpp"
@@ -307,8 +308,19 @@ std::string evaluate(const config::Config& cfg, const config::Config& model_cfg,
     const std::vector<io::Claim> claims = declare_claims(cfg);  // ids and rules, before anything is measured
     const tasks::InductionHeadSpec task = induction_spec_from_config(model_cfg);
     Stages stages{store};
-    Methods methods = build_methods(cfg, net, task, quiet, run, stages);
     const PromptPairs pairs = draw_pairs(cfg, task);
+    // the precondition "the model learned the task" (iclaa_precondition.hpp), before the long work: recorded, never a stop
+    const double bar = cfg.get_float("iclaa.precondition.min_icl_accuracy");
+    if (!pairs.validation.empty()) {
+        const io::Precondition learned_task = learned_task_precondition(
+            bar, icl_accuracy_with_prompt(net, pairs.validation, cfg.get_int("iclaa.batch_size")), pairs.validation.size());
+        io::write_precondition(run.results(), learned_task);
+        const std::string line = "precondition " + std::string(learned_task.met() ? "met: " : "NOT met: ") + io::precondition_text(learned_task) +
+                                 (learned_task.met() ? "" : "; `iclab claims` leaves this run out of its setting's claims");
+        run.log() << line << "\n" << std::flush;
+        if (!quiet) std::printf("%s\n", line.c_str());
+    }
+    Methods methods = build_methods(cfg, net, task, quiet, run, stages);
     // validation: the no-prompt row and every learned fit, on the validation pairs only (they pick the learned F)
     const auto maps = cfg.get_string_list("iclaa.feature_maps");
     const bool learned = std::find(maps.begin(), maps.end(), "learned") != maps.end();

@@ -45,6 +45,10 @@ void declare_keys(config::Schema& schema) {
         .add_int("iclaa.learned.split_min", 8, 1, 1 << 16, "smallest pseudo-prompt length of the fit's splits")
         .add_int("iclaa.learned.split_max", 48, 1, 1 << 16, "largest pseudo-prompt length (< task.seq_len)")
         .add_int("iclaa.bootstrap", 1000, 0, 1 << 20, "bootstrap resamples of the 95% interval of the mean error")
+        .add_float("iclaa.precondition.min_icl_accuracy", 0.0, 0.0, 1.0,
+                   "run-level precondition 'the model learned the task' (issue 46), declared before the runs: the trained "
+                   "model's ICL accuracy with the prompt on the validation pairs must reach this bar, else `iclab claims` "
+                   "leaves the run out of its setting's claims and lists it with the reason; 0: no precondition")
         .add_bool("iclaa.hybrid", true,
                   "hybrid rows: the exact cache of the k most recent prompt tokens (each iclaa.keep_tokens) plus the "
                   "smallest learned map for the older tokens (LoLCATs' window + linear attention, spec §2.3)");
@@ -65,6 +69,9 @@ void declare_keys(config::Schema& schema) {
         if (std::find(maps.begin(), maps.end(), "learned") != maps.end() && cfg.get_int("iclaa.validation_pairs") < 1)
             cfg.fail({"iclaa.validation_pairs", "iclaa.feature_maps"},
                      "iclaa.validation_pairs must be >= 1 with learned maps: their F is picked on the validation pairs");
+        if (cfg.get_float("iclaa.precondition.min_icl_accuracy") > 0.0 && cfg.get_int("iclaa.validation_pairs") < 1)
+            cfg.fail({"iclaa.precondition.min_icl_accuracy", "iclaa.validation_pairs"},
+                     "iclaa.precondition.min_icl_accuracy is measured on the validation pairs: iclaa.validation_pairs must be >= 1");
         if (cfg.get_int("iclaa.learned.split_min") > cfg.get_int("iclaa.learned.split_max"))
             cfg.fail({"iclaa.learned.split_min", "iclaa.learned.split_max"}, "split_min must not exceed split_max");
         if (!cfg.get_string("source.run_dir").empty()) return;

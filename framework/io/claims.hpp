@@ -169,6 +169,9 @@ struct ClaimResult {
     // Set by run::pool_run_claims only: the verdict of the setting's rounding twin (the same runs with
     // train.perturb_init_ulps != 0), column `rounding` of the claims table (framework/workflow/claims_pool.hpp).
     std::string rounding;
+    // Set by run::pool_run_claims only: the runs of the setting left out because their run-level precondition was not
+    // met (framework/io/precondition.hpp), "seed 2: <precondition_text>; seed 4: ...", column `excluded` of the claims table.
+    std::string excluded;
 };
 
 // Evaluates the declared rule on the values (one per unit); check_claim first. No value at all: not run. One arm of a paired claim (pair.arm

@@ -3,12 +3,15 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "framework/core/check.hpp"
+#include "framework/io/precondition.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/run/run_folder.hpp"
 #include "framework/workflow/sweep.hpp"
@@ -104,6 +107,10 @@ std::vector<PooledClaims> with_rounding_twins(std::vector<PooledClaims> settings
         folded[s] = true;
         PooledClaims& into = settings[base->second];
         into.rounding_runs.insert(into.rounding_runs.end(), settings[s].runs.begin(), settings[s].runs.end());
+        for (ExcludedRun e : settings[s].excluded) {
+            e.reason = "rounding twin " + std::string(kPerturbKey) + " = " + perturbations[s] + ": " + e.reason;
+            into.excluded.push_back(std::move(e));
+        }
         for (const io::ClaimResult& c : settings[s].claims) twins[base->second][c.claim.id].emplace_back(perturbations[s], c.verdict);
     }
     std::vector<PooledClaims> out;
@@ -116,6 +123,41 @@ std::vector<PooledClaims> with_rounding_twins(std::vector<PooledClaims> settings
                 if (found != twin->second.end()) c.rounding = rounding_text(c.verdict, found->second);
             }
         out.push_back(std::move(settings[s]));
+    }
+    return out;
+}
+
+// The fewest values on which the rule can decide: an interval needs 2, a count rule its own `needed` (every value: 1).
+std::size_t values_required(const io::ClaimRule& rule) {
+    if (!rule.counts()) return 2;
+    return rule.needed == 0 ? 1 : rule.needed;
+}
+
+// The setting's claims with its excluded runs (claims_pool.hpp, "Preconditions"): `all` pooled over every run (the
+// declarations, in order), `kept` over the runs not excluded; each claim's result is its `kept` one (none left: no
+// value), marked with the excluded runs, and inconclusive with "<n> of <m> seeds learned the task" when fewer values
+// are left than the rule needs.
+std::vector<io::ClaimResult> without_excluded(const std::vector<io::ClaimResult>& all, const std::vector<io::ClaimResult>& kept,
+                                              const std::vector<ExcludedRun>& excluded, const std::vector<std::int64_t>& seeds) {
+    std::string listed;
+    std::set<std::int64_t> every(seeds.begin(), seeds.end()), learned = every;
+    for (const ExcludedRun& e : excluded) {
+        listed += (listed.empty() ? "" : "; ") + ("seed " + std::to_string(e.seed) + ": " + e.reason);
+        learned.erase(e.seed);
+    }
+    std::vector<io::ClaimResult> out;
+    for (const io::ClaimResult& declared : all) {
+        const auto found = std::find_if(kept.begin(), kept.end(), [&](const io::ClaimResult& k) { return k.claim.id == declared.claim.id; });
+        io::ClaimResult r = found != kept.end() ? *found : io::evaluate_claim(declared.claim, {}, {});
+        r.excluded = listed;
+        const std::size_t required = values_required(r.claim.rule);
+        if (r.values.size() < required) {
+            r.verdict = io::Verdict::inconclusive;
+            r.note = std::to_string(learned.size()) + " of " + std::to_string(every.size()) + " seeds learned the task (" +
+                     std::to_string(r.values.size()) + (r.values.size() == 1 ? " value" : " values") + " left, the rule needs " +
+                     std::to_string(required) + ")";
+        }
+        out.push_back(std::move(r));
     }
     return out;
 }
@@ -140,6 +182,7 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs,
         std::string experiment, config_text, overrides_text, config_source;
         std::string setting_text;  // the config the setting is judged on (resolved again when a catalog is given)
         std::vector<io::ClaimResult> claims;
+        std::optional<io::Precondition> precondition;  // recorded by the run (framework/io/precondition.hpp), if any
     };
     std::vector<Read> read;
     std::map<std::string, ArmValues> arm_values;  // experiment -> arm key -> its arms
@@ -153,6 +196,7 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs,
         r.config_text = reader.read_attr_string("/", "config");
         r.overrides_text = reader.has_attr("/", "overrides") ? reader.read_attr_string("/", "overrides") : "";
         r.config_source = reader.read_attr_string("/", "config_source");
+        r.precondition = io::read_precondition(reader);
         if (catalog != nullptr) r.setting_text = resolve_again(dir / kConfigFile, *catalog);
         if (r.setting_text.empty()) r.setting_text = r.config_text;
         const YAML::Node config = YAML::Load(r.config_text);
@@ -173,6 +217,9 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs,
     std::map<std::string, std::size_t> index;
     std::vector<std::vector<std::pair<std::string, std::vector<io::ClaimResult>>>> per_setting;
     std::vector<std::vector<std::int64_t>> seeds;  // per setting: each run's training seed (the unit of seed_means claims)
+    // per setting, the runs whose precondition is met (pooled) and their seeds; every run above gives the declarations
+    std::vector<std::vector<std::pair<std::string, std::vector<io::ClaimResult>>>> kept_runs;
+    std::vector<std::vector<std::int64_t>> kept_seeds;
     // One run per (setting, seed, arm): two copies of a run (or two runs of one setting and seed) would count its values
     // twice and narrow the interval, whatever unit its claims pool over.
     std::map<std::string, fs::path> run_of;
@@ -207,14 +254,28 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs,
             out.push_back(p);
             per_setting.emplace_back();
             seeds.emplace_back();
+            kept_runs.emplace_back();
+            kept_seeds.emplace_back();
             perturbations.push_back(perturbation);
             bases.push_back(base);
         }
-        out[it->second].runs.push_back(r.dir);
-        seeds[it->second].push_back(run_seed(r.config_text, r.dir));
+        const std::int64_t seed = run_seed(r.config_text, r.dir);
+        seeds[it->second].push_back(seed);
+        if (r.precondition && !r.precondition->met()) {
+            out[it->second].excluded.push_back({r.dir, seed, io::precondition_text(*r.precondition)});
+        } else {
+            out[it->second].runs.push_back(r.dir);
+            kept_seeds[it->second].push_back(seed);
+            kept_runs[it->second].push_back({r.dir.string(), r.claims});
+        }
         per_setting[it->second].push_back({r.dir.string(), std::move(r.claims)});
     }
-    for (std::size_t s = 0; s < out.size(); ++s) out[s].claims = io::pool_claims(per_setting[s], seeds[s]);
+    for (std::size_t s = 0; s < out.size(); ++s) {
+        out[s].claims = io::pool_claims(per_setting[s], seeds[s]);
+        if (out[s].excluded.empty()) continue;
+        const std::vector<io::ClaimResult> kept = kept_runs[s].empty() ? std::vector<io::ClaimResult>{} : io::pool_claims(kept_runs[s], kept_seeds[s]);
+        out[s].claims = without_excluded(out[s].claims, kept, out[s].excluded, seeds[s]);
+    }
     return with_rounding_twins(std::move(out), perturbations, bases);
 }
 
@@ -242,7 +303,8 @@ WideTable claims_table(const std::vector<PooledClaims>& pooled) {
                            {"on_claimed_side", static_cast<double>(r.on_side)}, {"paper_value", c.paper_value},
                            {"verdict", io::verdict_name(r.verdict)}, {"note", r.note}, {"readme", c.readme},
                            {"test", io::rule_test_name(c.rule.test)}, {"values", values},
-                           {"leave_one_out", r.leave_one_out}, {"rounding", r.rounding}, {"provenance", c.provenance}});
+                           {"leave_one_out", r.leave_one_out}, {"rounding", r.rounding}, {"excluded", r.excluded},
+                           {"provenance", c.provenance}});
         }
     return table;
 }

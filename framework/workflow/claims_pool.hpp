@@ -5,6 +5,7 @@
 // (io::pool_claims: the same rule, the values of every seed; a seed_means claim: one value per run, the mean of its
 // instances, with the run's `seed` as its unit). `iclab claims` prints and writes the result; the
 // reproduction report (scripts/report/make_report.py) reads that file and recomputes nothing.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -17,10 +18,18 @@ namespace iclab::run {
 
 class Catalog;
 
+// A run left out of its setting's claims: its run-level precondition (framework/io/precondition.hpp) was not met.
+struct ExcludedRun {
+    std::filesystem::path dir;
+    std::int64_t seed = 0;
+    std::string reason;  // io::precondition_text: "<measure> 0.412 < 0.9 (<key>)"
+};
+
 struct PooledClaims {
     std::string setting;     // the config source of the setting's first run (and its overrides other than seed)
     std::string experiment;  // the experiment's name
-    std::vector<std::filesystem::path> runs;
+    std::vector<std::filesystem::path> runs;  // the runs pooled (not those excluded)
+    std::vector<ExcludedRun> excluded;        // in order of the runs given; a folded rounding twin's too
     std::vector<io::ClaimResult> claims;
     std::vector<std::filesystem::path> rounding_runs;  // the runs of its rounding twin (below), folded into this setting
 };
@@ -34,6 +43,10 @@ struct PooledClaims {
 // "depends on rounding: <twin verdict> at +1 ulp" (several differing twins joined by "; ", "+2 ulps").
 std::string rounding_text(io::Verdict base, const std::vector<std::pair<std::string, io::Verdict>>& twins);
 
+// Preconditions (issue 46): a run whose recorded precondition is not met (io::read_precondition) is left out of its
+// setting's claims and listed in PooledClaims::excluded and in each claim's ClaimResult::excluded. When fewer values
+// are left than the rule needs (2 for an interval, the count rule's own `needed`), the claim is inconclusive with the
+// note "<n> of <m> seeds learned the task" (m: the setting's seeds, n: those with no run excluded), also when no run is left.
 // The settings of the runs (in order of first appearance) that declare claims; runs without /claims are skipped.
 // With a catalog, each run's config is compared as resolve_again gives it (framework/workflow/sweep.hpp), so a run made
 // before the schema gained a key (at its default) and one made after are one setting; without, as stored.
@@ -47,6 +60,7 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<std::filesystem::pat
 //                  or empty (a claim over instances, or fewer than 3 seeds)
 //   rounding       rounding_text against the setting's rounding twin: "holds under rounding",
 //                  "depends on rounding: <twin verdict> at +1 ulp", or empty (no twin ran the claim)
+//   excluded       ClaimResult::excluded: the runs left out by their precondition, with the reason, or empty
 WideTable claims_table(const std::vector<PooledClaims>& pooled);
 
 }  // namespace iclab::run

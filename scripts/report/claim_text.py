@@ -209,8 +209,10 @@ def readme_link(c, prefix):
 
 def reason_text(c):
     """Why a claim is not reproduced or undecided, as `iclab claims` noted it ('' when the numbers say it: the count or
-    the interval beside the rule)."""
-    return column(c, "note")
+    the interval beside the rule), followed by the seeds left out because their run-level precondition was not met
+    (column `excluded`, issue 46: "seed 2: <measure> 0.41 < 0.9 (<key>)")."""
+    note, excluded = column(c, "note"), column(c, "excluded")
+    return note + ("; " if note and excluded else "") + (f"excluded (precondition not met): {excluded}" if excluded else "")
 
 
 def details_fields(c):
@@ -227,5 +229,6 @@ def details_fields(c):
               ("paper", fmt(c["paper_value"]) if c.get("kind") == "matches a printed number" else ""),
               ("selection", selection_of(c)), ("note", column(c, "note")),
               (PROVENANCE_MARK + " provenance", column(c, "provenance")),
-              ("leave one seed out", column(c, "leave_one_out")), ("rounding", column(c, "rounding"))]
+              ("leave one seed out", column(c, "leave_one_out")), ("rounding", column(c, "rounding")),
+              ("excluded seeds (precondition not met)", column(c, "excluded"))]
     return [(k, v) for k, v in fields if v]
