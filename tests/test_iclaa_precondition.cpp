@@ -1,6 +1,7 @@
 // The run-level precondition "the model learned the task" (issue 46, framework/io/precondition.hpp) through experiment
 // iclaa: iclaa.precondition.min_icl_accuracy declares the bar, the run measures the ICL accuracy of the model with the
-// prompt on its validation pairs and records value, bar and met (root attributes, and a log line); declaring a bar
+// prompt on its validation pairs and records value, bar and met (root attributes, and a log line) when a bar > 0 is
+// declared (bar 0: nothing recorded, the bits of before); declaring a bar
 // changes no other result; `iclab claims` leaves the runs that did not meet it out of their setting's claims and lists
 // each with value and bar; bad values of the key are refused with exit 2.
 #include <catch2/catch.hpp>
@@ -43,27 +44,38 @@ io::Precondition precondition_of(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("iclaa precondition: recorded with the bar, met at bar 0, not met at bar 1, and changes nothing else", "[iclaa][cli]") {
+TEST_CASE("iclaa precondition: recorded with a declared bar, nothing recorded at bar 0, and changes nothing else", "[iclaa][cli]") {
     Scratch scratch;
     const fs::path none = run_tiny(scratch.path, 0, "0", "bar0"), all = run_tiny(scratch.path, 0, "1", "bar1");
-    const io::Precondition met = precondition_of(none), unmet = precondition_of(all);
-    CHECK(met.key == "iclaa.precondition.min_icl_accuracy");
-    CHECK(met.measure == "ICL accuracy of the model with the prompt on 40 validation pairs");
-    CHECK(met.bar == 0.0);
-    CHECK(met.met());
-    REQUIRE((met.value >= 0.0 && met.value < 1.0));  // a 20-step model: far from perfect, so bar 1 cannot be met
+    // bar 0 declares nothing: the run writes what it wrote before the precondition existed (its bits unchanged)
+    {
+        io::ResultsReader reader(none / "results.h5");
+        CHECK_FALSE(io::read_precondition(reader).has_value());
+        CHECK_FALSE(reader.has_attr("/", "precondition_met"));
+    }
+    const io::Precondition unmet = precondition_of(all);
+    CHECK(unmet.key == "iclaa.precondition.min_icl_accuracy");
+    CHECK(unmet.measure == "ICL accuracy of the model with the prompt on 40 validation pairs");
+    REQUIRE((unmet.value >= 0.0 && unmet.value < 1.0));  // a 20-step model: far from perfect, so bar 1 cannot be met
     CHECK(unmet.bar == 1.0);
-    CHECK(unmet.value == met.value);  // the same model measured the same way
+    // a bar just at the value is met, by the same measure of the same model
+    char at[32];
+    std::snprintf(at, sizeof at, "%.17g", unmet.value);
+    const fs::path at_value = run_tiny(scratch.path, 0, unmet.value > 0.0 ? at : "1e-300", "bar_at");
+    const io::Precondition met = precondition_of(at_value);
+    CHECK(met.value == unmet.value);  // the same model measured the same way
+    CHECK(met.met() == (unmet.value > 0.0));
     CHECK_FALSE(unmet.met());
     io::ResultsReader with(all / "results.h5"), without(none / "results.h5");
     CHECK(with.read_attr_int64("/", "precondition_met") == 0);
-    CHECK(without.read_attr_int64("/", "precondition_met") == 1);
+    CHECK(io::ResultsReader(at_value / "results.h5").read_attr_int64("/", "precondition_met") == (unmet.value > 0.0 ? 1 : 0));
     // the bar decides nothing in the run: every table is the same
     for (const std::string column : {"/tables/iclaa/rel_error_mean", "/tables/iclaa/icl_accuracy", "/tables/learned_selection/validation_rel_error_mean"})
         CHECK(with.read_column_double(column) == without.read_column_double(column));
     // the log line
     CHECK_THAT(read_file(all / "log.txt"), Catch::Contains("precondition NOT met: " + io::precondition_text(unmet)));
-    CHECK_THAT(read_file(none / "log.txt"), Catch::Contains("precondition met: " + io::precondition_text(met)));
+    CHECK_THAT(read_file(at_value / "log.txt"), Catch::Contains(std::string(met.met() ? "precondition met: " : "precondition NOT met: ") + io::precondition_text(met)));
+    CHECK_THAT(read_file(none / "log.txt"), !Catch::Contains("precondition"));
     CHECK_THAT(io::precondition_text(unmet), Catch::Contains(" < 1 (iclaa.precondition.min_icl_accuracy)"));
     // alone, the run that did not learn the task leaves its claims inconclusive, none of them "not run"
     const auto pooled = run::pool_run_claims({all});
@@ -80,12 +92,13 @@ TEST_CASE("iclaa precondition: recorded with the bar, met at bar 0, not met at b
 
 TEST_CASE("iclaa precondition: iclab claims leaves out exactly the seed below the bar and lists it with the reason", "[iclaa][cli]") {
     Scratch scratch;
-    // three seeds without a precondition give each seed's value; the bar then goes between the lowest and the next
+    // three seeds at bar 1 give each seed's value (bar 0 records none); the bar then goes between the lowest and the
+    // next; the same seeds without a precondition are the reference pooling
     std::vector<fs::path> free;
     std::vector<double> value;
     for (int seed = 0; seed < 3; ++seed) {
+        value.push_back(precondition_of(run_tiny(scratch.path, seed, "1", "probe" + std::to_string(seed))).value);
         free.push_back(run_tiny(scratch.path, seed, "0", "free" + std::to_string(seed)));
-        value.push_back(precondition_of(free.back()).value);
     }
     std::vector<double> sorted = value;
     std::sort(sorted.begin(), sorted.end());
