@@ -1,7 +1,8 @@
 """The age test of the measured blocks (issue 46, "one commit of record"): every number a README or a docs page shows
-that iclab computed sits in a measured block that names the commit it was measured at, and that commit is the last
-commit that changed the bits in tests/data/fingerprints.txt (a line changed or removed; lines only added, a new family,
-leave older numbers as they were) or a descendant of it (older bits are other bits by construction).
+that iclab computed sits in a measured block that names the commit it was measured at, and the bits of that commit are
+still the bits of the checkout: every dataset line of tests/data/fingerprints.txt at the block's commit is in the current
+file (lines only added, a new family or the datasets of a new option, leave older numbers as they were; a line changed
+or removed means the bits moved, and the block must be regenerated).
 
 A measured block is one of (docs/testing.md#measured-blocks-every-published-number-names-its-commit-issue-46 states the syntax, the one place):
   <!-- measured: kind=bits|timed commit=HEX [cpu="…"] source="COMMAND" --> … <!-- /measured -->
@@ -12,9 +13,9 @@ A measured block is one of (docs/testing.md#measured-blocks-every-published-numb
                                                                  is the "commit HEX" of its first line
 and a generated page whose title names its commit (docs/reproduction.md: "# iclab reproduction: profile quick, commit HEX").
 
-Rules: a bits block names a commit git knows, measured on a clean tree ("(dirty)" after the commit fails), that
-descends from (or is) the threshold commit (`git merge-base --is-ancestor THRESHOLD COMMIT`). A timed block names a
-commit and a cpu; it is exempt from the ancestry rule (wall times measure a machine, not bits). Outside any block, a
+Rules: a bits block names a commit git knows, measured on a clean tree ("(dirty)" after the commit fails), whose
+fingerprint lines are all in the current file (--threshold COMMIT: instead, the commit must descend from COMMIT). A timed
+block names a commit and a cpu; it is exempt from the age rule (wall times measure a machine, not bits). Outside any block, a
 markdown table that looks measured (rows with >= 2 decimal or exponent numbers, outside code fences, in a section whose
 title or preceding paragraph says measured / results / ours) is "unmarked": an error (a warning with --warn-unmarked).
 
@@ -122,32 +123,39 @@ def git(root, *args):
     return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True)
 
 
-def changes_bits(root, commit):
-    """Whether this commit changed or removed a dataset line of the fingerprints that its parent had: a family's bits
-    moved. A commit that only adds lines (a new family, a new dataset of a new option; the family's header line then
-    changes with it) leaves every older number as it was."""
-    r = git(root, "diff", "--unified=0", "--no-color", f"{commit}^", commit, "--", FINGERPRINTS)
-    if r.returncode != 0:
-        return True  # the root commit (no parent) or a git failure: count it
-    # A family's header line ("family NAME HASH ENTRIES") changes with any dataset added to it: only dataset lines count.
-    return any(line.startswith("-") and not line.startswith("---") and not line[1:].startswith(("#", "family\t"))
-               for line in r.stdout.splitlines())
+def dataset_lines(text):
+    """The lines of a fingerprints file that carry bits: not comments, not a family's header line ("family NAME HASH
+    ENTRIES", which changes with any dataset added to the family)."""
+    return {line for line in text.splitlines() if line.strip() and not line.startswith(("#", "family\t"))}
 
 
-def threshold_commit(root):
-    """The last commit that changed the bits of a family in the fingerprints (changes_bits)."""
-    r = git(root, "log", "--format=%H", "--first-parent", "--", FINGERPRINTS)
-    commits = r.stdout.split() if r.returncode == 0 else []
-    if not commits:
-        raise MarkerError(f"no commit changed {FINGERPRINTS} in {root} (not a git checkout?)")
-    for commit in commits:
-        if changes_bits(root, commit):
-            return commit
-    return commits[-1]
+class Fingerprints:
+    """The age rule without a threshold: a bits block is current when every dataset line of tests/data/fingerprints.txt
+    at its commit is in the current file (the checkout's). A later commit that only adds lines (a new family, the
+    datasets of a new option) leaves it current; one that changed or removed any of its lines (bits moved) makes it
+    stale, whatever happened in between (a change made and then undone leaves it current)."""
+
+    def __init__(self, root):
+        self.root = root
+        with open(os.path.join(root, FINGERPRINTS), encoding="utf-8") as f:
+            self.current = dataset_lines(f.read())
+        self.cache = {}
+
+    def missing(self, commit):
+        """The first dataset line of the fingerprints at `commit` that the current file lacks (None: none)."""
+        if commit not in self.cache:
+            r = git(self.root, "show", f"{commit}:{FINGERPRINTS}")
+            if r.returncode != 0:
+                self.cache[commit] = f"(no {FINGERPRINTS} at {commit})"
+            else:
+                gone = sorted(dataset_lines(r.stdout) - self.current)
+                self.cache[commit] = gone[0] if gone else None
+        return self.cache[commit]
 
 
 def check_block(root, block, threshold):
-    """The reasons this block fails (empty: it passes)."""
+    """The reasons this block fails (empty: it passes). threshold: a Fingerprints (the default rule) or a commit the
+    block's commit must descend from (--threshold)."""
     problems = []
     commit = block["commit"]
     if not commit:
@@ -161,8 +169,13 @@ def check_block(root, block, threshold):
         return problems  # a machine's times: no ancestry rule
     if block["dirty"]:
         problems.append(f"measured on a dirty tree at {commit}")
-    if git(root, "merge-base", "--is-ancestor", threshold, commit).returncode != 0:
-        problems.append(f"commit {commit} is older than {threshold[:12]}, the last change of bits in {FINGERPRINTS}")
+    if isinstance(threshold, Fingerprints):
+        gone = threshold.missing(commit)
+        if gone is not None:
+            problems.append(f"the bits moved since commit {commit}: its {FINGERPRINTS} line '{gone[:100]}' is not in the "
+                            "current file (regenerate the block)")
+    elif git(root, "merge-base", "--is-ancestor", threshold, commit).returncode != 0:
+        problems.append(f"commit {commit} is older than {threshold[:12]}, the given threshold")
     return problems
 
 
@@ -248,7 +261,7 @@ def main():
     mode.add_argument("--list", action="store_true")
     parser.add_argument("--root", default=ROOT)
     parser.add_argument("--warn-unmarked", action="store_true", help="unmarked measured-looking tables only warn")
-    parser.add_argument("--threshold", help="the commit blocks must descend from (default: last change of fingerprints)")
+    parser.add_argument("--threshold", help="instead of the fingerprint rule: a commit every bits block must descend from")
     parser.add_argument("--exclude-marker", action="append", default=[], metavar="MARKER",
                         help="a marker whose blocks are not checked (measured, table, figure, page, claims:PROFILE)")
     parser.add_argument("files", nargs="*")
@@ -267,15 +280,21 @@ def main():
                     print(f"{os.path.relpath(path, root)}:{b['line']}\t{b['marker']}\t{b['kind']}\t{b['commit'] or '-'}"
                           f"{' (dirty)' if b['dirty'] else ''}\t{b['cpu'] or ''}")
             return 0
-        threshold = args.threshold or threshold_commit(root)
-        if git(root, "rev-parse", "--verify", "--quiet", f"{threshold}^{{commit}}").returncode != 0:
-            raise MarkerError(f"threshold {threshold} is unknown to git")
+        if args.threshold:
+            threshold = args.threshold
+            if git(root, "rev-parse", "--verify", "--quiet", f"{threshold}^{{commit}}").returncode != 0:
+                raise MarkerError(f"threshold {threshold} is unknown to git")
+        else:
+            if not os.path.isfile(os.path.join(root, FINGERPRINTS)):
+                raise MarkerError(f"no {FINGERPRINTS} in {root}")
+            threshold = Fingerprints(root)
         failures, unmarked = scan(root, files, threshold, not args.warn_unmarked, exclude=set(args.exclude_marker))
     except MarkerError as e:
         print(f"measured_blocks: {e}", file=sys.stderr)
         return 2
     print(f"measured_blocks: {len(files)} files, {failures} failing blocks, {unmarked} unmarked measured-looking tables"
-          f" (threshold {threshold[:12]})", file=sys.stderr)
+          f" ({'threshold ' + threshold[:12] if isinstance(threshold, str) else 'against the current ' + FINGERPRINTS})",
+          file=sys.stderr)
     return 1 if failures or (unmarked and not args.warn_unmarked) else 0
 
 
