@@ -36,7 +36,7 @@ IGNORED_ATTRS = {"created_utc", "git_commit", "git_dirty", "simd"}
 # scripts/fingerprints/fingerprint.py hashes results under this same rule.
 TIMING_ATTRS = {"start_time", "end_time", "written_time", "hostname", "compiler", "omp_threads", "blas_threads",
                 "trainer_state_checksum"}
-TIMING_WORDS = {"s", "ms", "seconds", "elapsed", "wall", "time", "speedup", "rss", "gib", "gflops", "gflop"}
+TIMING_WORDS = {"s", "ms", "us", "ns", "seconds", "elapsed", "wall", "time", "speedup", "rss", "gib", "gflops", "gflop"}
 TIMING_CLAIM = re.compile(r"\b(time|times|seconds|speedup|faster)\b")
 
 
