@@ -26,7 +26,7 @@ title or preceding paragraph says measured / results / ours) is "unmarked": an e
 Files (default): README.md, experiments/*/README.md, docs/*.md except the dated logs docs/performance_log*.md,
 docs/bench_history*, docs/reproduction_paper.md (the paper page, checked with its profile) and
 docs/reproduction_plan_paper.md (a plan: states and estimates); docs/history/ is not scanned (dated logs).
-Exit status: 0 every block passes; 1 a block fails or a table is unmarked (not with --warn-unmarked); 2 bad arguments, broken
+Exit status: 77 (--check in a shallow clone: nothing can be checked; ctest reads it as skipped); 0 every block passes; 1 a block fails or a table is unmarked (not with --warn-unmarked); 2 bad arguments, broken
 markers, or not a git checkout.
 """
 import argparse
@@ -280,6 +280,10 @@ def main():
                     print(f"{os.path.relpath(path, root)}:{b['line']}\t{b['marker']}\t{b['kind']}\t{b['commit'] or '-'}"
                           f"{' (dirty)' if b['dirty'] else ''}\t{b['cpu'] or ''}")
             return 0
+        if git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+            print(f"measured_blocks: {root} is a shallow clone, without the commits the blocks name: not checked "
+                  "(exit 77, a skip for ctest; `git fetch --unshallow` to check)", file=sys.stderr)
+            return 77
         if args.threshold:
             threshold = args.threshold
             if git(root, "rev-parse", "--verify", "--quiet", f"{threshold}^{{commit}}").returncode != 0:
