@@ -39,7 +39,7 @@ from claim_text import anchor, fmt  # noqa: E402
 from gates import gate_claims  # noqa: E402
 from page_html import STYLE as CLAIMS_STYLE, claims_page_html  # noqa: E402
 from page_md import by_paper, claims_page_md, readme_blocks, reproduction_page  # noqa: E402
-from verdicts import PAPER_ORDER, band_verdict, read_claims_csv  # noqa: E402
+from verdicts import PAPER_ORDER, band_verdict, paper_group, read_claims_csv  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # experiment -> (paper, section title named after the paper's tables and figures); the order is paper order
@@ -58,6 +58,8 @@ SECTIONS = [
     ("gd004_figures", "004", "Paper 004 Figures 3 (centre, right), 4, 6, 7, 9, 10"),
     ("gd004_fig5", "004", "Paper 004 Figure 5: training with the modified attentions"),
     ("vo_trained", "von Oswald 2023", "von Oswald et al. 2023 Figure 2: trained LSA against one GD step"),
+    ("decay_attention", "beyond", "Beyond the papers: decayed linear attention (RetNet/GLA style) and its exact ICLCA"),
+    ("prompt_baking", "beyond", "Beyond the papers: prompt baking beside ICLCA and ICLAA at equal bytes"),
 ]
 SECTION_OF = {name: (i, paper, title) for i, (name, paper, title) in enumerate(SECTIONS)}
 
@@ -190,6 +192,31 @@ def peak_memory_gib(run):
     return float(peak) if peak else float("nan")
 
 
+def record_sentence(runs):
+    """Which commit computes every number of the page (issue 46, one commit of record). The checkout's commit (HEAD)
+    does when every run was made at HEAD, or at a commit whose bits HEAD still computes: every dataset line of
+    tests/data/fingerprints.txt at that commit is in HEAD's file (the rule of the age test, scripts/report/
+    measured_blocks.py: a later commit that only added families, e.g. a new experiment, leaves the older runs' bits
+    as they were). A run of a dirty tree, or of a commit whose lines moved, is named as such."""
+    from collections import Counter
+    from measured_blocks import Fingerprints
+    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True).stdout.strip()
+    counts = Counter((str(r.attrs.get("git_commit", "?"))[:7], r.attrs.get("git_dirty") == "true") for r in runs)
+    same, moved = [], []
+    fingerprints = Fingerprints(ROOT)
+    for (commit, dirty), n in sorted(counts.items(), key=lambda item: -item[1]):
+        what = f"{n} made at {commit}" + (" (dirty tree)" if dirty else "")
+        gone = None if commit == head else fingerprints.missing(commit)
+        (moved if dirty or gone is not None else same).append(what + (f" (its line '{gone[:60]}…' is gone)" if gone else ""))
+    if not moved:
+        older = [w for w in same if not w.endswith(f"at {head}")]
+        return (f"Every number below is what commit {head} computes. Runs: " + ", ".join(same) + "."
+                + (" Every fingerprint line (tests/data/fingerprints.txt) of " + ", ".join(w.split(" at ")[1] for w in older)
+                   + f" is in {head}'s file, so those runs' bits are {head}'s (the age test's rule)." if older else ""))
+    return (f"**Not one commit of record:** {', '.join(moved)} computed other bits than {head}"
+            + (f"; {', '.join(same)} are {head}'s" if same else "") + ". Rerun those runs at one commit.")
+
+
 def run_facts(runs):
     cpu = "unknown"
     try:
@@ -269,6 +296,7 @@ def main():
     for c in claims:
         c["setting"] = relative(c["setting"])
         c["key"] = f"{c['setting']} :: {c['id']}"
+        c["paper"] = paper_group(c["paper"])  # our own hypotheses (issue 43) in a group of their own
     declared_runs = {c["setting"] for c in claims}
     for run in runs:
         if setting_of(run) not in declared_runs:
@@ -317,7 +345,8 @@ def main():
     run_rows = [(section_key(r)[2], setting_of(r), str(r.attrs.get("seed", "?")), fmt(wall_seconds(r)),
                  fmt(peak_memory_gib(r)) if peak_memory_gib(r) == peak_memory_gib(r) else "") for r in runs]
     atomic_write_text(os.path.join(out_dir, "reproduction.md"),
-                      reproduction_page(claims, gates, facts, args.title, args.profile, unfinished_md(unfinished), run_rows))
+                      reproduction_page(claims, gates, facts, args.title, args.profile, unfinished_md(unfinished), run_rows,
+                                        record_sentence(runs)))
     with atomic_output(os.path.join(out_dir, "readme_blocks.json")) as tmp, open(tmp, "w") as f:
         json.dump(readme_blocks(claims, args.title, args.page, gates), f, indent=1, sort_keys=True)
     print(os.path.join(out_dir, "index.html"))

@@ -135,3 +135,23 @@ assert false_pass_text(ROWS[2]).startswith("<= 2.5 %") and false_pass_text(ROWS[
 assert false_pass_text(dict(ROWS[2], test="count_at_most", rule="x <= 1e-05 for every value")).startswith("- (every instance")
 assert "false-pass rate: 2.5 % (one-sided" in page
 print("page: failures first, compact tables, counts by kind, provenance, leave-one-out and rounding, verdict keys OK")
+
+# the sentence under the title that names the commit computing every number (issue 46, make_report.record_sentence)
+import subprocess  # noqa: E402
+from make_report import record_sentence  # noqa: E402
+
+
+class FakeRun:
+    def __init__(self, commit, dirty):
+        self.attrs = {"git_commit": commit, "git_dirty": "true" if dirty else "false"}
+
+
+head = subprocess.run(["git", "-C", os.path.dirname(__file__), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+if head:  # a checkout (not an exported tarball)
+    at_head = record_sentence([FakeRun(head, False)] * 3)
+    assert at_head.startswith(f"Every number below is what commit {head[:7]} computes. Runs: 3 made at {head[:7]}."), at_head
+    dirty = record_sentence([FakeRun(head, False), FakeRun(head, True)])
+    assert dirty.startswith("**Not one commit of record:** 1 made at " + head[:7] + " (dirty tree)"), dirty
+    unknown = record_sentence([FakeRun("0" * 40, False)])  # a commit whose fingerprints git cannot show: not HEAD's bits
+    assert unknown.startswith("**Not one commit of record:** 1 made at 0000000"), unknown
+print("page: the commit of record named, dirty and foreign commits flagged OK")

@@ -9,14 +9,23 @@ import math
 import re
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not run")
-PAPER_ORDER = ("000", "002", "003", "004", "von Oswald 2023")
+PAPER_ORDER = ("000", "002", "003", "004", "von Oswald 2023", "beyond")
 PAPER_TITLES = {
     "000": "Paper 000: exact conversion of ICL to weights (Chen et al., ICML 2024)",
     "002": "Paper 002: ICL as greedy layer-wise GD (poster)",
     "003": "Paper 003: CausalLM is not optimal for ICL (Ding et al., ICLR 2024)",
     "004": "Paper 004: ICL as contrastive learning (Ren and Liu)",
     "von Oswald 2023": "von Oswald et al. 2023: transformers learn in context by GD",
+    "beyond": "Beyond the papers (issue 43): decayed linear attention, prompt baking; own hypotheses, no paper value",
 }
+
+
+def paper_group(paper):
+    """The page's group of a claim's `paper`: a paper id of PAPER_ORDER, "beyond" for our own hypotheses (a claim that
+    names an issue instead of a paper, e.g. "issue 43" or "none (issue 43: own hypothesis)"), else "other"."""
+    if paper in PAPER_ORDER:
+        return paper
+    return "beyond" if "issue" in str(paper) else "other"
 BEGIN, END = "<!-- verdict keys: begin -->", "<!-- verdict keys: end -->"
 
 
