@@ -19,6 +19,9 @@ import pathlib
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "lib"))
+from progress import Progress  # noqa: E402  (issue 44: each pair's iclab generate takes seconds on a 124M model)
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -62,7 +65,9 @@ def main() -> int:
     how = "greedy" if args.temperature <= 0 else f"sampled: T = {args.temperature:g}, top-k {args.top_k}, seed {args.seed}"
     print(f"| prompt (a held-out verse, then the start of the next) | the verse goes on | the model continues ({how}) |")
     print("|---|---|---|")
-    for i in picks:
+    progress = Progress("generate_heldout")
+    progress.stage(f"{len(picks)} continuations of held-out verses with iclab generate")
+    for done, i in enumerate(picks):
         words = lines[i + 1].split()
         start, rest = " ".join(words[: args.words]), " ".join(words[args.words:])
         prompt = lines[i] + "\n" + start
@@ -76,7 +81,8 @@ def main() -> int:
         continuation = result.stdout.split("\n")[0].strip()
         tail = lines[i] if len(lines[i]) < 60 else "…" + lines[i][-57:]
         cell = lambda text: text.replace("|", "\\|")
-        print(f"| {cell(tail)} / **{cell(start)}** | {cell(rest)} | {cell(continuation)} |")
+        print(f"| {cell(tail)} / **{cell(start)}** | {cell(rest)} | {cell(continuation)} |", flush=True)
+        progress.tick(done + 1, len(picks), "verse pairs")
     return 0
 
 

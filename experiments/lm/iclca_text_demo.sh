@@ -101,7 +101,13 @@ call() {
   [ "$rc" -eq 2 ] && exit 2
   exit 1
 }
+# Progress on stderr (issue 44; the format of framework/core/progress.hpp): each chapter is a convert and 2 generates
+# per dtype, seconds each on a large model.
+demo_start=$(date +%s)
 for ((i = 0; i < count; i++)); do
+  elapsed=$(( $(date +%s) - demo_start ))
+  eta=""; [ "$i" -gt 0 ] && eta=", about $(( elapsed * (count - i) / i )) s left"
+  echo "iclca_text_demo.sh: chapter $((i + 1)) of $count: convert, then generate with the prompt and with the adapter (at ${elapsed} s$eta)" >&2
   p=$(cat "$work/prompt$i"); x=$(cat "$work/input$i")
   call convert "$run" --method iclca --prompt-tokens "$p" --out "$work/adapter$i.h5"
   for d in "${dtypes[@]}"; do

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from iclab_runs import find_runs, load_run  # noqa: E402
+from progress import Progress  # noqa: E402
 from script_io import atomic_output, atomic_savefig, atomic_write_text  # noqa: E402
 from unfinished import read_parts, unfinished_html, unfinished_md  # noqa: E402
 from claim_text import anchor, fmt  # noqa: E402
@@ -286,12 +287,19 @@ def main():
         return 2
     # iclab claims first: it reads every run's results.h5 through iclab's check of untrusted HDF5 files (a damaged file
     # can crash or hang the HDF5 library, docs/adapter_format.md), so h5py below only opens files that passed it.
+    progress = Progress("make_report")  # stderr (issue 44: the report of a profile takes minutes)
+    progress.stage(f"iclab claims: pooling the claims of {len(paths)} runs")
     claims_csv = os.path.join(out_dir, "claims.csv")
     done = subprocess.run([args.iclab, "claims", *args.dirs, "--out", claims_csv, "--overwrite"], capture_output=True, text=True)
     if done.returncode != 0:
         print(f"make_report: iclab claims failed: {done.stderr.strip()}", file=sys.stderr)
         return done.returncode or 1
-    runs = sorted((load_run(d) for d in paths), key=lambda r: (section_key(r)[0], r.run_dir))
+    progress.stage(f"reading the tables of {len(paths)} runs")
+    loaded = []
+    for d in paths:
+        loaded.append(load_run(d))
+        progress.tick(len(loaded), len(paths), "runs")
+    runs = sorted(loaded, key=lambda r: (section_key(r)[0], r.run_dir))
     claims = read_claims_csv(claims_csv)
     for c in claims:
         c["setting"] = relative(c["setting"])
@@ -315,7 +323,9 @@ def main():
     body.append("<h2>Machine and runs</h2><ul>" + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in facts)
                 + "</ul>")
     sections = []
-    for run in runs:
+    progress.stage(f"figures and raw tables of {len(runs)} runs")
+    for done_runs, run in enumerate(runs, 1):
+        progress.tick(done_runs - 1, len(runs), "runs")  # the runs finished before this one
         stem = os.path.basename(run.run_dir)
         _, _, title = section_key(run)
         sid = anchor(stem)
@@ -332,6 +342,8 @@ def main():
             frame = run.tables[name]
             md += [f"<details><summary>/tables/{name} ({len(frame)} rows)</summary>", "", md_table(frame), "", "</details>", ""]
             sections += [f"<details><summary>/tables/{html.escape(name)} ({len(frame)} rows)</summary>{html_table(frame)}</details>"]
+    progress.tick(len(runs), len(runs), "runs")
+    progress.stage("writing the report and the page")
     body.insert(1, "".join(toc) + "</nav>")
     body += sections
     style = ("body{font-family:sans-serif;margin:1.5em;max-width:1800px} .scroll{overflow-x:auto;max-width:100%} "
