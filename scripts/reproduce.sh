@@ -174,8 +174,10 @@ else
   echo "reproduce: wrote $page" >&2
   /usr/bin/python3 scripts/fingerprints/profile_fingerprints.py --write "$fingerprints" "${sweeps[@]}"
 fi
-# --check: the READMEs whose block differs from this (fresh) report are listed, not failed: values move by rounding
-# between machines and only verdicts fail the check. readme_claims.py --check alone exits 1 on any difference.
+# --check: the READMEs whose block differs from this (fresh) report are listed, not failed: a block names the report's
+# title, whose commit is the checking clone's; the values were compared above (fingerprints) and the verdicts too.
+# Hand edits are caught without runs by ctest readme_claims_page (readme_claims.py --against-page: the committed
+# blocks' rows against the committed page's).
 readme_status=0
 /usr/bin/python3 scripts/report/readme_claims.py results/report/readme_blocks.json --profile "$profile" \
   $([ "$check" -eq 1 ] && echo --check) || readme_status=$?

@@ -60,6 +60,27 @@ def assign_anchors(claims):
     return claims
 
 
+def mark_shared_values(claims):
+    """Claims that judge the same measurement (issue 45: "each distinct measurement is one claim"): a claim whose
+    setting, units and values equal an earlier claim's applies a second rule to that claim's numbers (e.g. "G > 0" and
+    "G >= the paper's share" of one G; a printed value and an exactness bar on one set of errors). Each such claim gets
+    `same_values_as` = the first claim's id; the page shows it and counts distinct measurements. Returns the count of
+    distinct measurements among the claims with a value."""
+    owners = {}
+    for c in claims:
+        c.pop("same_values_as", None)
+        if c.get("kind") == "spec gate" or c.get("verdict") == "not run" or not finite(c.get("mean", "nan")):
+            continue
+        # the values when the CSV lists them, else (instances of one run) their count, mean and interval to all digits
+        values = column(c, "values") or "|".join(str(c.get(k, "")) for k in ("n", "mean", "ci95_low", "ci95_high"))
+        key = (c.get("setting", ""), c.get("unit", ""), column(c, "units"), values)
+        if key in owners:
+            c["same_values_as"] = owners[key]
+        else:
+            owners[key] = c["id"]
+    return len(owners)
+
+
 def is_count(c):
     return column(c, "test").startswith("count_")
 
@@ -82,13 +103,14 @@ def ours_short(c):
         return c["ours"]
     if c["verdict"] == "not run" or (not is_count(c) and not finite(c.get("mean", "nan"))):
         return "-"
+    shared = f" (values of {c['same_values_as']})" if c.get("same_values_as") else ""
     if is_count(c):
         unit = "seeds" if c.get("unit") == "seed" else "instances"
-        return f"{side_text(c)} {unit}"
+        return f"{side_text(c)} {unit}{shared}"
     low, high = c.get("ci95_low", "nan"), c.get("ci95_high", "nan")
     if finite(low) and finite(high):
-        return f"{fmt(c['mean'])} [{fmt(low)}, {fmt(high)}]"
-    return fmt(c["mean"])
+        return f"{fmt(c['mean'])} [{fmt(low)}, {fmt(high)}]{shared}"
+    return fmt(c["mean"]) + shared
 
 
 def ours_full(c):
@@ -125,23 +147,27 @@ def needed_count(c):
 def false_pass_text(c):
     """The chance that the rule passes on values with no effect at all (issue 45: 'rules a coin cannot pass'):
     - a one-sided interval rule (mean above / below a bar, the 95 % t-interval wholly on one side): 2.5 % when the true
-      mean sits on the bar; inside a band: at most 2.5 % when it sits on an edge;
-    - a count rule over seeds: P(Binomial(n, 1/2) >= k), each seed falling on either side of the bar by a fair coin
-      (every one of 5: 3.1 %; 4 of 5: 19 %);
-    - a rule on every instance of an identity: deterministic, not a coin ('-')."""
+      mean sits on the bar;
+    - a band rule (the interval inside [lo, hi]): at most 2.5 % for a true value outside the band (on an edge); a true
+      value inside passes whatever produced it, so for an equivalence claim ("comparable", "within x1.5") a model with
+      no effect at all passes;
+    - a count rule: P(Binomial(n, 1/2) >= k), each seed, or each instance, falling on either side of the bar by a fair
+      coin (every one of 5: 3.1 %; 4 of 5: 19 %). Over the instances of an exact identity (hundreds of conversions) the
+      rate is that of a coin, negligible; over 2 timings it is 25 %: the number says which."""
     test = column(c, "test")
     if test in ("interval_above", "interval_below"):
         return "2.5 % (one-sided 95 % t-interval, true mean on the bar)"
     if test == "interval_within":
-        return "<= 2.5 % (95 % t-interval inside the band, true mean on an edge)"
+        return ("<= 2.5 % for a true value outside the band (95 % t-interval inside it); a true value inside passes "
+                "whatever made it: as an equivalence claim a model with no effect passes")
     counted = needed_count(c)
     if counted is None:
         return ""
     k, n = counted
-    if c.get("unit") != "seed":
-        return "- (every instance of an identity: not a coin)" if k == n else ""
+    unit = "seeds" if c.get("unit") == "seed" else "instances"
     p = sum(math.comb(n, j) for j in range(k, n + 1)) / 2 ** n
-    return f"{100 * p:.2g} % ({k} of {n} seeds by a fair coin)"
+    rate = f"{100 * p:.2g} %" if p >= 1e-4 else "< 0.01 %"
+    return f"{rate} ({k} of {n} {unit} by a fair coin)"
 
 
 def statement_of(c):
@@ -170,15 +196,25 @@ def kind_short(c):
     return KIND_SHORT.get(c.get("kind", ""), c.get("kind", ""))
 
 
+def undecided(c):
+    return c.get("verdict") in ("inconclusive", "not run")
+
+
 def leave_one_out_short(c):
-    """'fragile' where dropping one seed flips the verdict, 'holds' where none does, '' when not computed."""
+    """'fragile' where dropping one seed flips the verdict, 'holds' where none does, '' when not computed; '-' for an
+    undecided claim whose verdict no seed flips (an inconclusive claim that stays inconclusive is no robustness)."""
     text = column(c, "leave_one_out")
+    if text.startswith("holds") and undecided(c):
+        return "-"
     return "fragile" if text.startswith("fragile") else "holds" if text.startswith("holds") else ""
 
 
 def rounding_short(c):
-    """'depends' where a perturbation of rounding flips the verdict, 'holds' where it does not, '' when not rerun."""
+    """'depends' where a perturbation of rounding flips the verdict, 'holds' where it does not, '' when not rerun; '-'
+    for an undecided claim that stays undecided."""
     text = column(c, "rounding")
+    if text.startswith("holds") and undecided(c):
+        return "-"
     return "depends" if text.startswith("depends") else "holds" if text.startswith("holds") else ""
 
 
@@ -224,7 +260,8 @@ def details_fields(c):
     fields = [("statement", statement_of(c)), ("source", c.get("source", "")), ("kind", c.get("kind", "")),
               ("rule", rule_text(c)), ("false-pass rate", false_pass_text(c)), ("setting", c.get("setting", "")),
               ("seeds" if c.get("unit") == "seed" else "instances", c.get("units", "")),
-              ("per seed", c.get("values", "")), ("on the claimed side", side_text(c)),
+              ("per seed", c.get("values", "")), ("same values as", c.get("same_values_as", "")),
+              ("on the claimed side", side_text(c)),
               ("mean [95 % t-interval]", ours_full(c) if c["verdict"] != "not run" else ""),
               ("paper", fmt(c["paper_value"]) if c.get("kind") == "matches a printed number" else ""),
               ("selection", selection_of(c)), ("note", column(c, "note")),

@@ -1,6 +1,6 @@
 """The counts a page opens with: verdicts, by kind (paper claims apart from own checks), the spec's gates apart, and
 how many rules were chosen after the first runs, are fragile to one seed or depend on rounding."""
-from claim_text import PROVENANCE_MARK, chosen_after, column, depends_on_rounding, is_fragile
+from claim_text import PROVENANCE_MARK, chosen_after, column, depends_on_rounding, is_fragile, mark_shared_values
 from verdicts import VERDICTS
 
 PAPER_KINDS = ("matches a printed number", "reproduces a qualitative claim")
@@ -17,6 +17,12 @@ def counts_text(claims):
     counts = verdict_counts(claims)
     return (f"{len(claims)} claims: {counts['reproduced']} reproduced, {counts['not reproduced']} not reproduced, "
             f"{counts['inconclusive']} inconclusive, {counts['not run']} not run")
+
+
+def how_many(rows):
+    """'36' as '33 claims, 3 spec gates' when gates are among the rows (the headline counts claims and gates apart)."""
+    gates = sum(c.get("kind") == "spec gate" for c in rows)
+    return f"{len(rows) - gates} claims, {gates} spec gates" if gates else str(len(rows))
 
 
 def short_counts(claims):
@@ -41,6 +47,12 @@ def headline_items(claims, gates):
         f"; {kind}: {short_counts([c for c in papers if c['kind'] == kind])}" for kind in PAPER_KINDS
         if any(c["kind"] == kind for c in papers)))]
     items.append(("Own checks", short_counts(own_checks(claims)) if own_checks(claims) else "none"))
+    distinct = mark_shared_values(claims)
+    shared = sum(bool(c.get("same_values_as")) for c in claims)
+    if shared:
+        items.append(("Measurements", f"{distinct + shared} claims with a value judge {distinct} distinct measurements: "
+                                      f"{shared} apply a second rule to another claim's values (\"values of …\" under ours), "
+                                      "so they are not independent evidence"))
     if gates:
         items.append(("Spec gates (computed from the rows)", short_counts(gates)))
     after = sum(chosen_after(c) for c in claims)

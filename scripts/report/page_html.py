@@ -5,7 +5,7 @@ import html
 
 from claim_text import (assign_anchors, details_fields, id_text, kind_short, leave_one_out_short, ours_short, paper_text,
                         readme_link, reason_text, rounding_short, short_statement)
-from counts import VERDICTS_TEXT, counts_text, headline_items, short_counts
+from counts import VERDICTS_TEXT, counts_text, headline_items, how_many, short_counts
 from page_md import COMPACT_COLUMNS, LEGEND, by_paper
 from verdicts import PAPER_TITLES
 
@@ -61,7 +61,7 @@ def failures_html(rows, link_prefix):
             items.append(f'<li><a href="#{e(c["anchor"])}"><b>{e(id_text(c))}</b></a>{e(statement)}: ours {e(ours_short(c))}, '
                          f"rule <code>{e(c['rule'])}</code>" + (f"; {e(reason)}" if reason else "")
                          + (f' (<a href="{e(link)}">{e(label)}</a>)' if link else "") + "</li>")
-        out.append(f'<h2 id="{"failures" if verdicts[0] == "not reproduced" else "undecided"}">{e(title)} ({len(group)})</h2>'
+        out.append(f'<h2 id="{"failures" if verdicts[0] == "not reproduced" else "undecided"}">{e(title)} ({e(how_many(group))})</h2>'
                    + (f'<ul class="failures">{"".join(items)}</ul>' if items else "<p>None.</p>"))
     return "".join(out)
 

@@ -12,9 +12,9 @@ renders the claims part of a page from a claims CSV alone (no runs: a visual che
 import argparse
 import sys
 
-from claim_text import (assign_anchors, details_fields, id_text, kind_short, leave_one_out_short, ours_short, paper_text,
-                        readme_link, reason_text, rounding_short, short_statement)
-from counts import VERDICTS_TEXT, counts_text, headline_items, short_counts
+from claim_text import (assign_anchors, details_fields, id_text, kind_short, leave_one_out_short, mark_shared_values,
+                        ours_short, paper_text, readme_link, reason_text, rounding_short, short_statement)
+from counts import VERDICTS_TEXT, counts_text, headline_items, how_many, short_counts
 from gates import gate_claims
 from verdicts import PAPER_ORDER, PAPER_TITLES, read_claims_csv, verdict_keys_block
 
@@ -55,9 +55,9 @@ def failures_md(rows, link_prefix, heading="##"):
     """The opening lists: not reproduced, then inconclusive and not run (empty lists say so in one line)."""
     failed = [c for c in rows if c["verdict"] == "not reproduced"]
     unsure = [c for c in rows if c["verdict"] in ("inconclusive", "not run")]
-    lines = [f"{heading} Not reproduced ({len(failed)})", ""]
+    lines = [f"{heading} Not reproduced ({how_many(failed)})", ""]
     lines += [failure_line(c, link_prefix) for c in failed] or ["Every decided claim is reproduced."]
-    lines += ["", f"{heading} Inconclusive or not run ({len(unsure)})", ""]
+    lines += ["", f"{heading} Inconclusive or not run ({how_many(unsure)})", ""]
     lines += [failure_line(c, link_prefix) for c in unsure] or ["None."]
     return lines + [""]
 
@@ -108,6 +108,7 @@ def headline_md(claims, gates):
 def claims_page_md(claims, gates, link_prefix):
     """Headline, the failures, the per-paper tables: the top of the page and of OUT/report.md."""
     assign_anchors(claims + gates)
+    mark_shared_values(claims)
     return headline_md(claims, gates) + failures_md(claims + gates, link_prefix) + claims_sections_md(claims, gates, link_prefix)
 
 
@@ -137,6 +138,7 @@ def readme_blocks(claims, title, page, gates=()):
     (scripts/report/readme_claims.py puts each block in its README). `page` is the repo path of the profile's page."""
     import os
     groups = {}
+    mark_shared_values(claims)
     for c in list(claims) + list(gates):
         readme = c.get("readme", "").split("#")[0]
         if readme:

@@ -7,10 +7,15 @@ the README says in its own words which claims are not reproduced.
 
   readme_claims.py OUT/readme_blocks.json --profile quick            write the blocks
   readme_claims.py OUT/readme_blocks.json --profile quick --check    only list the READMEs whose block differs
+  readme_claims.py --against-page docs/reproduction.md --profile quick
+                                                    every README block's rows equal the committed page's (no runs needed)
   --root DIR: the checkout whose experiments/*/README.md are meant (default: this script's checkout)
 
 Exit status: 0 written, or (--check) every block equals the report's; 1 (--check) a README's block differs from the
 report's (or is missing), listed on stderr; 2 bad arguments, an unreadable blocks file or broken markers.
+--against-page (ctest readme_claims_page; issue 45, "generated, never hand-written"): the rows of each README's block
+(its compact tables) are exactly the page's rows of the claims that README explains (the page's details name the README
+of each row): a hand-edited row, a row missing from either side, or a block left from another report fails (exit 1).
 """
 import argparse
 import json
@@ -39,9 +44,82 @@ def replace_block(text, profile, block):
     return text.rstrip("\n") + f"\n\n## Claims of record: {profile} profile (generated)\n\n{inner}\n"
 
 
+ROW = re.compile(r"^\| (?!claim \|)(?!---)")  # a compact-table row (not its header or rule line)
+EXPLAINED = re.compile(r"; explained in \[[^\]]*\]\(([^)#]+)[^)]*\)$")
+
+
+def table_rows(lines):
+    """[(rows, details entries)] of each compact table in `lines`: a table's rows, then its <details> entries in order."""
+    tables, i = [], 0
+    while i < len(lines):
+        if lines[i].startswith("| claim | "):
+            rows = []
+            i += 2
+            while i < len(lines) and ROW.match(lines[i]):
+                rows.append(lines[i])
+                i += 1
+            entries = []
+            while i < len(lines) and not lines[i].startswith("<details>"):
+                i += 1
+            while i < len(lines) and lines[i] != "</details>":
+                if lines[i].startswith('- <a id="'):
+                    entries.append(lines[i])
+                i += 1
+            tables.append((rows, entries))
+        i += 1
+    return tables
+
+
+def page_rows_by_readme(page_text, page_path):
+    """{README repo path: sorted rows} of the page, each row given to the README its details entry names."""
+    out, base = {}, os.path.dirname(page_path)
+    for rows, entries in table_rows(page_text.splitlines()):
+        if len(rows) != len(entries):
+            raise ValueError(f"a table of {len(rows)} rows has {len(entries)} details entries")
+        for row, entry in zip(rows, entries):
+            m = EXPLAINED.search(entry)
+            if m:
+                readme = os.path.normpath(os.path.join(base, m.group(1)))
+                out.setdefault(readme, []).append(row)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def check_against_page(root, page, profile):
+    """README blocks against the committed page: 0 equal, 1 differences (listed on stderr)."""
+    with open(os.path.join(root, page), encoding="utf-8") as f:
+        expected = page_rows_by_readme(f.read(), page)
+    begin, end = markers(profile)
+    problems, blocks = [], 0
+    readmes = sorted(set(expected) | {os.path.relpath(os.path.join(d, "README.md"), root)
+                                      for d in (os.path.join(root, "experiments", e) for e in os.listdir(os.path.join(root, "experiments")))
+                                      if os.path.isfile(os.path.join(d, "README.md"))})
+    for readme in readmes:
+        path = os.path.join(root, readme)
+        text = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
+        if begin not in text:
+            if readme in expected:
+                problems.append(f"{readme}: no {begin} block, the page has {len(expected[readme])} of its rows")
+            continue
+        blocks += 1
+        inner = text.split(begin, 1)[1].split(end, 1)[0]
+        rows = sorted(r for table, _ in table_rows(inner.splitlines()) for r in table)
+        want = expected.get(readme, [])
+        if rows != want:
+            only_readme = [r for r in rows if r not in want]
+            only_page = [r for r in want if r not in rows]
+            first = (only_readme or only_page or ["(the same rows, other counts)"])[0]
+            problems.append(f"{readme}: {len(only_readme)} rows not on the page, {len(only_page)} page rows missing; "
+                            f"first: {first[:160]}")
+    for p in problems:
+        print(f"readme_claims: {p}", file=sys.stderr)
+    print(f"readme_claims: {blocks} README blocks of profile {profile} against {page}: {len(problems)} differ", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("blocks")
+    parser.add_argument("blocks", nargs="?")
+    parser.add_argument("--against-page", metavar="PAGE", help="check the README blocks against this committed page")
     parser.add_argument("--profile", required=True)
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--root", default=ROOT)
@@ -52,6 +130,18 @@ def main():
     if not re.fullmatch(r"[a-z0-9_]+", args.profile):
         print(f"readme_claims: bad profile name {args.profile!r}", file=sys.stderr)
         return 2
+    if args.against_page:
+        if args.blocks or args.check:
+            parser.error("--against-page takes no blocks file and no --check")
+        if not os.path.isfile(os.path.join(root, args.against_page)):
+            parser.error(f"--against-page {args.against_page}: no such file under {root}")
+        try:
+            return check_against_page(root, args.against_page, args.profile)
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            print(f"readme_claims: {args.against_page}: {e}", file=sys.stderr)
+            return 2
+    if not args.blocks:
+        parser.error("a blocks file (make_report.py's readme_blocks.json) is needed unless --against-page")
     try:
         with open(args.blocks, encoding="utf-8") as f:
             blocks = json.load(f)

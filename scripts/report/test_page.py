@@ -12,7 +12,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from page_html import claims_page_html  # noqa: E402
-from page_md import reproduction_page  # noqa: E402
+from page_md import claims_page_md, reproduction_page  # noqa: E402
 from verdicts import compare, parse_verdict_keys, read_claims_csv  # noqa: E402
 
 BASE = ["setting", "experiment", "runs", "paper", "id", "source", "kind", "statement", "metric", "rule", "unit", "units", "n",
@@ -36,12 +36,14 @@ ROWS = [
     row("003-T3 LR SL-L2: prefix < causal", "reproduced", provenance="chosen after the first runs (2026-11-20): bar 1.5 after seed 0",
         leave_one_out="fragile: without seed 1 -> not reproduced", rounding="depends on rounding: not reproduced at +1 ulp"),
     row("003-T1 LR SL-L2: ratio >= 1.5", "not reproduced", on_claimed_side="2", note="2 of 5 values on the claimed side",
+        values="0.2, 0.6, -0.9, -0.4, -0.3",
         leave_one_out="holds", rounding="holds under rounding"),
     row("000-T1 205K fp32", "reproduced", paper="000", kind="matches a printed number", test="interval_within", paper_value="2.9e-07",
         rule="95 % t-interval of the mean inside [9.667e-08, 8.7e-07]", unit="instance", units="100 instances", n="100",
         mean="2.823e-07", ci95_low="2.806e-07", ci95_high="2.840e-07", values="", statement="mean error as printed"),
     row("002-T1 float32", "inconclusive", paper="002", kind="own check", note="the interval straddles the rule's edge",
-        test="interval_above", rule="95 % t-interval of the mean > 0.99", statement="exact dual (float32)", excluded=EXCLUDED),
+        test="interval_above", rule="95 % t-interval of the mean > 0.99", statement="exact dual (float32)", excluded=EXCLUDED,
+        values="0.3, 0.1, 0.7, 0.2, 0.25"),
     row("VO-T never", "not run", paper="von Oswald 2023", kind="own check", n="0", units="", values="", mean="nan",
         ci95_low="nan", ci95_high="nan", on_claimed_side="0", note="no value", statement="never ran"),
 ]
@@ -132,7 +134,21 @@ assert false_pass_text(dict(ROWS[0], rule="x > 0 in >= 4/5 of the values, at lea
     "19 % (4 of 5 seeds by a fair coin)"  # P(Bin(5, 1/2) >= 4) = 6/32
 assert false_pass_text(dict(ROWS[0], rule="x > 0 for every value")) == "3.1 % (5 of 5 seeds by a fair coin)"
 assert false_pass_text(ROWS[2]).startswith("<= 2.5 %") and false_pass_text(ROWS[3]).startswith("2.5 %")
-assert false_pass_text(dict(ROWS[2], test="count_at_most", rule="x <= 1e-05 for every value")).startswith("- (every instance")
+assert false_pass_text(dict(ROWS[2], test="count_at_most", rule="x <= 1e-05 for every value")) == \
+    "< 0.01 % (100 of 100 instances by a fair coin)"  # an identity over 100 instances
+assert false_pass_text(dict(ROWS[2], test="count_below", rule="x < 0 for every value", n="2")) == \
+    "25 % (2 of 2 instances by a fair coin)"  # a timing on 2 instances is no identity
+assert "a model with no effect passes" in false_pass_text(ROWS[2])
+# two claims on one measurement (the same setting, seeds and values): the second names the first, the headline counts
+# distinct measurements (issue 45: each distinct measurement is one claim)
+twin = dict(ROWS[0], id="003-T3 LR SL-L2: prefix < causal, second bar", rule="x > 0.1 for every value", verdict="not reproduced")
+twin_page = "\n".join(claims_page_md([dict(r) for r in ROWS] + [twin], [], "../"))
+assert "(values of 003-T3 LR SL-L2: prefix < causal)" in twin_page and "same values as: 003-T3 LR SL-L2: prefix < causal" in twin_page
+assert "**Measurements**: 5 claims with a value judge 4 distinct measurements: 1 apply a second rule" in twin_page, twin_page
+# an undecided claim that stays undecided without a seed or under rounding shows '-', not 'holds'
+from claim_text import leave_one_out_short, rounding_short  # noqa: E402
+assert leave_one_out_short(dict(ROWS[3], leave_one_out="holds")) == "-" and rounding_short(dict(ROWS[3], rounding="holds under rounding")) == "-"
+assert leave_one_out_short(ROWS[1]) == "holds" and rounding_short(ROWS[1]) == "holds"
 assert "false-pass rate: 2.5 % (one-sided" in page
 print("page: failures first, compact tables, counts by kind, provenance, leave-one-out and rounding, verdict keys OK")
 

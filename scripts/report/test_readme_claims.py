@@ -97,4 +97,45 @@ with tempfile.TemporaryDirectory() as root:
     assert edited.returncode == 1 and "experiments/x/README.md" in edited.stderr, edited
     assert run("--check", "--root", os.path.join(root, "nowhere")).returncode == 2
 
-print("readme_claims: blocks appended, replaced, refused and built as stated; --check fails on a block that differs")
+# --against-page (ctest readme_claims_page): the committed README blocks against the committed page, no runs needed.
+# A page and blocks made from the same claims agree; a hand-edited README row, or a row the page lacks, fails.
+from page_md import reproduction_page  # noqa: E402
+
+with tempfile.TemporaryDirectory() as root:
+    os.makedirs(os.path.join(root, "docs"))
+    os.makedirs(os.path.join(root, "experiments", "vo_trained"))
+    os.makedirs(os.path.join(root, "experiments", "other"))
+    rows = [dict(claim, key="k1"), dict(failing, key="k2")]
+    with open(os.path.join(root, "docs", "reproduction.md"), "w") as f:
+        f.write(reproduction_page(rows, [], [], "T", "quick", [], []))
+    block = readme_blocks([dict(claim), dict(failing)], "T", "docs/reproduction.md")["experiments/vo_trained/README.md"]
+    vo_readme = os.path.join(root, "experiments", "vo_trained", "README.md")
+    with open(vo_readme, "w") as f:
+        f.write(replace_block("# vo\n", "quick", block))
+    with open(os.path.join(root, "experiments", "other", "README.md"), "w") as f:
+        f.write("# other, no block\n")
+
+    def against(page="docs/reproduction.md"):
+        return subprocess.run([sys.executable, script, "--against-page", page, "--profile", "quick", "--root", root],
+                              capture_output=True, text=True)
+
+    agree = against()
+    assert agree.returncode == 0 and "1 README blocks of profile quick" in agree.stderr and "0 differ" in agree.stderr, agree
+    with open(vo_readme) as f:
+        good = f.read()
+    with open(vo_readme, "w") as f:  # a hand-edited verdict in the README's table
+        f.write(good.replace("| **not reproduced** |", "| reproduced |", 1))
+    edited = against()
+    assert edited.returncode == 1 and "experiments/vo_trained/README.md: 1 rows not on the page, 1 page rows missing" in edited.stderr, edited
+    only_one = readme_blocks([dict(claim)], "T", "docs/reproduction.md")["experiments/vo_trained/README.md"]
+    with open(vo_readme, "w") as f:  # a block from another report (one row fewer)
+        f.write(replace_block("# vo\n", "quick", only_one))
+    stale = against()
+    assert stale.returncode == 1 and "0 rows not on the page, 1 page rows missing" in stale.stderr, stale
+    os.remove(vo_readme)  # the page explains a row by a README that has no block
+    absent = against()
+    assert absent.returncode == 1 and "no <!-- claims:quick --> block, the page has 2 of its rows" in absent.stderr, absent
+    assert against("docs/none.md").returncode == 2
+
+print("readme_claims: blocks appended, replaced, refused and built as stated; --check fails on a block that differs; "
+      "--against-page fails on a README row that differs from the committed page")
