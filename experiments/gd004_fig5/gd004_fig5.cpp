@@ -3,7 +3,8 @@
 // attentions of §4 — regularized (Eq. 15, option Eq. 14), augmented (Eq. 16: g1, g2, g1+g2, g2⁺) and negative
 // samples (Eq. 17, top-k least attended, uniform renorm) — with seeds paired across variants, and judge each of the
 // paper's qualitative claims by the sign rule over the paired seeds (every seed; the spec: ≥ 4/5). The caveat's
-// controls rerun (a) with a fresh task per sequence and in the Eq. 14 form. The layer is nn::attention_004_* (a dedicated batch-1 forward/backward).
+// controls rerun (a) with a fresh task per sequence and in the Eq. 14 form. The layer is nn::attention_004_* (a
+// dedicated batch-1 forward/backward).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
