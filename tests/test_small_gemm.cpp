@@ -161,9 +161,15 @@ template <class T>
 void check_summation_orders(std::uint64_t seed) {
     Rng rng(seed);
     const std::size_t Kc = nn::detail::kSmallKc;
+    // the copied paths are taken for the fourth shape (check_summation_order's rows are 3 elements longer than the matrix)
+    const std::size_t wide = 2 * nn::detail::kSmallNc + 45;
+    REQUIRE(nn::detail::copy_b_pays(40, wide, 2 * Kc, (wide + 3) * sizeof(T)));
+    REQUIRE(nn::detail::copy_a_pays(40, wide, 2 * Kc));
     for (const std::size_t k : {std::size_t(1), std::size_t(37), Kc - 1, Kc, Kc + 1, 2 * Kc + 19, 4 * Kc})
-        // the last shape spans three column blocks (kSmallNc) of tiles, the last one partial
-        for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{19, 45}, {64, 64}, {19, 2 * nn::detail::kSmallNc + 45}})
+        // the third shape spans three column blocks (kSmallNc) of tiles, the last one partial; the fourth too, with rows
+        // enough that op(B) (rows > 1 KB apart) and op(A)ᵀ are copied into panels (detail::copy_b_pays / copy_a_pays)
+        for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{19, 45}, {64, 64}, {19, 2 * nn::detail::kSmallNc + 45},
+                                   {40, 2 * nn::detail::kSmallNc + 45}})
             for (int t = 0; t < 4; ++t)
                 check_summation_order<T>(m, n, k, t & 1, t & 2, t == 3 ? T(0.5) : T(1), t == 2 ? T(-0.75) : T(0), rng);
 }

@@ -7,8 +7,8 @@
 //
 //   C (m, n) = alpha · op(A) (m, k) · op(B) (k, n) + beta · C      (row-major, any leading dimensions)
 //
-// Method: C in tiles of kMr rows × kNr columns, op(A) and op(B) read in place where they can be (else copied into
-// zero-padded panels, see small_gemm_blocked). Each kMr × kNr
+// Method: C in tiles of kMr rows × kNr columns, op(A) and op(B) read in place where that runs at full speed, else copied
+// into contiguous zero-padded panels (small_gemm_blocked, detail::copy_b_pays / copy_a_pays). Each kMr × kNr
 // tile of C is accumulated in a fixed-size local array the compiler keeps in vector registers (plain loops,
 // vectorized by -O3 -march; no intrinsics, so it runs on any x86-64 or other CPU), over p = 0, 1, ..., k-1 in
 // order, then written as alpha·acc (+ beta·C when beta != 0; beta = 0 never reads C, as BLAS, and writes alpha·acc + 0:
@@ -57,7 +57,9 @@ using iclab::multiply_add;
 // Register tile: kNr = two SIMD vectors of T per row, kMr rows: kMr·2 accumulators (16 of AVX-512's 32 registers;
 // 12 of AVX2's 16, the other 3 for op(B)'s two vectors and op(A)'s broadcast; 8 left the two FMA units waiting on
 // their 4-cycle latency). The tile's shape changes no bit: each element is one chain over p in order whatever tile
-// computes it.
+// computes it. GCC 12 compiles small_gemm_tile's loop over p to exactly that (objdump, x86-64-v3, float: 2 vmovups of
+// op(B), 6 vbroadcastss of op(A), 12 vfmadd231ps into 12 ymm accumulators held across the loop; AVX-512: 16 zmm), so the
+// kernel needs no intrinsics: one portable source, the tile chosen per build target at compile time.
 #if defined(__AVX512F__)
 constexpr std::size_t kSimdBytes = 64;
 constexpr std::size_t kSmallMr = 8;
@@ -73,9 +75,12 @@ constexpr std::size_t small_nr() {
 // Terms per pass over the product (small_gemm_blocked): a product with more terms is summed a chunk of kSmallKc terms
 // at a time over all its tiles, so that op(A)'s and op(B)'s rows of one chunk stay in cache while every tile reads
 // them (a weight gradient has k = B·T = 4096 terms: without chunks every tile streamed its whole k from memory again).
-constexpr std::size_t kSmallKc = 256;
-// Columns per block of tiles (small_gemm_blocked): a chunk of op(B) for one block, kSmallKc × kSmallNc values (256 KB
-// in float), stays in L2 while the row panels pass over it.
+// 512, not 256: each chunk after the first reloads every tile's partial sums (4 MB for a 1024 × 1024 C) and restarts
+// its loop; with 256 that cost 5-8 % (1024³ on AVX2: 0.87 of OpenBLAS, 0.93 with 512). A row panel's chunk of op(A),
+// kMr × 512 values (12 KB in float on AVX2, 16 KB on AVX-512), still stays in the 48 KB L1 while a block's tiles read it.
+constexpr std::size_t kSmallKc = 512;
+// Columns per block of tiles (small_gemm_blocked): a chunk of op(B) for one block, kSmallKc × kSmallNc values (512 KB
+// in float), stays in L2 (2 MB per core here) while the row panels pass over it.
 constexpr std::size_t kSmallNc = 256;
 
 // acc (Mr, Nr) += Σ_p op(A)[i0 .. i0+Mr, p] op(B)[p, j0 .. j0+Nr], p in order, from acc = 0 (fresh) or from the partial
@@ -176,12 +181,33 @@ inline void transpose_copy(T* out, std::size_t ld_out, const T* in, std::size_t 
     transpose_scalar(out, ld_out, in, ld_in, cols, k);
 }
 
+// Where small_gemm_blocked copies operands into contiguous panels although it could read them in place (it always copies
+// op(B)ᵀ and edge panels). Copying moves values only: no sum changes, only the speed (measured on AVX2 and AVX-512,
+// docs/performance.md, "AVX2 tile"). Only where the product is large enough to amortize the copy (m ≥ 4 kMr, n, k ≥ 64).
+// op(B): where its rows are more than kInPlaceRowBytes apart. A tile reads kNr values from each of kc rows: rows 4 KB
+// apart (n = 1024 floats) fall in one set of the 12-way L1 and each on its own page, which no hardware prefetcher follows
+// (read in place, 1024³ ran at 0.41 of OpenBLAS with kc = 512; copied, 0.93). Rows ≤ 1 KB apart are read in place at full
+// speed, and there the copy, a pass over memory of its own that the tiles' reads overlap with their multiply-adds when
+// reading in place, cost 5-10 % (64 × 256 × 1920 TN, 128 × 128 × 4096 TN).
+// op(A)ᵀ (kMr values from each of kc rows): where each copied panel serves at least 16 tiles (n ≥ 256): 64 × 256 × 1920 TN
+// gained ~5 %, 128 × 128 × 4096 TN (8 tiles per panel) lost as much. op(A) not transposed is read in place: kMr rows,
+// each sequential.
+constexpr std::size_t kInPlaceRowBytes = 1024;
+inline bool copy_pays(std::size_t m, std::size_t n, std::size_t k) { return m >= 4 * kSmallMr && n >= 64 && k >= 64; }
+inline bool copy_b_pays(std::size_t m, std::size_t n, std::size_t k, std::size_t row_bytes) {
+    return copy_pays(m, n, k) && row_bytes > kInPlaceRowBytes;
+}
+inline bool copy_a_pays(std::size_t m, std::size_t n, std::size_t k) { return copy_pays(m, n, k) && n >= 256; }
+
 }  // namespace detail
 
 // out (m, n, rows ldc apart) = alpha op(a) op(b) + beta out; a rows lda apart, b rows ldb apart. k >= 1.
-// op(A) is read in place (full panels of kMr rows); op(B) in place where it is not transposed and a panel has
-// kNr columns. Only op(B)ᵀ panels and the edge panels (fewer than kMr rows / kNr columns) are copied, zero-padded,
-// into per-thread buffers kept between calls (no allocation in a step). The copies change no sum.
+// Loops: chunks of kSmallKc terms; in each, blocks of kSmallNc columns; in each, the row panels of kMr rows, each over
+// the block's tiles (its kMr × kc panel of op(A) stays in L1 while the block's panels of op(B) stream from L2).
+// op(B) is read in place, or its chunk × block copied into contiguous zero-padded kNr-column panels once per (chunk,
+// block): op(B)ᵀ, edge panels, and rows far apart (detail::copy_b_pays). op(A): in place (not transposed: kMr
+// sequential row streams), or every kMr-row panel of a chunk copied once (op(A)ᵀ, detail::copy_a_pays), or the edge
+// panel copied, zero-padded. The copies live in per-thread buffers kept between calls (no allocation in a step) and change no sum.
 // triangle: the causal structure the product may use (Triangle above; none: the full product).
 template <class T>
 void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, const T* b, std::size_t ldb, std::size_t m,
@@ -189,77 +215,108 @@ void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, co
                         Triangle triangle = Triangle::none) {
     constexpr std::size_t Mr = detail::kSmallMr, Nr = detail::small_nr<T>();
     const std::size_t a_panels = (m + Mr - 1) / Mr, b_panels = (n + Nr - 1) / Nr;
-    thread_local std::vector<T> a_edge, b_pack;  // kept between calls: no allocation once sized
-    if (a_edge.size() < k * Mr) a_edge.resize(k * Mr);
-    if (b_pack.size() < b_panels * k * Nr) b_pack.resize(b_panels * k * Nr);
-    // op(b)[p, j] = b[p·ldb + j], or b[j·ldb + p] when transposed: panels copied where they cannot be read in place
-    for (std::size_t jp = 0; jp < b_panels; ++jp) {
-        const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
-        if (!transpose_b && cols == Nr) continue;
-        T* panel = b_pack.data() + jp * k * Nr;
-        if (transpose_b) detail::transpose_copy(panel, Nr, b + j0 * ldb, ldb, cols, k);
-        for (std::size_t p = 0; p < k; ++p) {
-            T* dst = panel + p * Nr;
-            if (!transpose_b) std::copy(b + p * ldb + j0, b + p * ldb + j0 + cols, dst);
-            for (std::size_t c = cols; c < Nr; ++c) dst[c] = T(0);
-        }
-    }
     // Terms in chunks of kSmallKc (detail::kSmallKc), the tiles' partial sums kept between chunks; one chunk when the
     // product is short or triangular. Every element is still one chain of multiply-adds over p = 0..k-1 in order.
     const bool chunked = triangle == Triangle::none && k > detail::kSmallKc;
     const std::size_t chunk = chunked ? detail::kSmallKc : k;
-    thread_local std::vector<T> partial;  // (a_panels, b_panels, Mr, Nr) raw sums between chunks; kept between calls
-    if (chunked && partial.size() < a_panels * b_panels * Mr * Nr) partial.resize(a_panels * b_panels * Mr * Nr);
-    alignas(64) T acc[Mr][Nr];
     // Columns in blocks of kSmallNc: one chunk of op(B)'s rows for a block's tiles (kSmallKc × kSmallNc) stays in L2 while
-    // every row panel of op(A) passes over it (without blocks, a wide product streamed its whole chunk of op(B), 1 MB for
-    // n = 1024, from L3 once per row panel). Only the order in which tiles are visited changes: no sum changes.
+    // every row panel of op(A) passes over it. Only the order in which tiles are visited changes: no sum changes.
     const std::size_t block_tiles = std::max<std::size_t>(1, detail::kSmallNc / Nr);
+    const bool pack_b = transpose_b || detail::copy_b_pays(m, n, k, ldb * sizeof(T));
+    const bool pack_a = transpose_a && detail::copy_a_pays(m, n, k);
+    thread_local std::vector<T> a_pack, b_pack, partial;  // kept between calls: no allocation once sized
+    const std::size_t a_slots = pack_a ? a_panels : 1;  // every row panel of a chunk, or the edge panel
+    if (a_pack.size() < a_slots * chunk * Mr) a_pack.resize(a_slots * chunk * Mr);
+    if (b_pack.size() < chunk * std::min(b_panels, block_tiles) * Nr) b_pack.resize(chunk * std::min(b_panels, block_tiles) * Nr);
+    // (a_panels, b_panels, Mr, Nr) raw sums between chunks
+    if (chunked && partial.size() < a_panels * b_panels * Mr * Nr) partial.resize(a_panels * b_panels * Mr * Nr);
+    // op(a)[i0 .. i0 + Mr, p_begin .. p_end) → slot[(p − kb)·Mr + r], rows past m zero (kb: the chunk's first term)
+    const auto copy_a_panel = [&](T* slot, std::size_t i0, std::size_t rows, std::size_t kb, std::size_t p_begin,
+                                  std::size_t p_end) {
+        if (transpose_a) {
+            for (std::size_t p = p_begin; p < p_end; ++p)
+                for (std::size_t r = 0; r < Mr; ++r) slot[(p - kb) * Mr + r] = r < rows ? a[p * lda + i0 + r] : T(0);
+            return;
+        }
+        if (p_end > p_begin)
+            detail::transpose_copy(slot + (p_begin - kb) * Mr, Mr, a + i0 * lda + p_begin, lda, rows, p_end - p_begin);
+        for (std::size_t p = p_begin; p < p_end; ++p)
+            for (std::size_t r = rows; r < Mr; ++r) slot[(p - kb) * Mr + r] = T(0);
+    };
+    alignas(64) T acc[Mr][Nr];
     for (std::size_t kb = 0; kb < k; kb += chunk) {
-        const std::size_t ke = std::min(k, kb + chunk);
+        const std::size_t ke = std::min(k, kb + chunk), terms = ke - kb;
         const bool first = kb == 0, last = ke == k;
-        for (std::size_t jb = 0; jb < b_panels; jb += block_tiles)
-        for (std::size_t ip = 0; ip < a_panels; ++ip) {
-            const std::size_t i0 = ip * Mr, rows = std::min(Mr, m - i0);
-            // this panel's terms p in [p_begin, p_end) of this chunk and its tiles jp < tiles (Triangle)
-            const std::size_t p_begin = triangle == Triangle::upper_a ? std::min(i0, k) : kb;
-            const std::size_t p_end = triangle == Triangle::lower_a ? std::min(k, i0 + rows) : ke;
-            const std::size_t tiles = triangle == Triangle::lower_out ? (std::min(n, i0 + rows) + Nr - 1) / Nr : b_panels;
-            // op(a)[i0 + r, p] = a_panel[r·a_row + p·a_step]: a itself, or the zero-padded copy of an edge panel
-            const T* a_panel = transpose_a ? a + i0 : a + i0 * lda;
-            std::size_t a_row = transpose_a ? 1 : lda, a_step = transpose_a ? lda : 1;
-            if (rows < Mr) {
-                for (std::size_t p = p_begin; p < p_end; ++p)
-                    for (std::size_t r = 0; r < Mr; ++r)
-                        a_edge[p * Mr + r] = r < rows ? (transpose_a ? a[p * lda + i0 + r] : a[(i0 + r) * lda + p]) : T(0);
-                a_panel = a_edge.data();
-                a_row = 1;
-                a_step = Mr;
+        for (std::size_t jb = 0; jb < b_panels; jb += block_tiles) {
+            const std::size_t jb_end = std::min(b_panels, jb + block_tiles);
+            // op(b)[p, j] = b[p·ldb + j], or b[j·ldb + p] when transposed: this block's panels, terms [kb, ke), copied
+            // where they are packed; panel jp at b_pack[(jp − jb)·terms·Nr + (p − kb)·Nr + c]
+            if (pack_b && !transpose_b) {  // full panels row by row of b (sequential reads), Nr values at a time
+                const std::size_t full_end = std::min(jb_end, n / Nr);
+                for (std::size_t p = 0; p < terms; ++p)
+                    for (std::size_t jp = jb; jp < full_end; ++jp)
+                        std::memcpy(b_pack.data() + (jp - jb) * terms * Nr + p * Nr, b + (kb + p) * ldb + jp * Nr, Nr * sizeof(T));
             }
-            for (std::size_t jp = jb; jp < std::min(tiles, jb + block_tiles); ++jp) {
+            for (std::size_t jp = jb; jp < jb_end; ++jp) {  // op(b)ᵀ panels and the edge panel
                 const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
-                const bool in_place = !transpose_b && cols == Nr;
-                const T* b_panel = in_place ? b + j0 : b_pack.data() + jp * k * Nr;
-                const std::size_t b_step = in_place ? ldb : Nr;
-                T* kept_sums = chunked ? partial.data() + (ip * b_panels + jp) * Mr * Nr : nullptr;
-                if (!first) std::copy(kept_sums, kept_sums + Mr * Nr, &acc[0][0]);
-                detail::small_gemm_tile<T, Mr, Nr>(acc, a_panel + p_begin * a_step, a_row, a_step, b_panel + p_begin * b_step,
-                                                   b_step, p_end - p_begin, first);
-                if (!last) {
-                    std::copy(&acc[0][0], &acc[0][0] + Mr * Nr, kept_sums);
-                    continue;
+                if (!transpose_b && cols == Nr) continue;
+                T* panel = b_pack.data() + (jp - jb) * terms * Nr;
+                if (transpose_b) detail::transpose_copy(panel, Nr, b + j0 * ldb + kb, ldb, cols, terms);
+                for (std::size_t p = 0; p < terms; ++p) {
+                    T* dst = panel + p * Nr;
+                    if (!transpose_b) std::copy(b + (kb + p) * ldb + j0, b + (kb + p) * ldb + j0 + cols, dst);
+                    for (std::size_t c = cols; c < Nr; ++c) dst[c] = T(0);
                 }
-                for (std::size_t r = 0; r < rows; ++r) {
-                    T* y = out + (i0 + r) * ldc + j0;
-                    // lower_out: the columns j0 + c > i0 + r are masked (+0), the others written as without a triangle
-                    const std::size_t visible = i0 + r + 1;  // columns j < visible
-                    const std::size_t kept =
-                        triangle != Triangle::lower_out ? cols : visible > j0 ? std::min(cols, visible - j0) : 0;
-                    if (beta == T(0))
-                        for (std::size_t c = 0; c < kept; ++c) y[c] = alpha * acc[r][c] + T(0);  // −0 → +0 (header)
-                    else
-                        for (std::size_t c = 0; c < kept; ++c) y[c] = detail::multiply_add(beta, y[c], alpha * acc[r][c]);
-                    for (std::size_t c = kept; c < cols; ++c) y[c] = T(0);
+            }
+            if (pack_a && jb == 0) {  // every row panel of op(a)ᵀ for this chunk: full panels row by row of a, then the edge
+                const std::size_t full = m / Mr;
+                for (std::size_t p = kb; p < ke; ++p)
+                    for (std::size_t ip = 0; ip < full; ++ip)
+                        std::memcpy(a_pack.data() + ip * chunk * Mr + (p - kb) * Mr, a + p * lda + ip * Mr, Mr * sizeof(T));
+                if (full < a_panels) copy_a_panel(a_pack.data() + full * chunk * Mr, full * Mr, m - full * Mr, kb, kb, ke);
+            }
+            for (std::size_t ip = 0; ip < a_panels; ++ip) {
+                const std::size_t i0 = ip * Mr, rows = std::min(Mr, m - i0);
+                // this panel's terms p in [p_begin, p_end) of this chunk and its tiles jp < tiles (Triangle)
+                const std::size_t p_begin = triangle == Triangle::upper_a ? std::min(i0, k) : kb;
+                const std::size_t p_end = triangle == Triangle::lower_a ? std::min(k, i0 + rows) : ke;
+                const std::size_t tiles = triangle == Triangle::lower_out ? (std::min(n, i0 + rows) + Nr - 1) / Nr : b_panels;
+                if (jb >= tiles) continue;
+                // op(a)[i0 + r, p] = a_panel[r·a_row + (p − kb)·a_step]: a itself, or a copied panel
+                const T* a_panel = transpose_a ? a + kb * lda + i0 : a + i0 * lda + kb;
+                std::size_t a_row = transpose_a ? 1 : lda, a_step = transpose_a ? lda : 1;
+                if (pack_a || rows < Mr) {
+                    T* slot = a_pack.data() + (pack_a ? ip * chunk * Mr : 0);
+                    if (!pack_a) copy_a_panel(slot, i0, rows, kb, p_begin, p_end);
+                    a_panel = slot;
+                    a_row = 1;
+                    a_step = Mr;
+                }
+                for (std::size_t jp = jb; jp < std::min(tiles, jb_end); ++jp) {
+                    const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
+                    const bool in_place = !pack_b && cols == Nr;
+                    const T* b_panel = in_place ? b + kb * ldb + j0 : b_pack.data() + (jp - jb) * terms * Nr;
+                    const std::size_t b_step = in_place ? ldb : Nr;
+                    T* kept_sums = chunked ? partial.data() + (ip * b_panels + jp) * Mr * Nr : nullptr;
+                    if (!first) std::copy(kept_sums, kept_sums + Mr * Nr, &acc[0][0]);
+                    detail::small_gemm_tile<T, Mr, Nr>(acc, a_panel + (p_begin - kb) * a_step, a_row, a_step,
+                                                       b_panel + (p_begin - kb) * b_step, b_step, p_end - p_begin, first);
+                    if (!last) {
+                        std::copy(&acc[0][0], &acc[0][0] + Mr * Nr, kept_sums);
+                        continue;
+                    }
+                    for (std::size_t r = 0; r < rows; ++r) {
+                        T* y = out + (i0 + r) * ldc + j0;
+                        // lower_out: the columns j0 + c > i0 + r are masked (+0), the others written as without a triangle
+                        const std::size_t visible = i0 + r + 1;  // columns j < visible
+                        const std::size_t kept =
+                            triangle != Triangle::lower_out ? cols : visible > j0 ? std::min(cols, visible - j0) : 0;
+                        if (beta == T(0))
+                            for (std::size_t c = 0; c < kept; ++c) y[c] = alpha * acc[r][c] + T(0);  // −0 → +0 (header)
+                        else
+                            for (std::size_t c = 0; c < kept; ++c) y[c] = detail::multiply_add(beta, y[c], alpha * acc[r][c]);
+                        for (std::size_t c = kept; c < cols; ++c) y[c] = T(0);
+                    }
                 }
             }
         }

@@ -3,12 +3,13 @@
 // compiled with this build's flags), one thread, on the products of the configs' training steps (the linear layers'
 // and the attention's per-(batch, head) ones) and a square one.
 // A measurement, not a test: cmake --build build --target iclab_gemm_kernels && build/iclab_gemm_kernels [REPEATS]
-// Alternating repetitions (OpenBLAS, blocked, OpenBLAS, ...); prints min / median GFLOP/s per kernel as a markdown
-// table, and the largest |difference| between the two results relative to max |C| (they round differently).
+// Alternating repetitions (OpenBLAS, blocked, OpenBLAS, ...), timed in thread CPU time; prints min / median GFLOP/s per
+// kernel as a markdown table, and the largest |difference| between the two results relative to max |C| (they round
+// differently).
 #include <cblas.h>
 
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,11 +30,19 @@ struct Shape {
     bool ta, tb;
 };
 
+// CPU time of this thread (CLOCK_THREAD_CPUTIME_ID), not wall time: on a machine shared with other jobs the time the
+// thread waits for a core is not the kernel's (both kernels run on the calling thread: OpenBLAS with 1 thread).
 double seconds_of(const std::function<void()>& f, int calls) {
-    const auto start = std::chrono::steady_clock::now();
+    timespec start{}, stop{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
     for (int i = 0; i < calls; ++i) f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &stop);
+    return (static_cast<double>(stop.tv_sec - start.tv_sec) + 1e-9 * static_cast<double>(stop.tv_nsec - start.tv_nsec)) / calls;
 }
+
+// alpha and beta as the library passes them (gemm.hpp: values known only at run time), not constants the compiler could
+// specialize the kernel for
+volatile float alpha_one = 1.0f, beta_zero = 0.0f;
 
 std::string cpu_model() {  // /proc/cpuinfo's "model name", and whether the CPU has AVX-512
     std::ifstream in("/proc/cpuinfo");
@@ -88,8 +97,8 @@ int main(int argc, char** argv) {
                         a.data(), lda, b.data(), ldb, 0.0f, c_blas.data(), s.n);
         };
         const auto blocked = [&] {
-            iclab::nn::small_gemm_blocked(c_blocked.data(), s.n, a.data(), lda, b.data(), ldb, s.m, s.n, s.k, s.ta, s.tb, 1.0f,
-                                          0.0f);
+            iclab::nn::small_gemm_blocked(c_blocked.data(), s.n, a.data(), lda, b.data(), ldb, s.m, s.n, s.k, s.ta, s.tb,
+                                          static_cast<float>(alpha_one), static_cast<float>(beta_zero));
         };
         const double flops = 2.0 * s.m * s.n * static_cast<double>(s.k);
         const int calls = std::max(1, static_cast<int>(2e9 / flops));  // ~10-20 ms per measurement
