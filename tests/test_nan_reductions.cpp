@@ -22,6 +22,8 @@
 #include "framework/run/run_folder.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_nan_reductions {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -179,3 +181,5 @@ TEST_CASE("nan reductions: a NaN value in one run's claim keeps the pooled claim
     CHECK_THAT(written, Catch::Contains("NaN-test error below the bar") && Catch::Contains("inconclusive"));
     CHECK_THAT(written, !Catch::Contains(",reproduced,"));
 }
+
+}  // namespace iclab_test_nan_reductions
