@@ -16,6 +16,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_adapter {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab;
 using namespace iclab_test;
@@ -417,3 +419,5 @@ TEST_CASE("convert refuses models outside ICLCA's assumptions, naming the assump
     }
     CHECK_FALSE(fs::exists(out));
 }
+
+}  // namespace iclab_test_adapter

@@ -10,6 +10,8 @@
 #include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_attention {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using iclab::testing::check_gradient;
 using iclab::testing::dot;
@@ -250,3 +252,5 @@ TEST_CASE("masks: each position depends on exactly the tokens its mask shows it"
             }
         }
 }
+
+}  // namespace iclab_test_attention

@@ -12,6 +12,8 @@
 #include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_attention_decay {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab::testing;
 
@@ -160,3 +162,5 @@ TEST_CASE("decayed attention: a decay of 1 in every head computes the values of 
         CHECK(normwise(decayed, plain) <= 1e-14);
     }
 }
+
+}  // namespace iclab_test_attention_decay

@@ -12,6 +12,8 @@
 #include "framework/nn/attention_kernels.hpp"
 #include "tests/attention_variants.hpp"
 
+namespace iclab_test_attention_in_place {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab::testing;
 
@@ -204,3 +206,5 @@ TEST_CASE("normalizer backward and feature backward rows written in one pass equ
                 check_fused_backward_passes<float>(time, F, mask, 0);
             }
 }
+
+}  // namespace iclab_test_attention_in_place

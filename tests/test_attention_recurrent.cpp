@@ -12,6 +12,8 @@
 #include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_attention_recurrent {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using iclab::testing::check_gradient;
 using iclab::testing::dot;
@@ -157,3 +159,5 @@ TEST_CASE("recurrent attention results do not depend on the thread count", "[att
     CHECK(one.d_b_kv == two.d_b_kv);
     CHECK(one.d_b_d == two.d_b_d);
 }
+
+}  // namespace iclab_test_attention_recurrent

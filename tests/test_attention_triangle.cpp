@@ -15,6 +15,8 @@
 #include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_attention_triangle {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab::testing;
 
@@ -132,3 +134,5 @@ TEST_CASE("causal triangle of the blocked attention matches finite differences (
         }
     }
 }
+
+}  // namespace iclab_test_attention_triangle

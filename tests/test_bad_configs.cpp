@@ -9,6 +9,8 @@
 
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_bad_configs {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -199,3 +201,5 @@ TEST_CASE("a long run prints its estimate: --dry-run states memory and work", "[
     CHECK_THAT(refused.err, Catch::Contains("iclab refuses runs of more than") && Catch::Contains("days"));
     CHECK(!fs::exists(scratch.path / "out"));
 }
+
+}  // namespace iclab_test_bad_configs

@@ -17,6 +17,8 @@
 #include "framework/tasks/regression.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_bench_regression {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab_test;
 
@@ -112,3 +114,5 @@ TEST_CASE("bench exports a regression model whose loss a fresh forward of its pa
         }
     }
 }
+
+}  // namespace iclab_test_bench_regression

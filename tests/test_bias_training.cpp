@@ -14,6 +14,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_bias_training {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -216,3 +218,5 @@ TEST_CASE("bias_training: configs that would blur the comparison are refused", "
     CHECK(twice.status == 2);
     CHECK_THAT(twice.err, Catch::Contains("listed twice"));
 }
+
+}  // namespace iclab_test_bias_training

@@ -17,6 +17,8 @@
 #include "framework/text/utf8.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_bpe {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab::text;
 using Catch::Matchers::Contains;
@@ -365,3 +367,5 @@ TEST_CASE("iclab tokenize encodes, decodes and refuses bad input with exit 2, wr
     CHECK(r.status == 2);
     CHECK_THAT(r.err, Contains("vocab.bpe:3: the merge \"h e\" repeats line 2"));
 }
+
+}  // namespace iclab_test_bpe

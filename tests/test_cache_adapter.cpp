@@ -10,6 +10,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/lm_run_helpers.hpp"
 
+namespace iclab_test_cache_adapter {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -85,3 +87,5 @@ TEST_CASE("generate with an exact prompt-cache adapter equals generate with the 
     CHECK(predict_long.status == 2);
     CHECK_THAT(predict_long.err, Catch::Contains("learned positions"));
 }
+
+}  // namespace iclab_test_cache_adapter

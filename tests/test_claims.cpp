@@ -15,6 +15,8 @@
 #include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 
+namespace iclab_test_claims {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab::io;
 
@@ -305,3 +307,5 @@ TEST_CASE("claims: seed_means pooling judges the model seeds' mean instance valu
     CHECK(back[0].values == a[0].values);
     fs::remove(file);
 }
+
+}  // namespace iclab_test_claims

@@ -17,6 +17,8 @@
 #include "framework/io/results_file.hpp"
 #include "framework/workflow/claims_pool.hpp"
 
+namespace iclab_test_claims_precondition {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab::io;
 
@@ -109,3 +111,5 @@ TEST_CASE("preconditions: a recorded met that contradicts value and bar is refus
     CHECK_THROWS_AS(iclab::run::pool_run_claims({dir}), iclab::InputError);
     CHECK(read_precondition(ResultsReader(write_run(scratch.path / "ok", 0, 0.1, 0.4, 0.9, 0) / "results.h5"))->met() == false);
 }
+
+}  // namespace iclab_test_claims_precondition

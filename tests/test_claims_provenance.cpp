@@ -18,6 +18,8 @@
 #include "framework/io/results_file.hpp"
 #include "framework/workflow/claims_pool.hpp"
 
+namespace iclab_test_claims_provenance {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab::io;
 
@@ -116,3 +118,5 @@ TEST_CASE("claims: a NaN in a value of the iclaa_lm G claims or a provenance-mar
     const ClaimResult r = evaluate_claim(declared("chosen after the first runs (2026-11-26): x"), {0, 1, 2}, {0.01, kNaN, 0.02});
     CHECK(r.verdict == Verdict::inconclusive);
 }
+
+}  // namespace iclab_test_claims_provenance

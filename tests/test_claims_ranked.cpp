@@ -13,6 +13,8 @@
 #include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 
+namespace iclab_test_claims_ranked {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab::io;
 
@@ -146,3 +148,5 @@ TEST_CASE("ranked claims survive the /claims round trip", "[claims][rank_test]")
     CHECK(back[0].values == std::vector<double>{0.25});
     fs::remove_all(dir);
 }
+
+}  // namespace iclab_test_claims_ranked

@@ -14,6 +14,8 @@
 #include "framework/io/results_file.hpp"
 #include "framework/workflow/claims_pool.hpp"
 
+namespace iclab_test_claims_robustness {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab::io;
 
@@ -141,3 +143,5 @@ TEST_CASE("rounding text: holds when every twin agrees, names each twin that dif
     CHECK(rounding_text(Verdict::not_reproduced, {{"1", Verdict::not_reproduced}, {"2", Verdict::reproduced}}) ==
           "depends on rounding: reproduced at +2 ulps");
 }
+
+}  // namespace iclab_test_claims_robustness

@@ -15,6 +15,8 @@
 #include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
 
+namespace iclab_test_claims_shares {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab::io;
 
@@ -131,3 +133,5 @@ TEST_CASE("claims shares: the share survives the /claims round trip and pooling 
     CHECK_THAT(pooled[0].note, Catch::Contains("3 of 5 values on the claimed side (4 needed)"));
     fs::remove_all(dir);
 }
+
+}  // namespace iclab_test_claims_shares

@@ -9,6 +9,8 @@
 #include "framework/io/claims.hpp"
 #include "framework/workflow/claims_pool.hpp"
 
+namespace iclab_test_claims_table {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab::io;
 
 namespace {
@@ -75,3 +77,5 @@ TEST_CASE("claims: the claims table lists the rule's test and the per-seed value
     CHECK(text_of(t, 2, "verdict") == "not run");
     CHECK(text_of(t, 2, "values").empty());
 }
+
+}  // namespace iclab_test_claims_table

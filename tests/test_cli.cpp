@@ -17,6 +17,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_cli {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab_test;
 
@@ -354,3 +356,5 @@ TEST_CASE("a config that cannot fit in memory is refused at validation, before t
         CHECK_FALSE(fs::exists(scratch.path / "results"));
     }
 }
+
+}  // namespace iclab_test_cli

@@ -14,6 +14,8 @@
 #include "framework/config/config.hpp"
 #include "framework/core/check.hpp"
 
+namespace iclab_test_config {  // this file's names (unity build: CMakeLists.txt)
+
 using iclab::config::Config;
 using iclab::config::load_config;
 using iclab::config::Schema;
@@ -394,3 +396,5 @@ TEST_CASE("every float key must be finite", "[config]") {
     CHECK_THROWS_WITH(iclab::config::load_config(file, {"train.lr=.inf"}, schema), Catch::Contains("train.lr") && Catch::Contains("finite"));
     std::filesystem::remove(file);
 }
+
+}  // namespace iclab_test_config

@@ -10,6 +10,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_decay_attention {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -64,3 +66,5 @@ TEST_CASE("decay_attention: refuses model.decay set by the config and prompts to
         CHECK(!fs::exists(scratch.path / "out"));
     }
 }
+
+}  // namespace iclab_test_decay_attention

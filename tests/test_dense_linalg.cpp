@@ -11,6 +11,8 @@
 #include "framework/core/dense_linalg.hpp"
 #include "framework/core/rng.hpp"
 
+namespace iclab_test_dense_linalg {  // this file's names (unity build: CMakeLists.txt)
+
 extern "C" {
 void dsyev_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
             const int* lwork, int* info);
@@ -148,3 +150,5 @@ TEST_CASE("dense linalg: singular and non-finite input is refused with a message
     CHECK(linalg::condition_number_2({2, 0, 0, 0.5}, 2) == Approx(4.0).margin(1e-14));
     CHECK(linalg::solve({}, 0, {}, 0).empty());
 }
+
+}  // namespace iclab_test_dense_linalg

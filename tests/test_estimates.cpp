@@ -15,6 +15,8 @@
 #include "framework/core/check.hpp"
 #include "framework/run/experiment.hpp"
 
+namespace iclab_test_estimates {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using iclab::config::Config;
 using iclab::config::Schema;
@@ -127,3 +129,5 @@ TEST_CASE("iclaa: the work estimate after training is within 2x of the measured 
                                                       "iclaa.learned.steps=1200"});
     CHECK(two_twice - two > 0.8 * two);  // the fits dominate: twice the steps, about twice the work
 }
+
+}  // namespace iclab_test_estimates

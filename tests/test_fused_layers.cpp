@@ -7,6 +7,8 @@
 #include "framework/nn/layers.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_fused_layers {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using iclab::testing::check_gradient;
 using iclab::testing::dot;
@@ -146,3 +148,5 @@ TEST_CASE("residual + layernorm fused equals the residual add then layernorm, bi
     CHECK(mean_a == mean_b);
     CHECK(rstd_a == rstd_b);
 }
+
+}  // namespace iclab_test_fused_layers

@@ -14,6 +14,8 @@
 #include "framework/tasks/regression.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_gd004_example {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 TEST_CASE("gd004_example: a fixed task gives every sequence the same W, per_sequence does not", "[gd004_example]") {
@@ -133,3 +135,5 @@ TEST_CASE("gd004_example refuses a layer that is not paper 004's", "[gd004_examp
     CHECK(result.status == 2);
     CHECK_THAT(result.err, Catch::Contains("its own included"));
 }
+
+}  // namespace iclab_test_gd004_example

@@ -20,6 +20,8 @@
 #include "tests/cli_helpers.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_gd004_fig5 {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab_test;
 
@@ -249,3 +251,5 @@ TEST_CASE("gd004_fig5 refuses bad config values by key", "[gd004_fig5][cli]") {
     CHECK(result.status == 2);
     CHECK_THAT(result.err, Catch::Contains("fig5.controls"));
 }
+
+}  // namespace iclab_test_gd004_fig5

@@ -15,6 +15,8 @@
 #include "framework/nn/kernel_features.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_gd004_figures {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -243,3 +245,5 @@ TEST_CASE("gd004_figures: batch-1 regularized GD-CL equals its closed form, full
     bad.reg_split = "per_epoch";
     CHECK_THROWS(iclab::icl::check_004_thm1<double>(bad, rng));
 }
+
+}  // namespace iclab_test_gd004_figures

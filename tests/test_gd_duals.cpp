@@ -15,6 +15,8 @@
 #include "tests/cli_helpers.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_gd_duals {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab_test;
 using iclab::testing::check_gradient;
@@ -334,3 +336,5 @@ TEST_CASE("iclab claims pools the runs of one setting over seeds and keeps other
     const auto bad = run_iclab("claims " + scratch.path.string() + " --out " + (scratch.path / "claims.txt").string(), scratch.path);
     CHECK(bad.status == 2);
 }
+
+}  // namespace iclab_test_gd_duals

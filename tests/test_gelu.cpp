@@ -9,6 +9,8 @@
 
 #include "framework/nn/layers.hpp"
 
+namespace iclab_test_gelu {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -67,3 +69,5 @@ TEST_CASE("gelu in double equals the tanh formula", "[layers][gelu]") {
         REQUIRE(d_in[i] == Approx(gelu_derivative_reference(x)).epsilon(1e-13).margin(1e-13));
     }
 }
+
+}  // namespace iclab_test_gelu

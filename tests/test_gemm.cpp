@@ -10,6 +10,8 @@
 #include "framework/core/rng.hpp"
 #include "framework/nn/gemm.hpp"
 
+namespace iclab_test_gemm {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -177,3 +179,5 @@ TEST_CASE("gemm on strided views equals gemm on contiguous copies bit for bit", 
                 }
     }
 }
+
+}  // namespace iclab_test_gemm

@@ -12,6 +12,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/lm_run_helpers.hpp"
 
+namespace iclab_test_generate_dtype {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -118,3 +120,5 @@ TEST_CASE("generate --dtype float32 with ICLCA adapters equals the prompt in con
     CHECK(generate(fp64_run, alone + " --adapter " + fp64_adapter.string(), scratch.path, "fp64_ok").dtype == "float64");
     CHECK(!fs::exists(none));
 }
+
+}  // namespace iclab_test_generate_dtype

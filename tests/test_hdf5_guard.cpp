@@ -16,6 +16,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_hdf5_guard {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab;
 using namespace iclab_test;
@@ -126,3 +128,5 @@ TEST_CASE("the reader reads the bytes it checked, refuses links iclab never writ
         CHECK(fine.list("/group") == std::vector<std::string>{"values"});
     }
 }
+
+}  // namespace iclab_test_hdf5_guard

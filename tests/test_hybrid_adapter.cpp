@@ -16,6 +16,8 @@
 #include "framework/run/lm_run.hpp"
 #include "tests/lm_run_helpers.hpp"
 
+namespace iclab_test_hybrid_adapter {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 using namespace iclab;
 
@@ -209,3 +211,5 @@ TEST_CASE("edited or damaged hybrid adapters are refused naming the field, and h
     CHECK(unknown.status == 2);
     CHECK_THAT(unknown.err, Catch::Contains("--method must be") && Catch::Contains("'cache'"));
 }
+
+}  // namespace iclab_test_hybrid_adapter

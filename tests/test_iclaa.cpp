@@ -9,6 +9,8 @@
 #include "framework/core/measure.hpp"
 #include "framework/icl/iclaa.hpp"
 
+namespace iclab_test_iclaa {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -222,3 +224,5 @@ TEST_CASE("ICLAA log-domain kernel terms stay finite in fp32 where a direct exp 
     for (std::size_t r = 0; r < F; ++r) diff = std::max(diff, std::abs(static_cast<double>(p32[r]) - p64[r]));
     CHECK(diff <= 1e-5);
 }
+
+}  // namespace iclab_test_iclaa

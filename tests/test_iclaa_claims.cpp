@@ -8,6 +8,8 @@
 #include "framework/core/check.hpp"
 #include "framework/icl/iclaa_claims.hpp"
 
+namespace iclab_test_iclaa_claims {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab::icl;
 
@@ -113,3 +115,5 @@ TEST_CASE("iclaa claims: the learned map's claims name the validation pick, the 
           "F=32 (mean relative logit error on the validation pairs: F=16 0.3312, F=32 0.1905)");
     CHECK_THROWS_AS(learned_selection_text(32, {16, 32}, {0.3}), iclab::Error);
 }
+
+}  // namespace iclab_test_iclaa_claims

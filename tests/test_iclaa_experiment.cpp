@@ -17,6 +17,8 @@
 #include "framework/workflow/claims_pool.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_iclaa_experiment {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab_test;
 
@@ -233,3 +235,5 @@ TEST_CASE("iclaa: configs the experiment cannot serve are refused with exit 2 be
     CHECK_THAT(fit_seeds.err, Catch::Contains("iclaa.learned.fit_seeds"));
     CHECK(count_entries(scratch.path) <= 2);  // stdout.txt and stderr.txt only
 }
+
+}  // namespace iclab_test_iclaa_experiment

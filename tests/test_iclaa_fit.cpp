@@ -10,6 +10,8 @@
 
 #include "framework/icl/feature_fit.hpp"
 
+namespace iclab_test_iclaa_fit {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -132,3 +134,5 @@ TEST_CASE("Fitting a learned map lowers the distillation loss on the model's own
             CHECK(report.final_loss[l][h] < 0.5 * report.first_loss[l][h]);
         }
 }
+
+}  // namespace iclab_test_iclaa_fit

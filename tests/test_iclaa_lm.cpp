@@ -18,6 +18,8 @@
 #include "framework/run/memory_estimate.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_iclaa_lm {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab::experiments::iclaa_lm_detail;
 
@@ -168,3 +170,5 @@ TEST_CASE("an lm config without data.tokens (what import gpt2 writes) is estimat
         "task.seq_len=0 train.batch_size=1024 --dry-run output.dir=" + (scratch.path / "out").string(), scratch.path);
     CHECK(trains.status == 2);  // with a token file the same model would train: 1024 windows of 1024 tokens do not fit
 }
+
+}  // namespace iclab_test_iclaa_lm

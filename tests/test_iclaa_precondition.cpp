@@ -15,6 +15,8 @@
 #include "framework/workflow/claims_pool.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_iclaa_precondition {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab_test;
 
@@ -165,3 +167,5 @@ TEST_CASE("iclaa precondition: bad values of iclaa.precondition.min_icl_accuracy
     CHECK_THAT(no_pairs.err, Catch::Contains("iclaa.precondition.min_icl_accuracy") && Catch::Contains("iclaa.validation_pairs"));
     CHECK(count_entries(scratch.path) <= 2);  // stdout.txt and stderr.txt only
 }
+
+}  // namespace iclab_test_iclaa_precondition

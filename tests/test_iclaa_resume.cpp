@@ -21,6 +21,8 @@
 #include "framework/run/stage_store.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_iclaa_resume {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab_test;
 using iclab::io::ResultsReader;
@@ -276,3 +278,5 @@ TEST_CASE("stage store: a unit of another model, another unit name or a damaged 
                         Catch::Contains("unit_three.h5 ignored (unreadable") && Catch::Contains("unit_four.h5 ignored (it holds unit 'unit_one')"));
     CHECK_THROWS(same_model.open("Bad/name"));
 }
+
+}  // namespace iclab_test_iclaa_resume

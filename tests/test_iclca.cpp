@@ -9,6 +9,8 @@
 #include "framework/icl/iclca.hpp"
 #include "tests/attention_variants.hpp"
 
+namespace iclab_test_iclca {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -188,3 +190,5 @@ TEST_CASE("ICLCA converts a prompt as long as the model's context", "[iclca]") {
     CHECK(converted.b_kv.size() == spec.layers);
     CHECK_THROWS_AS(icl::iclca_convert(net, random_tokens(13, spec.vocab, rng).data(), 13), InputError);
 }
+
+}  // namespace iclab_test_iclca

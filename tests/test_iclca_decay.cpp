@@ -19,6 +19,8 @@
 #include "tests/attention_variants.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_iclca_decay {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -327,3 +329,5 @@ TEST_CASE("model.decay: a scalar, a per-head list or learned, gamma 1 is no deca
         CHECK_THROWS_WITH(spec_of({"model.decay=0.9", other}), Catch::Contains("model.decay"));
     }
 }
+
+}  // namespace iclab_test_iclca_decay

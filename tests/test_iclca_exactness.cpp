@@ -14,6 +14,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_iclca_exactness {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -160,3 +162,5 @@ TEST_CASE("iclca_exactness refuses inconsistent size lists before any work", "[i
     CHECK_THAT(odd.err, Catch::Contains("even head width"));
     CHECK(count_entries(scratch.path) == 2);  // the captured stdout and stderr: no run folder
 }
+
+}  // namespace iclab_test_iclca_exactness

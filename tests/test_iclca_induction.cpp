@@ -14,6 +14,8 @@
 #include "framework/tasks/induction_head.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_iclca_induction {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab_test;
 
@@ -260,3 +262,5 @@ TEST_CASE("iclca_induction: configs the conversion cannot serve are refused with
     CHECK(short_prompt.status == 2);
     CHECK_THAT(short_prompt.err, Catch::Contains("iclca.prompt_length"));
 }
+
+}  // namespace iclab_test_iclca_induction

@@ -8,6 +8,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_iclca_serving {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 TEST_CASE("iclca_serving: claims on the adapter's logits and its speed, on the measured rows", "[iclca_serving][cli][claims]") {
@@ -41,3 +43,5 @@ TEST_CASE("iclca_serving: claims on the adapter's logits and its speed, on the m
         CHECK(claims[1].verdict != iclab::io::Verdict::inconclusive);  // finite timings decide, one way or the other
     }
 }
+
+}  // namespace iclab_test_iclca_serving

@@ -12,6 +12,8 @@
 #include "framework/core/rng.hpp"
 #include "framework/tasks/induction_head.hpp"
 
+namespace iclab_test_induction_head {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab::tasks;
 
@@ -300,3 +302,5 @@ TEST_CASE("induction head: bad specs are input errors", "[induction_head]") {
     CHECK(std::string(successors_name(InductionHeadSpec::Successors::any)) == "any");
     CHECK_THROWS_WITH(parse_successors("nontrigger"), Catch::Contains("'nontrigger'"));
 }
+
+}  // namespace iclab_test_induction_head

@@ -18,6 +18,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_integrity {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab;
 using namespace iclab_test;
@@ -304,3 +306,5 @@ TEST_CASE("read_table refuses columns of different lengths, missing or repeated 
     refused_after([&](H5::H5File& f) { set_order(f, "kind,,loss"); }, {"bad column name"});
     refused_after([](H5::H5File& f) { f.openGroup("/tables/final").removeAttr("column_order"); }, {"not a table"});
 }
+
+}  // namespace iclab_test_integrity

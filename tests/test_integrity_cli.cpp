@@ -14,6 +14,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_integrity_cli {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab;
 using namespace iclab_test;
@@ -224,3 +226,5 @@ TEST_CASE("convert --random-features refuses an ICLAA adapter that cannot fit in
     require_refused(run_iclab("convert " + run + " --prompt abcab --random-features 1048576 --out " + out.string(), scratch.path),
                     {"iclab convert", "an adapter of about 32.5 GiB", "F 1048576", "GiB available", "lower --random-features"}, {out});
 }
+
+}  // namespace iclab_test_integrity_cli

@@ -6,6 +6,8 @@
 #include "framework/core/check.hpp"
 #include "framework/io/json.hpp"
 
+namespace iclab_test_json {  // this file's names (unity build: CMakeLists.txt)
+
 using iclab::io::parse_json;
 
 TEST_CASE("json: values, nesting, key order and exact integers", "[json]") {
@@ -57,3 +59,5 @@ TEST_CASE("json: malformed and hostile input is refused with the byte offset", "
     CHECK(parse_json(ok, "ok").is_array());
     CHECK_THROWS_WITH(iclab::io::json_quote("\xFF"), Catch::Contains("invalid UTF-8"));
 }
+
+}  // namespace iclab_test_json

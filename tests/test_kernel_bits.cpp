@@ -12,6 +12,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_kernel_bits {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab_test;
 
@@ -83,3 +85,5 @@ TEST_CASE("the default kernels give a training step the same bits whichever kern
     CHECK(openblas.datasets == blocked.datasets);
     CHECK(openblas.differing > 0);
 }
+
+}  // namespace iclab_test_kernel_bits

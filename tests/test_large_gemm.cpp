@@ -14,6 +14,8 @@
 #include "framework/nn/layers.hpp"
 #include "tests/attention_variants.hpp"
 
+namespace iclab_test_large_gemm {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -114,3 +116,5 @@ TEST_CASE("linear layers with the blocked kernel equal serial blocked products p
     check_linear<float>(96, 64, 256, rng);   // row cells of 32, column cells for the weight gradient
     check_linear<double>(530, 24, 40, rng);
 }
+
+}  // namespace iclab_test_large_gemm

@@ -4,6 +4,8 @@
 #include "framework/nn/layers.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_layers_gradients {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using iclab::testing::check_gradient;
 using iclab::testing::dot;
@@ -104,3 +106,5 @@ TEST_CASE("weighted cross-entropy backward matches finite differences", "[gradie
     nn::cross_entropy_backward(d_logits.data(), probs.data(), targets.data(), weights.data(), N, V);
     check_gradient("cross_entropy.logits", logits, d_logits, loss, 60);
 }
+
+}  // namespace iclab_test_layers_gradients

@@ -28,6 +28,8 @@
 
 #include "framework/nn/vector_math.hpp"
 
+namespace iclab_test_libm_bits {  // this file's names (unity build: CMakeLists.txt)
+
 namespace {
 
 struct DoubleRow {
@@ -185,3 +187,5 @@ TEST_CASE("expf, logf and exp_vectorizable give their pinned bits", "[libm][bits
         CHECK(got == row.bits);
     }
 }
+
+}  // namespace iclab_test_libm_bits

@@ -9,6 +9,8 @@
 
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_lm_cli {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab_test;
 
@@ -70,3 +72,5 @@ TEST_CASE("import and export refuse bad command lines and folders before writing
     CHECK(format.status == 2);
     CHECK_THAT(format.err, Catch::Contains("--format must be safetensors"));
 }
+
+}  // namespace iclab_test_lm_cli

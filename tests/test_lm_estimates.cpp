@@ -22,6 +22,8 @@
 #include "framework/run/lm_run.hpp"
 #include "tests/lm_run_helpers.hpp"
 
+namespace iclab_test_lm_estimates {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -311,3 +313,5 @@ TEST_CASE("available memory: ICLAB_MEMORY_GIB and ulimit -v lower it and are nam
         CHECK(verdict == 'y');
     }
 }
+
+}  // namespace iclab_test_lm_estimates

@@ -10,6 +10,8 @@
 #include "framework/icl/iclca.hpp"
 #include "framework/model/transformer_decode.hpp"
 
+namespace iclab_test_lm_iclca {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -95,3 +97,5 @@ TEST_CASE("ICLCA adapters generate the same greedy tokens as the prompt (fp64, 2
 TEST_CASE("ICLCA adapters generate the same greedy tokens as the prompt (fp32, 20 prompts)", "[decode][iclca]") {
     check_generation<float>(1e-5);
 }
+
+}  // namespace iclab_test_lm_iclca

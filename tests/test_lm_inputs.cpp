@@ -15,6 +15,8 @@
 #include "framework/text/bpe.hpp"
 #include "tests/lm_run_helpers.hpp"
 
+namespace iclab_test_lm_inputs {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -318,3 +320,5 @@ TEST_CASE("a tokenizer without <|endoftext|> generates, to --max-new-tokens, say
         if (flags.empty()) CHECK_THAT(generated.err, Catch::Contains("no <|endoftext|> token: no stop token, generating up to --max-new-tokens 5"));
     }
 }
+
+}  // namespace iclab_test_lm_inputs

@@ -10,6 +10,8 @@
 #include "framework/core/check.hpp"
 #include "framework/train/loss_detector.hpp"
 
+namespace iclab_test_loss_detector {  // this file's names (unity build: CMakeLists.txt)
+
 using iclab::train::detect_loss_event;
 using iclab::train::LossRule;
 using iclab::train::LossRuleKind;
@@ -145,3 +147,5 @@ TEST_CASE("loss detector: bad input is refused", "[loss_detector]") {
     // shorter than a window: nothing to smooth, nothing fires
     CHECK_FALSE(detect_loss_event(std::vector<double>(10, 1.0), 0, rule(LossRuleKind::spike_or_plateau)).triggered);
 }
+
+}  // namespace iclab_test_loss_detector

@@ -15,6 +15,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_lsa_gd {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab_test;
 
@@ -178,3 +180,5 @@ TEST_CASE("lsa_gd: the quick config writes the checks table and one claim per ga
     }
     CHECK(printed >= 1);  // eta = 1.6 (E.1) is the one number printed
 }
+
+}  // namespace iclab_test_lsa_gd

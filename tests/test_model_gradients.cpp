@@ -9,6 +9,8 @@
 #include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_model_gradients {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using iclab::testing::check_gradient;
 
@@ -450,3 +452,5 @@ TEST_CASE("tied embeddings give the logits of an untied model whose unembedding 
     }
     CHECK(max_logit > 0.1);  // logits that carry signal
 }
+
+}  // namespace iclab_test_model_gradients

@@ -29,6 +29,8 @@
 #include "framework/run/run_folder.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_nan_reductions {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -401,3 +403,5 @@ TEST_CASE("nan reductions: decay_attention's table max and claims are never repr
     CHECK(fade_over_seeds({1, kNaN, 1, 1}, fading).verdict == Verdict::inconclusive);
     CHECK(fade_over_seeds({1, 0, 1, 0}, {1, 0, 1, 0}).verdict == Verdict::not_reproduced);  // pairs fade by a coin
 }
+
+}  // namespace iclab_test_nan_reductions

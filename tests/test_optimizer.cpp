@@ -8,6 +8,8 @@
 
 #include "framework/train/optimizer.hpp"
 
+namespace iclab_test_optimizer {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -137,3 +139,5 @@ TEST_CASE("a nonnegative tensor is projected onto >= 0 after the step, others ar
         CHECK(params[3] > 0.5);
     }
 }
+
+}  // namespace iclab_test_optimizer

@@ -19,6 +19,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_output_policy {  // this file's names (unity build: CMakeLists.txt)
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -180,3 +182,5 @@ TEST_CASE("output policy: --overwrite replaces only iclab's own files and folder
     CHECK_THROWS_AS(iclab::io::check_output(root / "loop_a" / "x.h5", iclab::io::OutputKind::file, false, "test --out"), iclab::InputError);
     CHECK_THROWS_AS(iclab::io::check_output("/", iclab::io::OutputKind::folder, true, "test --out"), iclab::InputError);
 }
+
+}  // namespace iclab_test_output_policy

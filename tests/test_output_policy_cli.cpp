@@ -13,6 +13,8 @@
 #include "tests/cli_helpers.hpp"
 #include "tests/lm_run_helpers.hpp"
 
+namespace iclab_test_output_policy_cli {  // this file's names (unity build: CMakeLists.txt)
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -207,3 +209,5 @@ TEST_CASE("run --overwrite replaces only iclab's run folder, and only when the n
     CHECK_THAT(refused.err, Catch::Contains("not written by iclab"));
     CHECK(iclab_test::read_file(run / "mine.txt") == "mine\n");
 }
+
+}  // namespace iclab_test_output_policy_cli

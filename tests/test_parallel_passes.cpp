@@ -18,6 +18,8 @@
 #include "framework/nn/layers.hpp"
 #include "framework/train/optimizer.hpp"
 
+namespace iclab_test_parallel_passes {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -250,3 +252,5 @@ TEMPLATE_TEST_CASE("optimizer: one region over the flat buffer in fixed chunks k
         CHECK(same_bits(results.first, results.second));
     }
 }
+
+}  // namespace iclab_test_parallel_passes

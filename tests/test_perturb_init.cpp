@@ -15,6 +15,8 @@
 #include "framework/train/perturb.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_perturb_init {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 using iclab::io::ResultsReader;
 
@@ -95,3 +97,5 @@ TEST_CASE("train.perturb_init_ulps=1 moves every trained initial parameter by 1 
     CHECK(up > 100);             // both directions, about half each
     CHECK(down > 100);
 }
+
+}  // namespace iclab_test_perturb_init

@@ -11,6 +11,8 @@
 #include "framework/workflow/claims_pool.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_prefix_vs_causal {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -161,3 +163,5 @@ TEST_CASE("prefix_vs_causal: train.permute_examples trains on shuffled ICEs, rep
         CHECK(tables[1].query_mse[i] != tables[3].query_mse[i]);  // one order per sequence: other shuffles
     }
 }
+
+}  // namespace iclab_test_prefix_vs_causal

@@ -18,6 +18,8 @@
 #include "framework/workflow/claims_pool.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_prefix_vs_causal_claims {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 namespace part_b = iclab::experiments::part_b;
 using iclab::io::ClaimResult;
@@ -363,3 +365,5 @@ TEST_CASE("prefix_vs_causal claims: a run whose declared arm is not its config's
                                  Catch::Contains(wrong.string()));
     }
 }
+
+}  // namespace iclab_test_prefix_vs_causal_claims

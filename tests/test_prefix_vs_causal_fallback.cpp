@@ -12,6 +12,8 @@
 #include "framework/workflow/claims_pool.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_prefix_vs_causal_fallback {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -166,3 +168,5 @@ TEST_CASE("prefix_vs_causal fallback: bad rule settings are refused naming the k
     CHECK_THAT(factor.err, Catch::Contains("prefix_vs_causal.fallback.spike_factor"));
     for (const auto& entry : fs::recursive_directory_iterator(scratch.path)) CHECK(entry.path().filename() != "results.h5");  // nothing written
 }
+
+}  // namespace iclab_test_prefix_vs_causal_fallback

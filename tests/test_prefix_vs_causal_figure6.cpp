@@ -16,6 +16,8 @@
 #include "framework/workflow/claims_pool.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_prefix_vs_causal_figure6 {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 namespace part_b = iclab::experiments::part_b;
 using iclab::io::ClaimResult;
@@ -241,3 +243,5 @@ TEST_CASE("prefix_vs_causal Figure 6: a run whose declared pool is not its confi
                                  Catch::Contains(wrong.string()));
     }
 }
+
+}  // namespace iclab_test_prefix_vs_causal_figure6

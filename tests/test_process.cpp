@@ -7,6 +7,8 @@
 #include "framework/core/check.hpp"
 #include "framework/core/process.hpp"
 
+namespace iclab_test_process {  // this file's names (unity build: CMakeLists.txt)
+
 using iclab::run_process;
 using iclab::shell_quote;
 
@@ -45,3 +47,5 @@ TEST_CASE("shell_quote: what sh reads back is the text for every hostile value, 
     CHECK_THROWS_WITH(shell_quote("a\nb", "output.dir"), Catch::StartsWith("output.dir holds a control character"));
     CHECK_FALSE(iclab::has_control_characters("\xC3\xA9 ok"));
 }
+
+}  // namespace iclab_test_process

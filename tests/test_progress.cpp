@@ -17,6 +17,8 @@
 
 #include "framework/core/progress.hpp"
 
+namespace iclab_test_progress {  // this file's names (unity build: CMakeLists.txt)
+
 namespace {
 
 // stderr goes to a file while this lives.
@@ -115,3 +117,5 @@ TEST_CASE("progress: eager stages print when they start, and a loop reports at m
         CHECK(text.find(" per s, about ") != std::string::npos);
     }
 }
+
+}  // namespace iclab_test_progress

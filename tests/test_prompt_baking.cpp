@@ -11,6 +11,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_prompt_baking {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using iclab_test::run_iclab;
 using iclab_test::Scratch;
@@ -236,3 +238,5 @@ TEST_CASE("prompt_baking: a bad config key or a setting it cannot serve exits 2 
     CHECK(too_long.status == 2);
     CHECK_THAT(too_long.err, Catch::Contains("prompt_baking.generate"));
 }
+
+}  // namespace iclab_test_prompt_baking

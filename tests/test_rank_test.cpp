@@ -15,6 +15,8 @@
 #include "framework/core/check.hpp"
 #include "framework/io/rank_test.hpp"
 
+namespace iclab_test_rank_test {  // this file's names (unity build: CMakeLists.txt)
+
 using iclab::io::kendall_falls;
 using iclab::io::kendall_tau;
 
@@ -139,3 +141,5 @@ TEST_CASE("rank test: bad input refused", "[rank_test][claims]") {
     std::iota(ten.begin(), ten.end(), 0.0);
     CHECK_THROWS_WITH(kendall_falls(ten, tied), Catch::Contains("at most 9"));
 }
+
+}  // namespace iclab_test_rank_test

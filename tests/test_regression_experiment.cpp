@@ -10,6 +10,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_regression_experiment {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -80,3 +82,5 @@ TEST_CASE("regression configs with inconsistent keys are refused with exit 2 bef
     CHECK_THAT(shift.err, Catch::Contains("task.sigmoid_shift"));
     CHECK(count_entries(scratch.path) == 2);  // the captured stdout and stderr: no run folder
 }
+
+}  // namespace iclab_test_regression_experiment

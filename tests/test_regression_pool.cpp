@@ -10,6 +10,8 @@
 #include "framework/run/regression_training.hpp"
 #include "framework/tasks/regression.hpp"
 
+namespace iclab_test_regression_pool {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -156,3 +158,5 @@ TEST_CASE("shuffle_with: every order of 3 items is equally likely", "[rng][permu
     REQUIRE(counts.size() == 6);
     for (const auto& [order, count] : counts) CHECK(std::abs(count - draws / 6) < 5 * std::sqrt(draws / 6.0));  // 5 sd
 }
+
+}  // namespace iclab_test_regression_pool

@@ -15,6 +15,8 @@
 #include "framework/core/rng.hpp"
 #include "framework/tasks/regression.hpp"
 
+namespace iclab_test_regression_task {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab::tasks;
 
@@ -488,3 +490,5 @@ TEST_CASE("regression: names and parsing", "[regression_task]") {
     CHECK_THROWS_AS(parse_input_distribution("gaussian"), InputError);
     CHECK_THROWS_WITH(parse_input_distribution("gaussian"), Catch::Contains("gaussian"));
 }
+
+}  // namespace iclab_test_regression_task

@@ -24,6 +24,8 @@
 #include "framework/checkpoint/checkpoint_io.hpp"
 #include "tests/results_file_helpers.hpp"
 
+namespace iclab_test_results_file {  // this file's names (unity build: CMakeLists.txt)
+
 
 namespace fs = std::filesystem;
 using namespace iclab::io;
@@ -372,3 +374,5 @@ TEST_CASE("provenance is recorded", "[io]") {
     CHECK(reader.read_attr_string("/", "cpu_model") == cpu_model());  // the CPU the run ran on, beside the BLAS core
     CHECK(matches_shape(reader.read_attr_string("/", "created_utc"), "9999-99-99T99:99:99Z"));
 }
+
+}  // namespace iclab_test_results_file

@@ -26,6 +26,8 @@
 #include "framework/checkpoint/checkpoint_io.hpp"
 #include "tests/results_file_helpers.hpp"
 
+namespace iclab_test_results_file_failures {  // this file's names (unity build: CMakeLists.txt)
+
 
 namespace fs = std::filesystem;
 using namespace iclab::io;
@@ -223,3 +225,5 @@ TEST_CASE("parameters that are not finite floats are refused on load, naming the
     CHECK_THROWS_AS(iclab::run::read_parameter_tensors(ResultsReader(dir.path / "int.h5"), "/checkpoint", layout, loaded),
                     iclab::InputError);
 }
+
+}  // namespace iclab_test_results_file_failures

@@ -17,6 +17,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_resume {  // this file's names (unity build: CMakeLists.txt)
+
 namespace fs = std::filesystem;
 using namespace iclab_test;
 using iclab::io::ResultsReader;
@@ -361,3 +363,5 @@ TEST_CASE("a damaged or edited checkpoint is refused with exit 2, never resumed 
     const auto resumed = run_iclab("run --resume " + run_dir.string(), scratch.path);
     CHECK(resumed.status == 0);
 }
+
+}  // namespace iclab_test_resume

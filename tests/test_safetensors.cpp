@@ -13,6 +13,8 @@
 #include "framework/core/check.hpp"
 #include "framework/io/safetensors.hpp"
 
+namespace iclab_test_safetensors {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -122,3 +124,5 @@ TEST_CASE("safetensors headers breaking an integrity rule are refused naming the
     std::ofstream(path, std::ios::binary | std::ios::trunc) << "abc";
     CHECK_THROWS_WITH(io::SafetensorsReader(path), Catch::Contains("shorter than the 8-byte header length"));
 }
+
+}  // namespace iclab_test_safetensors

@@ -19,6 +19,8 @@
 #include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_small_gemm {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -387,3 +389,5 @@ TEST_CASE("model bits do not depend on the thread count: 1 to 4 threads, fp32 an
     }
     omp_set_num_threads(saved);
 }
+
+}  // namespace iclab_test_small_gemm

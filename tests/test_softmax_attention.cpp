@@ -9,6 +9,8 @@
 #include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_softmax_attention {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab::testing;
 
@@ -115,3 +117,5 @@ TEST_CASE("softmax attention backward matches finite differences, every mask and
                 }
             }
 }
+
+}  // namespace iclab_test_softmax_attention

@@ -19,6 +19,8 @@
 #include "tests/attention_variants.hpp"
 #include "tests/gradient_check.hpp"
 
+namespace iclab_test_softmax_attention_blocked {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -175,3 +177,5 @@ TEST_CASE("softmax model with the blocked small gemm gives the same bits with 1 
     }
     omp_set_num_threads(saved);
 }
+
+}  // namespace iclab_test_softmax_attention_blocked

@@ -15,6 +15,8 @@
 #include "framework/nn/softmax_attention.hpp"
 #include "tests/attention_variants.hpp"
 
+namespace iclab_test_softmax_attention_in_place {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 using namespace iclab::testing;
 
@@ -137,3 +139,5 @@ TEST_CASE("softmax attention in place gives the bytes of the gather and scatter 
             }
         }
 }
+
+}  // namespace iclab_test_softmax_attention_in_place

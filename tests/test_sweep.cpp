@@ -15,6 +15,8 @@
 #include "framework/workflow/sweep.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_sweep {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -253,3 +255,5 @@ TEST_CASE("show prints a run's tables with the paper's column beside ours", "[cl
                               Catch::Contains("M_old, ICL") && Catch::Contains("0.9995"));
     CHECK(run_iclab("show " + scratch.path.string(), scratch.path).status == 2);
 }
+
+}  // namespace iclab_test_sweep

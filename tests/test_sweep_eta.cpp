@@ -5,6 +5,8 @@
 
 #include "framework/workflow/launch.hpp"
 
+namespace iclab_test_sweep_eta {  // this file's names (unity build: CMakeLists.txt)
+
 using iclab::run::EtaInput;
 using iclab::run::sweep_eta_seconds;
 
@@ -49,3 +51,5 @@ TEST_CASE("sweep ETA: without estimates, the mean job time, and zero when nothin
     none.queued_flops = {1e9};
     CHECK(sweep_eta_seconds(none) == 0.0);  // nothing measured yet
 }
+
+}  // namespace iclab_test_sweep_eta

@@ -6,6 +6,8 @@
 
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_sweep_pool {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -69,3 +71,5 @@ TEST_CASE("several sweep files: one folder twice, --name and Slurm are refused b
     CHECK(slurm.status == 2);
     CHECK_THAT(slurm.err, Catch::Contains("one SWEEP.yaml"));
 }
+
+}  // namespace iclab_test_sweep_pool

@@ -12,6 +12,8 @@
 #include "framework/workflow/sweep.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_sweep_refusals {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 namespace {
@@ -153,3 +155,5 @@ TEST_CASE("job locks: one holder at a time, seen from another descriptor, releas
     CHECK_FALSE(iclab::run::lock_held_elsewhere(file));
     CHECK(iclab::run_process({"flock", "-n", file.string(), "true"}).exit_status == 0);
 }
+
+}  // namespace iclab_test_sweep_refusals

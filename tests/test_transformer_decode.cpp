@@ -11,6 +11,8 @@
 #include "framework/icl/iclca.hpp"
 #include "framework/model/transformer_decode.hpp"
 
+namespace iclab_test_transformer_decode {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 namespace {
@@ -151,3 +153,5 @@ TEST_CASE("Incremental decoding honours ICLAA prompt terms (softmax attention)",
         CHECK(decode_error(plain, input, reference, spec.vocab, 5) > 1e-6);
     }
 }
+
+}  // namespace iclab_test_transformer_decode

@@ -8,6 +8,8 @@
 
 #include "framework/nn/vector_math.hpp"
 
+namespace iclab_test_vector_math {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab;
 
 TEST_CASE("exp_vectorizable is within 2 float ulps of exp on [-87, 88]", "[vector_math]") {
@@ -56,3 +58,5 @@ TEST_CASE("select_bits is the bit pattern of the selected value", "[vector_math]
     check_select_bits<float>();
     check_select_bits<double>();
 }
+
+}  // namespace iclab_test_vector_math

@@ -11,6 +11,8 @@
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
+namespace iclab_test_vo_trained {  // this file's names (unity build: CMakeLists.txt)
+
 using namespace iclab_test;
 
 TEST_CASE("vo_trained: gd_alignment of GD against itself and against a negated model", "[vo_trained]") {
@@ -94,3 +96,5 @@ TEST_CASE("vo_trained: a trained LSA aligns with GD, the untrained one does not"
     CHECK(pooled[0].values.size() == 3);
     CHECK(pooled[0].verdict == iclab::io::Verdict::not_reproduced);
 }
+
+}  // namespace iclab_test_vo_trained
