@@ -80,8 +80,8 @@ TEST_CASE("prefix_vs_causal Figure 6: each pool declares its claims", "[prefix_v
     CHECK(falls.pair.key == "task.pool_sequences");
     CHECK(falls.pair.arms == std::vector<std::string>{"640", "1920", "6400", "19200", "64000"});
     CHECK(falls.pair.arm == "640");
-    CHECK(falls.rule.text() == "x <= 0.5 in >= 5/6 of the values, at least 5");  // p <= 0.5: tau < 0, in 5 of 5 seeds
-    CHECK_THAT(falls.provenance, Catch::Contains("second audit") && Catch::Contains("p <= 0.05"));
+    CHECK(falls.rule.text() == "x <= 0.05 in >= 5/6 of the values, at least 5");  // the rank test's p <= 0.05, 5 of 5 seeds
+    CHECK_THAT(falls.provenance, Catch::Contains("second audit") && Catch::Contains("p <= 0.05") && Catch::Contains("refused"));
     CHECK(smallest[0].values == std::vector<double>{0.2});  // the raw arm value: the run's test error
     CHECK(smallest[1].values[0] == Approx(std::log(0.2 / 0.05)).epsilon(1e-15));
     CHECK(ids(part_b::figure6_claims(point("causal", 6400, 0.2, 0.1), 1, kPools)) ==
@@ -100,8 +100,8 @@ TEST_CASE("prefix_vs_causal Figure 6: each pool declares its claims", "[prefix_v
 }
 
 TEST_CASE("prefix_vs_causal Figure 6: the rules hold and fail on constructed seeds", "[prefix_vs_causal][claims][figure6]") {
-    // prefix falls in every seed (strictly, or with one pair out of order: tau < 0 either way); causal rises in every
-    // seed (the negative control) and stays above prefix at the largest pool in 4 of 5 seeds, with the mean well above
+    // prefix falls in every seed (strictly: p = 1/120; with one pair out of order: p = 5/120, both <= 0.05); causal rises
+    // in every seed (the negative control) and stays above prefix at the largest pool in 4 of 5 seeds, mean well above
     std::map<std::string, std::vector<std::vector<double>>> grid{
         {"prefix", {{5, 4, 3, 2, 1}, {5, 4, 3, 1, 2}, {5, 4, 3, 2, 1.5}, {4, 5, 3, 2, 1}, {3, 2, 1.5, 1.2, 1.1}}},
         {"causal", {{6, 7, 8, 9, 10}, {1, 1.5, 1.6, 1.7, 1.8}, {2, 3, 4, 5, 6}, {3, 4, 5, 6, 7}, {2, 2.5, 3, 3.5, 4}}}};
@@ -110,7 +110,7 @@ TEST_CASE("prefix_vs_causal Figure 6: the rules hold and fail on constructed see
     CHECK(prefix.values[0] == Approx(1.0 / 120).epsilon(1e-14));
     CHECK(prefix.values[1] == Approx(5.0 / 120).epsilon(1e-14));
     CHECK(prefix.on_side == 5);
-    CHECK(prefix.verdict == Verdict::reproduced);  // tau < 0 (p <= 0.5) in 5 of 5 seeds
+    CHECK(prefix.verdict == Verdict::reproduced);  // p <= 0.05 in 5 of 5 seeds
     const ClaimResult& causal = claims.at("003-F6 LR SL-L2 causal: test error falls with the pool");
     CHECK(causal.values == std::vector<double>(5, 1.0));
     CHECK(causal.on_side == 0);

@@ -188,9 +188,9 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
     }
     // Tables 4-6 with Table 1 (spec §5.3: "Errors must grow as k shrinks, for both masks"): one value per run, Kendall's
     // tau between k and the error over the fewer-ICE sets and the full test set (k = task.examples); -1 = every pair
-    // ordered. Not paired: each mask has its own claim. tau is bounded (-1 is its end), so a sign test: tau < 0 (more
-    // pairs of k ordered than reversed) in every seed; the rule was tau = -1 in >= 2/3 of the seeds, which the count's
-    // agreement with the mean (framework/io/claims.cpp) turns inconclusive unless every seed is at -1.
+    // ordered. Not paired: each mask has its own claim. tau is bounded (-1 is its end), so a sign test on the per-seed bar
+    // declared 2026-11-26, tau = -1 (the error grows at every step of k), now needed in every seed: the bar per seed is
+    // kept (loosening it to tau < 0 after seeing the runs would have turned 7 cells reproduced), only the count changes.
     std::vector<double> ks(cell.fewer_examples.begin(), cell.fewer_examples.end()), errors = cell.fewer_errors;
     ks.push_back(static_cast<double>(cell.examples)), errors.push_back(cell.test_error);
     if (!cell.fewer_examples.empty() && std::isfinite(io::kendall_tau(ks, errors))) {
@@ -198,13 +198,13 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
         for (double k : ks) list += (list.empty() ? "" : ", ") + std::to_string(static_cast<std::int64_t>(k));
         out.push_back(declare("003-T4-6 " + task + " " + setting + " " + cell.mask + ": errors grow as k shrinks", "Tables 4-6",
                               cell.mask + "LM " + what + " grows as the ICEs at test shrink over k = " + list + " (" + task +
-                                  ", " + setting + "): Kendall's tau < 0" + kInEverySeed,
+                                  ", " + setting + "): Kendall's tau = -1 (it grows at every step)" + kInEverySeed,
                               "Kendall's tau between k and the " + cell.mask + "LM test error over k = " + list +
                                   " (-1: strictly decreasing in k; < 0: more pairs falling than rising), one run",
-                              io::ClaimRule::count_below(0.0, kFiveSeeds), io::kendall_tau(ks, errors), "", "", "", "", combine));
-        out.back().claim.provenance += "; the per-seed bar was tau = -1 (strictly monotone), now tau < 0 with 5 of 5 seeds needed: "
-                                       "a looser bar per seed, a stricter count (on the quick runs of e35d6c8: 11 of the 12 "
-                                       "cells reproduced, 4 before, when 7 were inconclusive by the mean check)";
+                              io::ClaimRule::count_at_most(-1.0, kFiveSeeds), io::kendall_tau(ks, errors), "", "", "", "", combine));
+        out.back().claim.provenance += "; the per-seed bar tau = -1 (strictly monotone, declared 2026-11-26) is kept: tau < 0 was "
+                                       "considered and refused, as a bar loosened after seeing the runs (on e35d6c8's quick runs "
+                                       "it would have reproduced 11 of the 12 cells)";
     }
     // Figure 3 (spec §5.5, B2: the SL models; here the Table 1 row SL-L2), runs with probes: the last depth's probe
     // error, and for LR the log-slope over the last third of the layers (causal flatter: its slope, negative while the
@@ -258,25 +258,23 @@ std::vector<io::ClaimResult> figure6_claims(const Cell& cell, std::int64_t seed,
     };
     std::vector<io::ClaimResult> out;
     // Errors fall with the pool, by Kendall's tau over every pool (not the end points). Per seed x is the exact one-sided
-    // p of "falls" (rank_falls); its null distribution of S is symmetric, so p <= 0.5 exactly when S < 0 (tau < 0; a
-    // tau of 0 has p > 0.5). A sign test on a bounded statistic: tau < 0 in every seed (5 of 5: 3.1 % for a coin). The
-    // rule was p <= 0.05 (tau <= -0.8 with 5 pools) in >= 2/3 of the seeds, whose count the mean of the p-values
-    // (bounded below) overrules unless nearly every seed is significant.
+    // p of "falls" (rank_falls). The per-seed bar p <= 0.05 (chosen 2026-11-26 on the seed-0 cpu2 runs, before any run of
+    // the Figure 6 grids) is kept, now needed in every seed (a sign test: 5 of 5, 3.1 % for a coin); p <= 0.5 (tau < 0)
+    // was considered and refused as a bar loosened after seeing the runs.
     io::ClaimPair ranked;
     ranked.key = "task.pool_sequences", ranked.arms = arms, ranked.arm = std::to_string(cell.pool);
     ranked.combine = io::ClaimPair::Combine::rank_falls;
     out.push_back(declare("003-F6 " + task + " " + setting + " " + cell.mask + ": test error falls with the pool",
                           cell.mask + "LM test " + what + " falls as the training pool grows over task.pool_sequences = " + list +
-                              " (" + task + ", " + setting + "): Kendall's tau between pool and error over every pool < 0 (p <= 0.5)" +
+                              " (" + task + ", " + setting + "): Kendall's rank test of pool against error over every pool, p <= 0.05" +
                               kInEverySeed,
                           "exact one-sided p-value under independence of Kendall's tau between task.pool_sequences and the " +
-                              cell.mask + "LM test " + what + " (<= 0.5 exactly when tau < 0), one seed's runs over the pools",
-                          io::ClaimRule::count_at_most(0.5, kFiveSeeds), cell.test_error, ranked));
-    out.back().claim.provenance += "; the per-seed bar was the rank test's p <= 0.05 (chosen 2026-11-26 after the seed-0 cpu2 "
-                                   "runs, where it fails 4 of 6 curves, before any run of the Figure 6 grids), now tau < 0 "
-                                   "(p <= 0.5) with 5 of 5 seeds needed: a looser bar per seed, a stricter count; on the quick "
-                                   "runs of e35d6c8 it turns prefix's verdict from not reproduced (p <= 0.05 in 2 of 5 seeds) to "
-                                   "reproduced (tau < 0 in 5 of 5)";
+                              cell.mask + "LM test " + what + ", one seed's runs over the pools",
+                          io::ClaimRule::count_at_most(0.05, kFiveSeeds), cell.test_error, ranked));
+    out.back().claim.provenance += "; the per-seed bar p <= 0.05 (chosen 2026-11-26 after the seed-0 cpu2 runs, where it fails 4 "
+                                   "of 6 curves, before any run of the Figure 6 grids) is kept: p <= 0.5 (tau < 0) was "
+                                   "considered and refused, as a bar loosened after seeing the runs (on e35d6c8's quick runs it "
+                                   "would have turned prefix's verdict to reproduced)";
     if (cell.pool == sorted.back()) {  // the largest pool: prefix <= causal
         io::ClaimPair masks;
         masks.key = "model.mask", masks.first = "prefix", masks.second = "causal", masks.arm = cell.mask;
