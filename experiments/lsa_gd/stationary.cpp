@@ -136,10 +136,15 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
         std::ostringstream name;
         name << "causal2_eta" << eta << "_sequences_with_rho_S_above_1";
         const double total = static_cast<double>(s.replicates * data.batch);
-        if (eta == s.eta_causal2)
+        if (eta == s.eta_causal2) {
+            // the band is the declaration, equal in every seed (iclab claims pools seeds); the measured max rho is its own row
             c.push_back(gated("A7", name.str(), "causalLM2 layer dynamics converge at the chosen eta (I - eta S, Prop 7)", unstable, 0, 0,
-                              "= 0 of " + std::to_string(static_cast<int>(total)) + " sequences (all replicates); max rho " + std::to_string(worst)));
-        else
+                              "= 0 of " + std::to_string(static_cast<int>(total)) + " sequences (all replicates)"));
+            std::ostringstream rho_name;
+            rho_name << "causal2_eta" << eta << "_max_rho_S";
+            c.push_back(reported("A7", rho_name.str(), "the largest max_j|1 - eta|x_j|^2/j| at the chosen eta",
+                                 worst, "shown; all replicates"));
+        } else
             c.push_back(reported("A7", name.str(), "causalLM2 spectral radius max_j|1 - eta|x_j|^2/j| > 1 (diverges)", unstable,
                                  "of " + std::to_string(static_cast<int>(total)) + " sequences; max rho " + std::to_string(worst)));
     }
