@@ -53,6 +53,8 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
         bake_kl0.push_back(mean(s, &WindowScore::bake_initial_kl));
         bake_kl1.push_back(mean(s, &WindowScore::bake_final_kl));
     }
+    std::vector<double> heap_gib;
+    for (const double mib : heap) heap_gib.push_back(mib / 1024.0);
     w.write_columns("/tables/methods", {{"method", label},
                                         {"kind", kind},
                                         {"bytes_fp32", bytes},
@@ -67,7 +69,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
                                         {"next_token_accuracy", accuracy},
                                         {"perplexity", perplexity},
                                         {"convert_seconds", seconds},
-                                        {"convert_heap_mib", heap},
+                                        {"convert_heap_gib", heap_gib},
                                         {"convert_peak_rss_mib", rss},
                                         {"map_seconds", map_seconds},
                                         {"bake_initial_kl", bake_kl0},
@@ -78,7 +80,8 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
                      {"kl_gap_closed", "mean over windows of K = 1 - KL / KL(no prompt)"},
                      {"next_token_accuracy", "argmax = X_{t+1} at X's positions t < N-1, pooled over the windows"},
                      {"perplexity", "exp of the mean -log p(X_{t+1}) at X's positions t < N-1, pooled over the windows"},
-                     {"convert_heap_mib", "heap in use by the conversion's objects while alive (glibc mallinfo2), MiB"},
+                     {"convert_heap_gib", "heap in use by the conversion's objects while alive (glibc mallinfo2), GiB (a size of the "
+                                          "moment: not fingerprinted)"},
                      {"convert_peak_rss_mib", "rise of the peak RSS during the conversion (0 when freed heap is reused)"},
                      {"map_seconds", "ICLAA: building (learned: fitting) the feature map, once per model, not per prompt"},
                      {"bake_initial_kl", "baking rows: the objective on its continuations before the first step (mean over windows)"}});
@@ -100,7 +103,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
             w_generated.push_back(s.generated_agreement);
             w_nll.push_back(s.nll_sum);
             w_seconds.push_back(s.convert_seconds);
-            w_heap.push_back(s.convert_heap_mib);
+            w_heap.push_back(s.convert_heap_mib / 1024.0);
             w_kl0.push_back(s.bake_initial_kl);
             w_kl1.push_back(s.bake_final_kl);
         }
@@ -108,7 +111,7 @@ void write_results(const config::Config& cfg, const std::vector<Row>& rows, cons
                                         {"relative_logit_error", w_error}, {"centered_logit_error", w_centered}, {"kl", w_kl},
                                         {"top1_agreement", w_top1},        {"generated_agreement", w_generated}, {"nll_sum", w_nll},
                                         {"predicted", predicted},          {"correct", correct},                {"convert_seconds", w_seconds},
-                                        {"convert_heap_mib", w_heap},      {"bake_initial_kl", w_kl0},          {"bake_final_kl", w_kl1}});
+                                        {"convert_heap_gib", w_heap},      {"bake_initial_kl", w_kl0},          {"bake_final_kl", w_kl1}});
     io::write_claims(w, claims);
     w.set_attr("windows", static_cast<std::int64_t>(before.size()));
     w.set_attr("evaluation_precision", "float64");
