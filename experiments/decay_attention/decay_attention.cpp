@@ -31,6 +31,10 @@ using namespace iclab::run;
 using decay_claims::accuracy;
 using decay_claims::kReachFrom;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace decay_attention_cpp {
+
+
 namespace {
 
 // Sub-streams of `seed` (1-3 are the sub-runs' initialization, data and evaluation set).
@@ -279,8 +283,10 @@ RunOutcome run_decay_attention(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace decay_attention_cpp
 
 Experiment decay_attention() {
+    using namespace decay_attention_cpp;
     return {"decay_attention",
             "the induction-head model with decayed linear attention over a grid of gamma: ICL accuracy, how far back it "
             "reads, how an adapter's influence decays along X, serving cost (issue 43, docs/decay.md)",
