@@ -27,6 +27,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace decay_attention_cpp {
+
+
 namespace {
 
 // The claims, declared before the first run (2026-11-29), all our own (no paper has decayed attention):
@@ -325,8 +329,10 @@ RunOutcome run_decay_attention(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace decay_attention_cpp
 
 Experiment decay_attention() {
+    using namespace decay_attention_cpp;
     return {"decay_attention",
             "the induction-head model with decayed linear attention over a grid of gamma: ICL accuracy, how far back it "
             "reads, how an adapter's influence decays along X, serving cost (issue 43, docs/decay.md)",

@@ -22,6 +22,10 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace gd004_example_cpp {
+
 using gd004_example_claims::kPaper;
 using gd004_example_claims::kVariants;
 
@@ -220,8 +224,10 @@ RunOutcome run_gd004_example(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace gd004_example_cpp
 
 Experiment gd004_example() {
+    using namespace gd004_example_cpp;
     return {"gd004_example", "paper 004 §5.2 / Fig. 3 left / Fig. 8: trained Performer layer vs its GD-CL reference",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
             declare_keys,

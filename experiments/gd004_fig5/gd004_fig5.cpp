@@ -21,6 +21,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace gd004_fig5_cpp {
+
+
 namespace {
 
 const std::vector<std::string> kAugmentations = {"none", "g1", "g2", "g1+g2", "g2+"};
@@ -241,8 +245,10 @@ RunEstimate estimate(const config::Config& cfg) {
 }
 
 }  // namespace
+}  // namespace gd004_fig5_cpp
 
 Experiment gd004_fig5() {
+    using namespace gd004_fig5_cpp;
     return {"gd004_fig5", "paper 004 Fig. 5: training the Performer layer with the regularized, augmented and negative-sample attentions",
             {KeyGroup::output},
             declare_keys,

@@ -30,6 +30,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace iclca_induction_cpp {
+
+
 namespace {
 
 // Sub-stream of the run's seed for the (prompt, input) pairs; 1-3 are induction_head's init, data and eval.
@@ -378,8 +382,10 @@ RunOutcome run_iclca_induction(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace iclca_induction_cpp
 
 Experiment iclca_induction() {
+    using namespace iclca_induction_cpp;
     return {"iclca_induction",
             "ICLCA on a trained induction-head model: ICL accuracy of M_old with and without the prompt and of the "
             "converted M_new (paper 000 Table 2)",

@@ -13,6 +13,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace regression_cpp {
+
+
 namespace {
 
 void declare_keys(config::Schema& schema) {
@@ -53,8 +57,10 @@ RunOutcome run_regression(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace regression_cpp
 
 Experiment regression() {
+    using namespace regression_cpp;
     return {"regression",
             "train on in-context linear/sigmoid regression or classification with real-valued tokens (papers 003, 004)",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
