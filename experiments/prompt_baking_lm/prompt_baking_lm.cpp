@@ -38,6 +38,8 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+// This file's own names (unity build, CMakeLists.txt ICLAB_UNITY_BATCH; docs/adding_an_experiment.md).
+namespace prompt_baking_lm_cpp {
 using namespace iclab::experiments::prompt_baking_lm_detail;
 
 namespace {
@@ -455,8 +457,10 @@ RunOutcome run_prompt_baking_lm(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace prompt_baking_lm_cpp
 
 Experiment prompt_baking_lm() {
+    using namespace prompt_baking_lm_cpp;
     Experiment e{"prompt_baking_lm",
                  "prompt baking (Bhargava et al. 2024) into b_KV, b_D or a LoRA of equal bytes against ICLCA (linear) and ICLAA "
                  "(softmax) on held-out KJV windows of the quick language models (issue 43)",
