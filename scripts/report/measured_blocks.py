@@ -251,7 +251,7 @@ def check_block(root, block, threshold):
         problems.append(f"copied from the report of commit {commit}, but {block['page']} is of commit "
                         f"{block['page_commit']} (readme_claims.py)")
     for row_commit, dirty, families, runs in record:
-        what = f"commit {row_commit} ({runs} runs on {block.get('page', 'the page')})"
+        what = f"commit {row_commit} ({runs} run{'' if runs == '1' else 's'} on {block.get('page', 'the page')})"
         if git(root, "rev-parse", "--verify", "--quiet", f"{row_commit}^{{commit}}").returncode != 0:
             problems.append(f"{what}: unknown to git")
         elif dirty:

@@ -15,11 +15,11 @@ import numpy as np
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "readme_tables.py")
 
 
-def make_run(folder, commit, seed, loss):
+def make_run(folder, commit, seed, loss, experiment="bias_training"):
     os.makedirs(folder)
     with h5py.File(os.path.join(folder, "results.h5"), "w") as f:
         f.attrs.update({"git_commit": commit, "git_dirty": "false", "simd": "AVX2", "blas_core": "Haswell", "seed": seed,
-                        "wall_time_s": 12.5})
+                        "wall_time_s": 12.5, "experiment": experiment})
         t = f.create_group("tables/summary")
         t["variant"] = np.array([b"no_bias", b"trainable_bias"])
         t["loss"] = np.array([loss, float("nan")])
@@ -53,6 +53,8 @@ with tempfile.TemporaryDirectory(prefix="iclab_readme_tables_") as tmp:
     assert written.startswith("# Measured\n\nbefore\n\n" + marker + "\n") and written.endswith(
         "<!-- /table -->\n\nafter, and `<!-- table: run=nothing -->` quoted\n"), written
     assert "`results/sweeps/q/job_seed-*` (2 runs)" in written and "commit 0123456789ab, AVX2, OpenBLAS core Haswell" in written
+    # the runs' fingerprint families (this checkout's scripts/fingerprints/runs.txt), by which measured_blocks ages it
+    assert "; do not edit. Fingerprint families: bias_training.*" in written, written
     assert "| seed | variant | final loss | to 90 % |\n|---|---|---|---|\n" in written, written
     assert "| 0 | `no_bias` | 0.0026 | 1150 steps |\n| 0 | `trainable_bias` | n/a | 1133 steps |\n" in written, written
     assert "| 1 | `no_bias` | 0.0021 | 1150 steps |" in written, written           # the second run, format .2g
@@ -77,6 +79,22 @@ with tempfile.TemporaryDirectory(prefix="iclab_readme_tables_") as tmp:
         f.write('<!-- table: run=sweeps/q/job_seed-0 dataset=/ columns="\\|{@seed}\\|" headers="\\|seed\\|" -->\n<!-- /table -->\n')
     assert run(root, results, "--write")[0] == 0
     assert "| \\|seed\\| |\n|---|\n| \\|0\\| |\n" in open(readme).read(), open(readme).read()
+
+    # the caption's families are the union of the runs' (an experiment no family runs: every family), read back by
+    # measured_blocks.py as the block's families
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from measured_blocks import blocks
+    make_run(os.path.join(results, "sweeps/mixed/a"), commit, 0, 0.1, experiment="regression")
+    make_run(os.path.join(results, "sweeps/mixed/b"), commit, 0, 0.1, experiment="bias_training")
+    make_run(os.path.join(results, "sweeps/unknown/a"), commit, 0, 0.1, experiment="no_such_experiment")
+    for pattern, families, parsed in (("sweeps/mixed/*", "bias_training, regression", {"bias_training", "regression"}),
+                                      ("sweeps/unknown/*", "all", None)):
+        with open(readme, "w") as f:
+            f.write(f'<!-- table: run={pattern} dataset=/ columns="{{@seed}}" -->\n<!-- /table -->\n')
+        assert run(root, results, "--write")[0] == 0
+        written = open(readme).read()
+        assert f"Fingerprint families: {families}.*" in written, written
+        assert blocks(written)[0]["families"] == parsed, blocks(written)
 
     # refused, nothing written: two commits, a missing run, a missing column, an unclosed block (exit 2)
     make_run(os.path.join(results, "sweeps/q/job_seed-2"), "fedcba9876543210fedcba9876543210fedcba98", 2, 0.1)
