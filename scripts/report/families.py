@@ -32,8 +32,11 @@ ALL = "all"
 
 
 def read_runs(path):
-    """{family: [command words]} in file order (several lines of one family: several commands)."""
+    """{family: [command words]} in file order (several lines of one family: several commands); {} without the file
+    (then every run and command depends on every family)."""
     out = {}
+    if not os.path.isfile(path):
+        return out
     with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.split("#", 1)[0].strip()

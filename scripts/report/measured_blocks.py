@@ -191,6 +191,7 @@ class Fingerprints:
         self.root = root
         with open(os.path.join(root, FINGERPRINTS), encoding="utf-8") as f:
             self.current = dataset_lines(f.read())
+        self.families = {family_of(line) for line in self.current}
         self.cache = {}
 
     def missing(self, commit, families=None):
@@ -215,7 +216,7 @@ def families_phrase(families):
 def age_problems(root, threshold, commit, families, what):
     """The age rule for one commit of record: `what` names it in the message."""
     if isinstance(threshold, Fingerprints):
-        unknown = sorted(set(families or ()) - {family_of(line) for line in threshold.current})
+        unknown = sorted(set(families or ()) - threshold.families)
         if unknown:
             return [f"{what} names the family {unknown[0]}, which the current {FINGERPRINTS} has no line of"]
         gone = threshold.missing(commit, families)
@@ -272,7 +273,10 @@ def with_page_record(root, block, pages):
         pages[page] = None
         if os.path.isfile(path):
             with open(path, encoding="utf-8") as f:
-                pages[page] = page_block(f.read())
+                try:
+                    pages[page] = page_block(f.read())
+                except MarkerError as e:
+                    raise MarkerError(f"{page} (the page of a {block['marker']} block): {e}")
     found = pages[page]
     if not found or found.get("record") is None:
         return block
