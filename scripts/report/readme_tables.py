@@ -9,7 +9,11 @@ A table block (docs/testing.md#measured-blocks-every-published-number-names-its-
   dataset  /tables/NAME (a table of column datasets: one row per table row) or / (one row per run, attributes only)
   columns  "|"-separated cells ("\|" a literal bar): a column name, or a Python format template over column names and the run's root
            attributes as {@NAME} (e.g. "{steps_to_90pct_mean:.0f} ± {steps_to_90pct_std:.0f}")
-  headers  the header cells (default: the columns)    where   keep the rows whose column equals VALUE (all of them)
+  headers  the header cells (default: the columns)
+  where    keep the rows whose column equals VALUE (all of them); "COL=V1|V2|…": one of the values
+  pivot    pivot=COL: one column per value of COL (first-seen order) holding the last column's cell; the other columns
+           key the rows (rows with equal key cells share a line, two rows for one key and value are refused); the last
+           header is a template over the columns of the value's first row (default "{COL}", e.g. "t = {position}")
   format   the format of a bare float column (default .4g)
   kind     bits (default) or timed: a table of wall times or speeds (measured_blocks.py exempts it from the age rule)
 A figure block:
@@ -128,9 +132,41 @@ def rows_of(run, dataset, where):
     for i in range(n):
         row = dict(attrs)
         row.update({name: plain(values[i]) for name, values in columns.items()})
-        if all(cell(row.get(k), "g") == v for k, v in where):
+        if all(cell(row.get(k), "g") in values for k, values in where):
             rows.append(row)
     return rows
+
+
+def render_cell(col, row, spec, where):
+    """One cell of `row`: a bare column name (floats in `spec`) or a template over column names; BlockError naming `where`."""
+    try:
+        if "{" in col:
+            fields = {name.strip(): row[name.strip()] for name in FIELD.findall(col)}
+            if any(isinstance(v, float) and math.isnan(v) for v in fields.values()):
+                return "n/a"
+            return col.format_map({k: plain(v) for k, v in fields.items()})
+        return cell(row[col], spec)
+    except KeyError as e:
+        raise BlockError(f"{where}: no column {e}")
+    except (ValueError, TypeError) as e:
+        raise BlockError(f"{where}: cannot format {col!r}: {e}")
+
+
+def pivoted(rows, columns, headers, pivot, spec):
+    """(header cells, rows of cells): one column per value of `pivot` holding the last column's cell, keyed by the others."""
+    spread, lines = {}, {}
+    for where, row in rows:
+        if pivot not in row:
+            raise BlockError(f"{where}: no column '{pivot}'")
+        value = cell(row[pivot], "g")
+        if value not in spread:
+            spread[value] = render_cell(headers[-1], row, spec, where)
+        key = tuple(render_cell(c, row, spec, where) for c in columns[:-1])
+        line = lines.setdefault(key, {})
+        if value in line:
+            raise BlockError(f"{where}: two rows for ({', '.join(key)}) at {pivot}={value} (add a key column)")
+        line[value] = render_cell(columns[-1], row, spec, where)
+    return headers[:-1] + list(spread.values()), [list(key) + [line.get(v, "") for v in spread] for key, line in lines.items()]
 
 
 def render_table(results, attrs):
@@ -140,30 +176,24 @@ def render_table(results, attrs):
     runs = find_runs(results, attrs["run"])
     dataset = attrs.get("dataset", "/")
     columns = [c.replace("\\|", "|") for c in CELL_SPLIT.split(attrs["columns"])]
-    headers = CELL_SPLIT.split(attrs.get("headers", attrs["columns"]))  # "\|" stays escaped in the header
+    pivot = attrs.get("pivot")
+    default_headers = "|".join(CELL_SPLIT.split(attrs["columns"])[:-1] + [f"{{{pivot}}}"]) if pivot else attrs["columns"]
+    headers = CELL_SPLIT.split(attrs.get("headers", default_headers))  # "\|" stays escaped in the header
     if len(headers) != len(columns):
         raise BlockError(f"{len(headers)} headers for {len(columns)} columns")
+    if pivot and (len(columns) < 2 or "{" not in headers[-1]):
+        raise BlockError("pivot= needs a key column, a value column and a header template for the value's columns")
     spec = attrs.get("format", ".4g")
-    where = [tuple(w.split("=", 1)) for w in attrs.get("where", "").split(",") if w]
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(columns)]
-    for run in runs:
-        for row in rows_of(run, dataset, where):
-            cells = []
-            for col in columns:
-                try:
-                    if "{" in col:
-                        fields = {name.strip(): row[name.strip()] for name in FIELD.findall(col)}
-                        nan = any(isinstance(v, float) and math.isnan(v) for v in fields.values())
-                        cells.append("n/a" if nan else col.format_map({k: plain(v) for k, v in fields.items()}))
-                    else:
-                        cells.append(cell(row[col], spec))
-                except KeyError as e:
-                    raise BlockError(f"{run}{dataset}: no column {e}")
-                except (ValueError, TypeError) as e:
-                    raise BlockError(f"{run}{dataset}: cannot format {col!r}: {e}")
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    if len(lines) == 2:
+    where = [(k, v.split("|")) for k, v in (w.split("=", 1) for w in attrs.get("where", "").split(",") if w)]
+    rows = [(f"{run}{dataset}", row) for run in runs for row in rows_of(run, dataset, where)]
+    if not rows:
         raise BlockError(f"results/{attrs['run']}{dataset}: no rows")
+    if pivot:
+        headers, body = pivoted(rows, columns, headers, pivot, spec)
+    else:
+        body = [[render_cell(col, row, spec, at) for col in columns] for at, row in rows]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in body]
     return caption(results, attrs["run"], runs, f", `{dataset}`" if dataset not in ("", "/") else "") + "\n\n" + "\n".join(lines)
 
 
