@@ -32,11 +32,12 @@ inline std::size_t min_values(const Claim& claim) { return deterministic_check(c
 
 // With fewer values than `minimum`, a reproduced or not reproduced verdict becomes inconclusive, noted "needs >= 5
 // seeds, has 3 (on them the rule says reproduced)" ("values" for a claim over instances), before any note it had; its
-// leave-one-out text is dropped (dropping a seed of too few decides nothing). No value at all: unchanged (not run).
+// leave-one-out and rounding texts are dropped (a verdict the floor withholds has no robustness to show: dropping a
+// seed of too few, or a twin of too few, decides nothing). No value at all: unchanged (not run).
 inline void require_min_values(ClaimResult& r, std::size_t minimum) {
     const std::size_t n = r.values.size();
     if (n == 0 || n >= minimum) return;
-    r.leave_one_out.clear();
+    r.leave_one_out.clear(), r.rounding.clear();
     std::string text = "needs >= " + std::to_string(minimum) + (r.claim.unit == "seed" ? " seeds" : " values") + ", has " + std::to_string(n);
     if (r.verdict == Verdict::reproduced || r.verdict == Verdict::not_reproduced) {
         text += std::string(" (on them the rule says ") + verdict_name(r.verdict) + ")";
