@@ -1,7 +1,8 @@
 // Rules a coin cannot pass (issue 45, framework/io/claims.hpp): a count rule is a share of the values ("2/3 of the
 // seeds" is 2 of 3 and 4 of 5, never "any 2" of 5 and never decided by one seed), its text shows the share and the
 // count, the share survives the /claims round trip; a count verdict on the other side of its own mean is
-// inconclusive with both numbers in its note, except a failed rule for every value.
+// inconclusive with both numbers in its note, except a failed rule for every value. The floor of `iclab claims`
+// (framework/io/claims_floor.hpp): a deterministic check decides on one value, every other claim on 5.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -13,6 +14,7 @@
 
 #include "framework/core/check.hpp"
 #include "framework/io/claims.hpp"
+#include "framework/io/claims_floor.hpp"
 #include "framework/io/results_file.hpp"
 
 namespace iclab_test_claims_shares {  // this file's names (unity build: CMakeLists.txt)
@@ -150,6 +152,124 @@ TEST_CASE("claims shares: the share survives the /claims round trip and pooling 
     CHECK(pooled[0].verdict == Verdict::inconclusive);  // 3 of 5 (4 needed) with a positive mean
     CHECK_THAT(pooled[0].note, Catch::Contains("3 of 5 values on the claimed side (4 needed)"));
     fs::remove_all(dir);
+}
+
+namespace floor_helpers {
+
+Claim claim_of(const std::string& id, ClaimKind kind, ClaimRule rule, const std::string& unit = "seed") {
+    Claim c;
+    c.id = id, c.paper = "003", c.source = "Table 1", c.kind = kind, c.unit = unit;
+    c.statement = "a statement", c.metric = "x of one unit", c.rule = rule;
+    if (kind == ClaimKind::printed_number) c.paper_value = 1.0;
+    return c;
+}
+
+// One run per value, each with its seed (unit i) and its value: pooled as `iclab claims` pools one setting.
+ClaimResult pooled(const Claim& c, const std::vector<double>& values) {
+    std::vector<std::pair<std::string, std::vector<ClaimResult>>> runs;
+    for (std::size_t i = 0; i < values.size(); ++i)
+        runs.push_back({"run" + std::to_string(i), {evaluate_claim(c, {static_cast<std::int64_t>(i)}, {values[i]})}});
+    auto out = pool_claims(runs);
+    REQUIRE(out.size() == 1);
+    return out[0];
+}
+
+}  // namespace floor_helpers
+
+using namespace floor_helpers;
+
+TEST_CASE("claims floor: an own check for every value is deterministic, every other claim needs 5 values", "[claims]") {
+    const Claim exact = claim_of("exact", ClaimKind::own_check, ClaimRule::count_at_most(1e-12), "instance");
+    CHECK(deterministic_check(exact));
+    CHECK(min_values(exact) == 1);
+    CHECK(deterministic_check(claim_of("identity over seeds", ClaimKind::own_check, ClaimRule::count_within(0.0, 1e-12))));
+    // a share, an interval, a qualitative or printed claim: about trained models, data draws or timings
+    CHECK(min_values(claim_of("share", ClaimKind::own_check, ClaimRule::count_at_most(1e-12, {2, 3}))) == kMinValues);
+    CHECK(min_values(claim_of("interval", ClaimKind::own_check, ClaimRule::interval_above(0.0))) == kMinValues);
+    CHECK(min_values(claim_of("qualitative", ClaimKind::qualitative, ClaimRule::count_above(0.0))) == kMinValues);
+    CHECK(min_values(claim_of("printed", ClaimKind::printed_number, ClaimRule::count_within(1.0, 1.0))) == kMinValues);
+    // per-seed means of a trained model's instances, and a comparison of two trained arms
+    Claim means = exact;
+    means.pooling = ClaimPooling::seed_means;
+    CHECK_FALSE(deterministic_check(means));
+    Claim paired = claim_of("paired", ClaimKind::own_check, ClaimRule::count_above(0.0));
+    paired.pair.key = "model.mask", paired.pair.first = "prefix", paired.pair.second = "causal";
+    CHECK_FALSE(deterministic_check(paired));
+    CHECK(kMinValues == 5);  // 5 of 5 by a fair coin: 3.1 %
+}
+
+TEST_CASE("claims floor: a trained claim on fewer than 5 seeds is inconclusive with the rule's verdict in the note", "[claims]") {
+    const Claim trained = claim_of("trained", ClaimKind::qualitative, ClaimRule::count_above(0.0));
+    ClaimResult three = pooled(trained, {0.5, 0.7, 0.9});
+    CHECK(three.verdict == Verdict::reproduced);  // the rule alone: 3 of 3 (a fair coin: 12.5 %)
+    CHECK(min_values(trained) == 5);
+    CHECK(three.leave_one_out == "holds");
+    three.rounding = "depends on rounding: not reproduced at +1 ulp";  // as run::pool_run_claims sets it from a twin
+    require_min_values(three, min_values(trained));
+    CHECK(three.verdict == Verdict::inconclusive);
+    CHECK(three.note == "needs >= 5 seeds, has 3 (on them the rule says reproduced)");
+    CHECK(three.leave_one_out.empty());  // dropping a seed of too few says nothing
+    CHECK(three.rounding.empty());
+    CHECK(three.values.size() == 3);     // the values are kept and shown
+
+    ClaimResult one = pooled(trained, {-0.5});
+    CHECK(one.verdict == Verdict::not_reproduced);
+    require_min_values(one, min_values(trained));
+    CHECK(one.verdict == Verdict::inconclusive);
+    CHECK(one.note == "needs >= 5 seeds, has 1 (on them the rule says not reproduced)");
+
+    // an interval that already straddles keeps its reason after the floor's
+    ClaimResult straddles = pooled(claim_of("interval", ClaimKind::qualitative, ClaimRule::interval_above(0.0)), {-1.0, 2.0, 0.5});
+    require_min_values(straddles, min_values(straddles.claim));
+    CHECK(straddles.verdict == Verdict::inconclusive);
+    CHECK(straddles.note == "needs >= 5 seeds, has 3; the interval straddles the rule's edge");
+
+    // 5 seeds: the rule decides, untouched
+    ClaimResult five = pooled(trained, {0.5, 0.7, 0.9, 0.2, 0.3});
+    require_min_values(five, min_values(trained));
+    CHECK(five.verdict == Verdict::reproduced);
+    CHECK(five.note.empty());
+    CHECK(five.leave_one_out == "holds");
+
+    // nothing measured stays "not run"
+    ClaimResult none = evaluate_claim(trained, {}, {});
+    require_min_values(none, 5);
+    CHECK(none.verdict == Verdict::not_run);
+}
+
+TEST_CASE("claims floor: one value decides a deterministic check, not a timing over 2 instances", "[claims]") {
+    ClaimResult exact = pooled(claim_of("exact", ClaimKind::own_check, ClaimRule::count_at_most(1e-12), "instance"), {3e-16});
+    CHECK(min_values(exact.claim) == 1);
+    require_min_values(exact, min_values(exact.claim));
+    CHECK(exact.verdict == Verdict::reproduced);
+    CHECK(exact.note.empty());
+    ClaimResult wrong = pooled(claim_of("exact", ClaimKind::own_check, ClaimRule::count_at_most(1e-12), "instance"), {0.3});
+    require_min_values(wrong, min_values(wrong.claim));
+    CHECK(wrong.verdict == Verdict::not_reproduced);  // one wrong value fails an identity
+
+    ClaimResult timing = pooled(claim_of("faster", ClaimKind::qualitative, ClaimRule::count_above(1.0), "instance"), {9.0, 10.0});
+    CHECK(timing.verdict == Verdict::reproduced);
+    require_min_values(timing, min_values(timing.claim));
+    CHECK(timing.verdict == Verdict::inconclusive);
+    CHECK(timing.note == "needs >= 5 values, has 2 (on them the rule says reproduced)");
+}
+
+TEST_CASE("claims floor: a seed_means claim's floor is its declaration's, which pooling rewrites to seeds", "[claims]") {
+    // an own check for every value on a trained model's instances, pooled by per-seed means: the pooled claim reads
+    // "unit seed, pooling values", which alone would look deterministic; its floor is the declaration's
+    Claim means = claim_of("means", ClaimKind::own_check, ClaimRule::count_above(0.0), "instance");
+    means.pooling = ClaimPooling::seed_means;
+    std::vector<std::pair<std::string, std::vector<ClaimResult>>> runs;
+    for (std::int64_t seed = 0; seed < 2; ++seed) runs.push_back({"run" + std::to_string(seed), {evaluate_claim(means, {0, 1}, {0.4, 0.6})}});
+    auto out = pool_claims(runs, {10, 11});
+    REQUIRE(out.size() == 1);
+    CHECK(out[0].claim.unit == "seed");
+    CHECK(deterministic_check(out[0].claim));  // the rewritten claim alone: why `iclab claims` reads the declarations
+    CHECK(min_values(means) == 5);             // the declaration's floor
+    CHECK(out[0].verdict == Verdict::reproduced);
+    require_min_values(out[0], min_values(means));
+    CHECK(out[0].verdict == Verdict::inconclusive);
+    CHECK(out[0].note == "needs >= 5 seeds, has 2 (on them the rule says reproduced)");
 }
 
 }  // namespace iclab_test_claims_shares

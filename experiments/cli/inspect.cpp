@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <string>
 
 #include "framework/core/check.hpp"
+#include "framework/io/claims_floor.hpp"
 #include "framework/io/output_path.hpp"
 #include "framework/io/results_file.hpp"
 #include "framework/workflow/claims_pool.hpp"
@@ -34,6 +36,40 @@ void collect(const std::vector<fs::path>& paths, const fs::path& out, bool overw
     std::printf("%s\n", out.string().c_str());
 }
 
+namespace {
+
+// io::min_values of each claim as its runs declared it, by (experiment, claim id): a seed_means claim's pooled result
+// reads "unit seed, pooling values", its declaration keeps what it is (framework/io/claims_floor.hpp). Declarations of
+// one id that differ between settings take the larger floor.
+std::map<std::pair<std::string, std::string>, std::size_t> declared_floors(const std::vector<fs::path>& runs) {
+    std::map<std::pair<std::string, std::string>, std::size_t> floors;
+    for (const fs::path& dir : runs) {
+        const io::ResultsReader reader(dir / run::kResultsFile);
+        const std::vector<io::ClaimResult> declared = io::read_claims(reader);
+        if (declared.empty()) continue;
+        const std::string experiment = reader.read_attr_string("/", "experiment");
+        for (const io::ClaimResult& r : declared) {
+            std::size_t& floor = floors[{experiment, r.claim.id}];
+            floor = std::max(floor, io::min_values(r.claim));
+        }
+    }
+    return floors;
+}
+
+// The claims table with the column min_values (each claim's floor) after the columns of run::claims_table.
+run::WideTable with_floors(const run::WideTable& table, const std::vector<std::size_t>& floors) {
+    run::WideTable out;
+    for (std::size_t i = 0; i < table.rows(); ++i) {
+        std::vector<std::pair<std::string, run::WideTable::Cell>> cells;
+        for (const std::string& column : table.columns()) cells.push_back({column, table.cell(i, column)});
+        cells.push_back({"min_values", static_cast<double>(floors[i])});
+        out.add_row(cells);
+    }
+    return out;
+}
+
+}  // namespace
+
 void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwrite) {
     ICLAB_INPUT_CHECK(!paths.empty(), "iclab claims: give at least one folder");
     ICLAB_INPUT_CHECK(out.empty() || out.extension() == ".csv", "iclab claims: --out must end in .csv, got " << out.string());
@@ -41,7 +77,17 @@ void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwr
     // Before pooling: never one of the runs read, nor inside one (a folder that holds runs may hold the output too).
     if (!out.empty()) io::check_output_file(out, overwrite, "iclab claims --out", runs);
     ICLAB_INPUT_CHECK(!runs.empty(), "iclab claims: no finished run (config.yaml and results.h5) under the folders given");
-    const auto pooled = run::pool_run_claims(runs, &experiments::catalog());
+    auto pooled = run::pool_run_claims(runs, &experiments::catalog());
+    // Issue 45: a claim about trained models, data draws or timings decides on >= 5 values, a deterministic check on one
+    // (framework/io/claims_floor.hpp); what is printed and written is the verdict after this floor.
+    const auto declared = declared_floors(runs);
+    std::vector<std::size_t> floors;
+    for (auto& p : pooled)
+        for (auto& r : p.claims) {
+            const auto found = declared.find({p.experiment, r.claim.id});
+            floors.push_back(found != declared.end() ? found->second : io::min_values(r.claim));
+            io::require_min_values(r, floors.back());
+        }
     std::size_t counts[4] = {0, 0, 0, 0}, total = 0;
     for (const auto& p : pooled) {
         std::printf("%s (%s, %zu run%s%s)\n", p.setting.c_str(), p.experiment.c_str(), p.runs.size(), p.runs.size() == 1 ? "" : "s",
@@ -56,13 +102,13 @@ void claims(const std::vector<fs::path>& paths, const fs::path& out, bool overwr
                 std::snprintf(interval, sizeof interval, " [%.4g, %.4g]", r.interval.low, r.interval.high);
             std::printf("  %-15s %-48s mean %.4g%s, %zu/%zu on the claimed side (%s)\n", io::verdict_name(r.verdict),
                         r.claim.id.c_str(), r.interval.mean, interval, r.on_side, r.values.size(), r.claim.rule.text().c_str());
-            if (!r.excluded.empty() && !r.note.empty()) std::printf("  %-15s %s\n", "", r.note.c_str());
+            if ((!r.excluded.empty() || r.note.rfind("needs >= ", 0) == 0) && !r.note.empty()) std::printf("  %-15s %s\n", "", r.note.c_str());
         }
     }
     std::printf("%zu claims: %zu reproduced, %zu not reproduced, %zu inconclusive, %zu not run\n", total, counts[0], counts[1], counts[2],
                 counts[3]);
     if (!out.empty()) {
-        run::write_csv(run::claims_table(pooled), out);
+        run::write_csv(with_floors(run::claims_table(pooled), floors), out);
         std::printf("%s\n", out.string().c_str());
     }
 }

@@ -6,7 +6,11 @@ them) reads as if they were empty:
   provenance    empty, or "chosen after the first runs (YYYY-MM-DD): reason"
   leave_one_out empty, "holds", or "fragile: without seed k -> <verdict>"
   rounding      empty, "holds under rounding", or "depends on rounding: <verdict> at +1 ulp"
+  min_values    empty, or the fewest values the verdict decides on (io::min_values): 1 for a deterministic check (an
+                own check whose count rule asks every value: an identity, a closed form, a construction, a control),
+                5 for every other claim (`iclab claims` makes it inconclusive on fewer: "needs >= 5 seeds, has n")
 """
+import re
 import math
 import os
 
@@ -144,6 +148,27 @@ def needed_count(c):
     return None
 
 
+def deterministic(c):
+    """A deterministic check (column min_values 1, framework/io/claims.hpp deterministic_check): one value decides."""
+    return column(c, "min_values") in ("1", "1.0")
+
+
+POINT_BAND = re.compile(r"^(\S+) <= x <= (\S+)(?: |$)")
+
+
+def point_band(c):
+    """A count_within rule whose band is one number ('1.6 <= x <= 1.6 for every value'): x is a pick (an argmin over
+    a grid), not a measurement on a scale."""
+    m = POINT_BAND.match(c.get("rule", "")) if column(c, "test") == "count_within" else None
+    return bool(m) and m.group(1) == m.group(2)
+
+
+def coin_rate(k, n):
+    """P(Binomial(n, 1/2) >= k) as the page prints it."""
+    p = sum(math.comb(n, j) for j in range(k, n + 1)) / 2 ** n
+    return f"{100 * p:.2g} %" if p >= 1e-4 else "< 0.01 %"
+
+
 def false_pass_text(c):
     """The chance that the rule passes on values with no effect at all (issue 45: 'rules a coin cannot pass'):
     - a one-sided interval rule (mean above / below a bar, the 95 % t-interval wholly on one side): 2.5 % when the true
@@ -153,7 +178,11 @@ def false_pass_text(c):
       no effect at all passes;
     - a count rule: P(Binomial(n, 1/2) >= k), each seed, or each instance, falling on either side of the bar by a fair
       coin (every one of 5: 3.1 %; 4 of 5: 19 %). Over the instances of an exact identity (hundreds of conversions) the
-      rate is that of a coin, negligible; over 2 timings it is 25 %: the number says which."""
+      rate is that of a coin, negligible; over 2 timings it is 25 %: the number says which;
+    - a deterministic check (column min_values 1): no coin at all, one value decides: a wrong computation misses its
+      bar in every value, not in half of them. Over seeds the coin's rate is still given, as what it is: an upper bound;
+    - a point band (x a pick among a grid's values, '1.6 <= x <= 1.6'): the coin's rate is an upper bound too, since
+      a uniform pick among k >= 2 values hits the point with 1/k <= 1/2 per seed (the rule's x names its grid)."""
     test = column(c, "test")
     if test in ("interval_above", "interval_below"):
         return "2.5 % (one-sided 95 % t-interval, true mean on the bar)"
@@ -165,8 +194,16 @@ def false_pass_text(c):
         return ""
     k, n = counted
     unit = "seeds" if c.get("unit") == "seed" else "instances"
-    p = sum(math.comb(n, j) for j in range(k, n + 1)) / 2 ** n
-    rate = f"{100 * p:.2g} %" if p >= 1e-4 else "< 0.01 %"
+    rate = coin_rate(k, n)
+    if deterministic(c):
+        text = ("deterministic: one value decides (an own check held in every value; a wrong computation misses its bar "
+                "in every value, not in half of them as a coin would)")
+        if c.get("unit") == "seed" and n > 1:
+            text += f"; a fair coin would pass {k} of {n} seeds with {rate}, an upper bound"
+        return text
+    if point_band(c):
+        return (f"<= {rate} ({k} of {n} {unit} by a fair coin), an upper bound: x is a pick, and a uniform pick among "
+                "k >= 2 values hits the one claimed value with 1/k <= 1/2 each time (the rule's x gives its grid)")
     return f"{rate} ({k} of {n} {unit} by a fair coin)"
 
 

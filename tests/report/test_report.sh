@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ctest: the reproduction report from real runs: the claims tables at the top (declared claims pooled over two seeds
-# by `iclab claims`, a printed-number claim among them, paper 003 Figure 6's ranked claim over four pools), one
+# ctest: the reproduction report from real runs: the claims tables at the top (declared claims pooled over five seeds
+# by `iclab claims`, its floor of 5 seeds on two of them, a printed-number claim among them, paper 003 Figure 6's ranked claim over four pools), one
 # verdict vocabulary, raw tables folded, figures, the
 # reproduction page with its verdict keys, and (when Chromium is installed; `--screenshot` argument) a screenshot
 # whose rendered DOM starts with the claims table.
@@ -12,7 +12,7 @@ if [ "${3:-}" = "--screenshot" ] && ! command -v chromium >/dev/null; then
 fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 tiny=(train.steps=30 train.warmup_steps=2 eval.every=10 task.seq_len=24 eval.sequences=16 train.batch_size=8 model.width=16)
-for seed in 0 1; do
+for seed in 0 1 2 3 4; do  # 5: the floor of `iclab claims` for a claim about trained models (issue 45)
   "$iclab" run configs/quick/iclca_induction.yaml "${tiny[@]}" iclca.pairs=8 iclca.prompt_length=12 iclca.input_length=12 \
     "seed=$seed" "output.dir=$tmp/runs" --quiet >/dev/null
 done
@@ -50,9 +50,9 @@ grep -q '<table class="claims">' "$page"
 # the first table of the page is a claims table, before any section
 first_table=$(grep -o '<table[^>]*>' "$page" | head -n 1)
 [ "$first_table" = '<table class="claims">' ]
-grep -q '>000-T2 M_old, ICL</a>' "$page"  # declared Table 2 claim, pooled over seeds 0 and 1
+grep -q '>000-T2 M_old, ICL</a>' "$page"  # declared Table 2 claim, pooled over seeds 0-4
 grep -q '<b>statement</b>: in-context accuracy' "$page"  # its statement folded in the details
-grep -q '<b>seeds</b>: 0,1<br>' "$page"
+grep -q '<b>seeds</b>: 0,1,2,3,4<br>' "$page"
 grep -q 'matches a printed number' "$page"
 grep -q '000-T1 205K fp32: mean error as printed' "$page"  # Table 1's declared printed-number claim (one run)
 grep -q '000-T1 205K fp32: ICLCA exact' "$page"          # and its own check
@@ -65,15 +65,20 @@ import csv, html, re, sys
 tmp = sys.argv[1]
 rows = {r["id"]: r for r in csv.DictReader(open(tmp + "/report/claims.csv"))}
 t2 = rows["000-T2 M_old, ICL"]
-assert t2["units"] == "0,1" and len(t2["values"].split(", ")) == 2, t2
+assert t2["units"] == "0,1,2,3,4" and len(t2["values"].split(", ")) == 5, t2
+assert t2["min_values"] == "5" and "needs >=" not in t2["note"], t2  # a trained claim on 5 seeds: the rule decides
 assert t2["test"] == "interval_within", t2
 exact = rows["000-T1 205K fp32: ICLCA exact"]
 assert exact["unit"] == "instance" and exact["values"] == "" and exact["test"].startswith("count_"), exact
 k, n = int(float(exact["on_claimed_side"])), int(float(exact["n"]))
+assert exact["min_values"] == "1", exact  # a deterministic check: one value decides (framework/io/claims_floor.hpp)
+ranked = rows["003-F6 LR SL-L2 prefix: test error falls with the pool"]  # one seed of a trained claim
+assert ranked["verdict"] == "inconclusive" and ranked["note"].startswith("needs >= 5 seeds, has 1"), ranked
 assert rows["003-T1 LR SL-L2: ratio >= 1.5"]["verdict"] == "not run"
 page = open(tmp + "/report/index.html").read()
 # compact rows: the T2 interval rule shows its mean and interval, the exactness count rule its k/n (no interval);
-# the details rows hold T2's two per-seed values
+# the details rows hold T2's five per-seed values; the exactness check is deterministic, not a coin
+assert "<b>false-pass rate</b>: deterministic: one value decides" in details("000-T1 205K fp32: ICLCA exact")
 row = lambda cid: next(r for r in re.findall(r"<tr>.*?</tr>", page) if re.search(">" + re.escape(html.escape(cid)) + "†?</a>", r))  # † = chosen after the first runs
 details = lambda cid: next(r for r in re.findall(r"<tr id=.*?</tr>", page) if f'<td class="l">{html.escape(cid)}</td>' in r)
 assert f'<b>per seed</b>: {html.escape(t2["values"])}<br>' in details("000-T2 M_old, ICL"), details("000-T2 M_old, ICL")
@@ -93,6 +98,16 @@ assert m, md[:600]
 total, *counts = map(int, m.groups())
 verdicts = [r["verdict"] for r in rows.values()]
 assert counts[3] == verdicts.count("not run") >= 4 and sum(counts) == total, m.groups()
+PY
+# the floor (issue 45): the same Table 2 claim pooled over two of the seeds is inconclusive, with the rule's verdict kept
+two=$(grep -l '^seed: [01]$' "$tmp"/runs/*/config.yaml | xargs -n1 dirname)
+"$iclab" claims $two --out "$tmp/two.csv" >/dev/null
+/usr/bin/python3 - "$tmp/two.csv" <<'PY'
+import csv, sys
+rows = {r["id"]: r for r in csv.DictReader(open(sys.argv[1]))}
+t2 = rows["000-T2 M_old, ICL"]
+assert t2["n"] == "2" and t2["verdict"] == "inconclusive", t2
+assert t2["note"].startswith("needs >= 5 seeds, has 2 (on them the rule says "), t2
 PY
 # the declared p (C++, framework/io/rank_test.hpp) equals the independent Python rank test on the same runs
 /usr/bin/python3 - "$tmp" <<'PY'
