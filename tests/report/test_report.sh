@@ -78,9 +78,9 @@ assert rows["003-T1 LR SL-L2: ratio >= 1.5"]["verdict"] == "not run"
 page = open(tmp + "/report/index.html").read()
 # compact rows: the T2 interval rule shows its mean and interval, the exactness count rule its k/n (no interval);
 # the details rows hold T2's five per-seed values; the exactness check is deterministic, not a coin
-assert "<b>false-pass rate</b>: deterministic: one value decides" in details("000-T1 205K fp32: ICLCA exact")
 row = lambda cid: next(r for r in re.findall(r"<tr>.*?</tr>", page) if re.search(">" + re.escape(html.escape(cid)) + "†?</a>", r))  # † = chosen after the first runs
 details = lambda cid: next(r for r in re.findall(r"<tr id=.*?</tr>", page) if f'<td class="l">{html.escape(cid)}</td>' in r)
+assert "<b>false-pass rate</b>: deterministic: one value decides" in details("000-T1 205K fp32: ICLCA exact")
 assert f'<b>per seed</b>: {html.escape(t2["values"])}<br>' in details("000-T2 M_old, ICL"), details("000-T2 M_old, ICL")
 assert "[" in row("000-T2 M_old, ICL") and "seeds" not in row("000-T2 M_old, ICL"), row("000-T2 M_old, ICL")
 assert f'<td class="l">{k}/{n} instances</td>' in row("000-T1 205K fp32: ICLCA exact"), row("000-T1 205K fp32: ICLCA exact")
