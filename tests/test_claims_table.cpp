@@ -78,4 +78,23 @@ TEST_CASE("claims: the claims table lists the rule's test and the per-seed value
     CHECK(text_of(t, 2, "values").empty());
 }
 
+TEST_CASE("claims: the claims table's values digest is equal only for bit-equal values, distinct_values counts ties", "[claims]") {
+    iclab::run::PooledClaims p;
+    p.setting = "configs/quick/x.yaml", p.experiment = "x";
+    p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {1.95366, 0.5, 0.25}));
+    p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {1.95551, 0.5, 0.25}));  // equal at 3 digits, not in bits
+    p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {1.95366, 0.5, 0.25}));  // equal in bits
+    p.claims.push_back(evaluate_claim(sign_claim(), {1, 2, 3}, {1.95366, 0.5, 0.25}));  // other seeds
+    p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {0.0, 0.0, 1.0}));
+    const auto t = iclab::run::claims_table({p});
+    REQUIRE(t.rows() == 5);
+    CHECK(text_of(t, 0, "values") == text_of(t, 1, "values"));
+    CHECK(text_of(t, 0, "values_digest").size() == 16);
+    CHECK(text_of(t, 0, "values_digest") != text_of(t, 1, "values_digest"));
+    CHECK(text_of(t, 0, "values_digest") == text_of(t, 2, "values_digest"));
+    CHECK(text_of(t, 0, "values_digest") != text_of(t, 3, "values_digest"));
+    CHECK(std::get<double>(t.cell(0, "distinct_values")) == 3.0);
+    CHECK(std::get<double>(t.cell(4, "distinct_values")) == 2.0);  // a tie
+}
+
 }  // namespace iclab_test_claims_table

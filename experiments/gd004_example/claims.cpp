@@ -12,6 +12,12 @@ namespace {
 
 const char* const kReadme = "experiments/gd004_example/README.md#claims";
 constexpr double kPaperFactor = 3.0;  // the paper's one example against our median: the same scale
+// Both claims over training seeds (per seed a continuous median) were a count of >= 2/3 of the seeds, which passes a
+// fair coin 19 % of the time over 5 seeds; they are now judged as the other experiments' continuous claims are.
+const char* const kAfterAudit =
+    "chosen after the first runs (2026-11-29): third audit of issue 45, '>= 2/3 of the seeds' passes a fair coin 19 % of "
+    "the time over 5 seeds; now the 95 % t-interval of the seed mean (one-sided: false pass 2.5 %; the band: at most "
+    "2.5 % for a true value outside it); the quick runs at 746b4fb had been seen (both verdicts as now)";
 
 std::string number(double x, const char* format = "%.4g") {
     char text[32];
@@ -65,9 +71,10 @@ std::vector<DeclaredClaim> declare_claims(std::size_t N) {
     c.source = "§5.2 / App. A.4 ('very close to the ground truth values')";
     c.kind = io::ClaimKind::qualitative;
     c.statement = "the trained layer predicts the query's label better than the zero predictor (the direction of the paper's "
-                  "'very close'; the scale is the next claim) in >= 2/3 of the training seeds";
+                  "'very close'; the scale is the next claim), on the mean over the training seeds (95 % t-interval)";
     c.metric = "median |y_TF - y| / median |y| over the test sequences of one training seed";
-    c.rule = io::ClaimRule::count_below(1.0, {2, 3});
+    c.rule = io::ClaimRule::interval_below(1.0);
+    c.provenance = kAfterAudit;
     out.push_back(d);
     for (const PaperExample& p : kPaper) {
         if (p.demos != N) continue;
@@ -77,10 +84,11 @@ std::vector<DeclaredClaim> declare_claims(std::size_t N) {
         c.source = std::string(N == 15 ? "§5.2" : "App. A.4") + " (y = " + number(p.y_true) + ", y_TF = " + number(p.y_tf) + ")";
         c.kind = io::ClaimKind::own_check;
         c.statement = "the layer's median |y_TF - y| is within a factor 3 of the paper's one example, |" + number(p.y_tf) + " - (" +
-                      number(p.y_true) + ")| = " + number(scale) + " (derived from the two printed values; their draw, our median) "
-                      "in >= 2/3 of the training seeds";
+                      number(p.y_true) + ")| = " + number(scale) + " (derived from the two printed values; their draw, our median), "
+                      "on the mean over the training seeds (95 % t-interval inside the band)";
         c.metric = "median |y_TF - y| over the test sequences of one training seed";
-        c.rule = io::ClaimRule::count_within(scale / kPaperFactor, scale * kPaperFactor, {2, 3});
+        c.rule = io::ClaimRule::interval_within(scale / kPaperFactor, scale * kPaperFactor);
+        c.provenance = kAfterAudit;
         out.push_back(d);
     }
     for (const auto& claim : out) io::check_claim(claim.claim);

@@ -4,7 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -279,6 +281,41 @@ std::vector<PooledClaims> pool_run_claims(const std::vector<fs::path>& run_dirs,
     return with_rounding_twins(std::move(out), perturbations, bases);
 }
 
+namespace {
+
+// The identity of a claim's values to the last bit (issue 45, "each distinct measurement is one claim": the report
+// tells claims that judge one measurement from claims whose 3-digit values only look alike): FNV-1a 64 over the units
+// and the IEEE-754 bits of the values, in order, as 16 hex digits.
+std::string values_digest(const io::ClaimResult& r) {
+    std::uint64_t h = 14695981039346656037ULL;
+    auto mix = [&h](std::uint64_t word) {
+        for (int b = 0; b < 8; ++b) h = (h ^ ((word >> (8 * b)) & 0xffU)) * 1099511628211ULL;
+    };
+    for (std::int64_t u : r.units) mix(static_cast<std::uint64_t>(u));
+    for (double v : r.values) {
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, &v, sizeof bits);
+        mix(bits);
+    }
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+    return text;
+}
+
+// How many bit-distinct values: fewer than n means ties (a count, a rank statistic, steps at a fixed resolution), and
+// two different quantities can then give equal values by chance.
+double distinct_values(const io::ClaimResult& r) {
+    std::set<std::uint64_t> seen;
+    for (double v : r.values) {
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, &v, sizeof bits);
+        seen.insert(bits);
+    }
+    return static_cast<double>(seen.size());
+}
+
+}  // namespace
+
 WideTable claims_table(const std::vector<PooledClaims>& pooled) {
     WideTable table;
     for (const PooledClaims& p : pooled)
@@ -303,6 +340,7 @@ WideTable claims_table(const std::vector<PooledClaims>& pooled) {
                            {"on_claimed_side", static_cast<double>(r.on_side)}, {"paper_value", c.paper_value},
                            {"verdict", io::verdict_name(r.verdict)}, {"note", r.note}, {"readme", c.readme},
                            {"test", io::rule_test_name(c.rule.test)}, {"values", values},
+                           {"values_digest", values_digest(r)}, {"distinct_values", distinct_values(r)},
                            {"leave_one_out", r.leave_one_out}, {"rounding", r.rounding}, {"excluded", r.excluded},
                            {"provenance", c.provenance}});
         }

@@ -14,9 +14,12 @@ import re
 import math
 import os
 
+from verdicts import PAPERS, paper_group
+
 KIND_SHORT = {"matches a printed number": "printed", "reproduces a qualitative claim": "qualitative", "own check": "own",
               "spec gate": "gate"}
 PROVENANCE_MARK = "†"  # a rule or bar chosen after the first runs (its date and reason in the claim's details)
+PAPER_KINDS = ("matches a printed number", "reproduces a qualitative claim")
 STATEMENT_CHARS = 60   # the compact tables' short statement; the whole one is in the details
 
 
@@ -64,25 +67,85 @@ def assign_anchors(claims):
     return claims
 
 
+def values_identity(c):
+    """What two claims must share to be one measurement: the same runs (setting, what a value belongs to, the seeds or
+    the instance count) and the values equal to the last bit: `values_digest` (a hash of the units and the values' bits,
+    `iclab claims`) when the CSV has it, else the 3-digit values with the count, mean and interval at all 17 digits (a
+    CSV made before the digest)."""
+    digest = column(c, "values_digest")
+    exact = digest or "|".join([column(c, "values")] + [str(c.get(k, "")) for k in ("n", "mean", "ci95_low", "ci95_high")])
+    return c.get("setting", ""), c.get("unit", ""), column(c, "units"), exact
+
+
+def values_tie_free(c):
+    """True when no two of the claim's values are equal (`distinct_values` = n; without that column, the 3-digit values
+    all differ). Tied values (a count of violations, Kendall's tau of 4 points, steps at a 50-step resolution) can equal
+    another quantity's to the last bit by chance, so equal values prove one measurement only when they are tie-free."""
+    try:
+        n = int(float(c.get("n", "nan")))
+    except (TypeError, ValueError):
+        return False
+    if n < 2:
+        return False  # one value can equal another quantity's by chance (0, 1)
+    distinct = column(c, "distinct_values")
+    if distinct:
+        return finite(distinct) and int(float(distinct)) == n
+    values = [v.strip() for v in column(c, "values").split(",") if v.strip()]
+    return len(values) == n and len(set(values)) == n
+
+
 def mark_shared_values(claims):
-    """Claims that judge the same measurement (issue 45: "each distinct measurement is one claim"): a claim whose
-    setting, units and values equal an earlier claim's applies a second rule to that claim's numbers (e.g. "G > 0" and
-    "G >= the paper's share" of one G; a printed value and an exactness bar on one set of errors). Each such claim gets
-    `same_values_as` = the first claim's id; the page shows it and counts distinct measurements. Returns the count of
-    distinct measurements among the claims with a value."""
-    owners = {}
+    """Claims that judge the same measurement (issue 45: "each distinct measurement is one claim"): a claim whose runs
+    and values (to the last bit, `values_identity`) equal an earlier claim's, the values tie-free (`values_tie_free`),
+    applies a second rule to that claim's numbers (e.g. "G > 0" and "G >= the paper's share" of one G; a printed value and
+    an exactness bar on one set of errors). Values that agree to 3 digits only, or tied values of two different
+    quantities (two counts that are both 0 on every seed), are not one measurement. Each such claim gets
+    `same_values_as` = the first claim's id, and every claim with a value `measurement` = its measurement's key (the
+    first claim's); the page shows the first and counts the second. Returns the count of distinct measurements among the
+    claims with a value."""
+    owners, distinct = {}, 0
     for c in claims:
         c.pop("same_values_as", None)
+        c.pop("measurement", None)
         if c.get("kind") == "spec gate" or c.get("verdict") == "not run" or not finite(c.get("mean", "nan")):
             continue
-        # the values when the CSV lists them, else (instances of one run) their count, mean and interval to all digits
-        values = column(c, "values") or "|".join(str(c.get(k, "")) for k in ("n", "mean", "ci95_low", "ci95_high"))
-        key = (c.get("setting", ""), c.get("unit", ""), column(c, "units"), values)
+        own = c.get("key") or f"{c.get('setting', '')} :: {c['id']}"
+        distinct += 1
+        if not values_tie_free(c):
+            c["measurement"] = own
+            continue
+        key = values_identity(c)
         if key in owners:
-            c["same_values_as"] = owners[key]
+            c["same_values_as"], c["measurement"] = owners[key]
+            distinct -= 1
         else:
-            owners[key] = c["id"]
-    return len(owners)
+            owners[key] = (c["id"], own)
+            c["measurement"] = own
+    return distinct
+
+
+def measurement_of(c):
+    """The key of the measurement a claim judges (set by mark_shared_values; else the claim's own key)."""
+    return c.get("measurement") or c.get("key") or f"{c.get('setting', '')} :: {c['id']}"
+
+
+def is_paper_claim(c):
+    """A claim about a paper: of a paper kind (printed number, qualitative claim) and with a paper as its source
+    (verdicts.PAPERS). Our own hypotheses declared as qualitative claims (source "issue 43") are own checks."""
+    return c.get("kind") in PAPER_KINDS and paper_group(c.get("paper", "")) in PAPERS
+
+
+def kind_of(c):
+    """The kind the page shows and counts: the declared one, except that a paper kind whose source is no paper is an own
+    check."""
+    kind = c.get("kind", "")
+    return "own check" if kind in PAPER_KINDS and not is_paper_claim(c) else kind
+
+
+def is_robust(c):
+    """Reproduced, and neither fragile (dropping one seed flips it) nor dependent on rounding (its +1 ulp twin flips it);
+    a check that was not made (instances, no twin) counts as holding."""
+    return c.get("verdict") == "reproduced" and not is_fragile(c) and not depends_on_rounding(c)
 
 
 def is_count(c):
@@ -230,7 +293,7 @@ def short_statement(c, limit=STATEMENT_CHARS):
 
 
 def kind_short(c):
-    return KIND_SHORT.get(c.get("kind", ""), c.get("kind", ""))
+    return KIND_SHORT.get(kind_of(c), kind_of(c))
 
 
 def undecided(c):
@@ -294,7 +357,9 @@ def details_fields(c):
         fields = [("statement", c["statement"]), ("source", c["source"]), ("rule", c["rule"]), ("cells", c.get("members", "")),
                   ("note", column(c, "note")), ("spec", c["setting"])]
         return [(k, v) for k, v in fields if v]
-    fields = [("statement", statement_of(c)), ("source", c.get("source", "")), ("kind", c.get("kind", "")),
+    kind = kind_of(c) + (f" (declared: {c['kind']}; it names no paper as its source)"
+                         if kind_of(c) != c.get("kind", "") else "")
+    fields = [("statement", statement_of(c)), ("source", c.get("source", "")), ("kind", kind),
               ("rule", rule_text(c)), ("false-pass rate", false_pass_text(c)), ("setting", c.get("setting", "")),
               ("seeds" if c.get("unit") == "seed" else "instances", c.get("units", "")),
               ("per seed", c.get("values", "")), ("same values as", c.get("same_values_as", "")),

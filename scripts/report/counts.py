@@ -1,9 +1,12 @@
-"""The counts a page opens with: verdicts, by kind (paper claims apart from own checks), the spec's gates apart, and
-how many rules were chosen after the first runs, are fragile to one seed or depend on rounding."""
-from claim_text import PROVENANCE_MARK, chosen_after, column, depends_on_rounding, is_fragile, mark_shared_values
+"""The counts a page opens with: verdicts, by kind (paper claims apart from own checks; a claim is a paper claim only
+when its source is a paper, claim_text.is_paper_claim), the spec's gates apart, the distinct measurements behind the
+reproduced claims (claim_text.mark_shared_values), how many reproduced claims are robust, and how many rules were chosen
+after the first runs, are fragile to one seed or depend on rounding."""
+from claim_text import (PAPER_KINDS, PROVENANCE_MARK, chosen_after, column, depends_on_rounding, is_fragile, is_paper_claim,
+                        is_robust, kind_of, mark_shared_values, measurement_of)
 from verdicts import VERDICTS
 
-PAPER_KINDS = ("matches a printed number", "reproduces a qualitative claim")
+ROBUST_TEXT = "robust: hold without any one seed and under rounding"
 VERDICTS_TEXT = ("reproduced = the declared rule holds; not reproduced = it fails; inconclusive = the rule cannot decide "
                  "(one seed, an interval straddling its edge, a count and a mean that disagree); not run = no value at all "
                  "(e.g. a paired claim whose other arm never ran)")
@@ -13,9 +16,27 @@ def verdict_counts(claims):
     return {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
 
 
+def distinct_reproduced(claims):
+    """How many distinct measurements the reproduced claims judge (two rules on one measurement count once)."""
+    return len({measurement_of(c) for c in claims if c["verdict"] == "reproduced"})
+
+
+def reproduced_text(claims, robust=False, explain=True):
+    """'171 reproduced', with '(164 distinct measurements)' when some reproduced claims judge one measurement, and with
+    robust=True '(42 robust: ...)' (claim_text.is_robust)."""
+    counts = verdict_counts(claims)
+    notes = []
+    distinct = distinct_reproduced(claims)
+    if distinct < counts["reproduced"]:
+        notes.append(f"{distinct} distinct measurements")
+    if robust and counts["reproduced"]:
+        notes.append(f"{sum(is_robust(c) for c in claims)} " + (ROBUST_TEXT if explain else "robust"))
+    return f"{counts['reproduced']} reproduced" + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def counts_text(claims):
     counts = verdict_counts(claims)
-    return (f"{len(claims)} claims: {counts['reproduced']} reproduced, {counts['not reproduced']} not reproduced, "
+    return (f"{len(claims)} claims: {reproduced_text(claims)}, {counts['not reproduced']} not reproduced, "
             f"{counts['inconclusive']} inconclusive, {counts['not run']} not run")
 
 
@@ -25,29 +46,33 @@ def how_many(rows):
     return f"{len(rows) - gates} claims, {gates} spec gates" if gates else str(len(rows))
 
 
-def short_counts(claims):
-    """'k of n reproduced' and the other verdicts that occur: a table heading's count."""
+def short_counts(claims, headline=False, explain=False):
+    """'k of n reproduced' and the other verdicts that occur: a table heading's count; headline=True adds the distinct
+    measurements and the robust ones to 'reproduced' (reproduced_text)."""
     counts = verdict_counts(claims)
     rest = ", ".join(f"{counts[v]} {v}" for v in VERDICTS[1:] if counts[v])
-    return f"{counts['reproduced']} of {len(claims)} reproduced" + (f", {rest}" if rest else "")
+    reproduced = reproduced_text(claims, True, explain) if headline else f"{counts['reproduced']} reproduced"
+    return f"{counts['reproduced']} of {len(claims)} {reproduced.split(' ', 1)[1]}" + (f", {rest}" if rest else "")
 
 
 def paper_claims(claims):
-    return [c for c in claims if c.get("kind") in PAPER_KINDS]
+    return [c for c in claims if is_paper_claim(c)]
 
 
 def own_checks(claims):
-    return [c for c in claims if c.get("kind") not in PAPER_KINDS and c.get("kind") != "spec gate"]
+    return [c for c in claims if not is_paper_claim(c) and c.get("kind") != "spec gate"]
 
 
 def headline_items(claims, gates):
     """(label, text) lines of the headline. `claims` are the declared rows, `gates` the spec's gate rows."""
-    papers = paper_claims(claims)
-    items = [("Paper claims", f"{short_counts(papers)}" + "".join(
-        f"; {kind}: {short_counts([c for c in papers if c['kind'] == kind])}" for kind in PAPER_KINDS
-        if any(c["kind"] == kind for c in papers)))]
-    items.append(("Own checks", short_counts(own_checks(claims)) if own_checks(claims) else "none"))
     distinct = mark_shared_values(claims)
+    papers, own = paper_claims(claims), own_checks(claims)
+    items = [("Paper claims", f"{short_counts(papers, headline=True, explain=True)}" + "".join(
+        f"; {kind}: {short_counts([c for c in papers if c['kind'] == kind], headline=True)}" for kind in PAPER_KINDS
+        if any(c["kind"] == kind for c in papers)))]
+    not_paper = sum(kind_of(c) != c.get("kind") for c in own)
+    items.append(("Own checks", (short_counts(own, headline=True) if own else "none")
+                  + (f" (of them {not_paper} declared as paper kinds whose source is no paper)" if not_paper else "")))
     shared = sum(bool(c.get("same_values_as")) for c in claims)
     if shared:
         items.append(("Measurements", f"{distinct + shared} claims with a value judge {distinct} distinct measurements: "

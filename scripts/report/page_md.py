@@ -21,10 +21,14 @@ from verdicts import PAPER_ORDER, PAPER_TITLES, read_claims_csv, verdict_keys_bl
 COMPACT_COLUMNS = ["claim", "statement", "kind", "ours", "paper", "verdict", "leave one out", "rounding"]
 LEGEND = ("Ours: a count rule's values on the claimed side (\"2/3 seeds\"), an interval rule's mean [95 % t-interval], a "
           "gate's reproduced cells. Kind: *printed* = matches a number the paper printed (its value under paper), "
-          "*qualitative* = reproduces a qualitative claim, *own* = our own check (no paper value), *gate* = a count of the "
-          "spec over other rows. Leave one out: *fragile* when dropping one seed flips the verdict. Rounding: *depends* "
-          "when a rerun under another rounding flips it. † = rule or bar chosen after the first runs (date and reason in "
-          "the claim's details).")
+          "*qualitative* = reproduces a qualitative claim, *own* = our own check (no paper value); a claim counts as a paper "
+          "claim only when its source is one of the papers (000, 002, 003, 004, von Oswald 2023): our own hypotheses "
+          "(issue 43) are own checks whatever kind they declare; *gate* = a count of the spec over other rows. Leave one "
+          "out: *fragile* when dropping one seed flips the verdict. Rounding: *depends* when a rerun under another "
+          "rounding flips it. Robust = reproduced and neither fragile nor dependent on rounding (a check not made, e.g. "
+          "over instances, counts as holding). Distinct measurements: claims on the same runs whose values are equal to "
+          "the last bit (and not tied, as counts of 0 are) judge one measurement, counted once. † = rule or bar chosen "
+          "after the first runs (date and reason in the claim's details).")
 
 
 def esc(text):

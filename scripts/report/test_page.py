@@ -78,8 +78,9 @@ page = page_of(new)
 lines = page.splitlines()
 # the headline: the verdicts, by kind with own checks apart, and robustness counted
 assert "**5 claims: 2 reproduced, 1 not reproduced, 1 inconclusive, 1 not run.**" in page, page
-assert ("- **Paper claims**: 2 of 3 reproduced, 1 not reproduced; matches a printed number: 1 of 1 reproduced; "
-        "reproduces a qualitative claim: 1 of 2 reproduced, 1 not reproduced.") in page, page
+assert ("- **Paper claims**: 2 of 3 reproduced (1 robust: hold without any one seed and under rounding), 1 not reproduced; "
+        "matches a printed number: 1 of 1 reproduced (1 robust); reproduces a qualitative claim: 1 of 2 reproduced "
+        "(0 robust), 1 not reproduced.") in page, page
 assert "- **Own checks**: 0 of 2 reproduced, 1 inconclusive, 1 not run." in page, page
 assert ("- **Robustness**: 1 rules chosen after the first runs (†); 1 fragile when one seed is left out (of 2 with a "
         "leave-one-out check); 1 depend on rounding (of 2 rerun under another rounding).") in page, page
@@ -162,12 +163,68 @@ twin = dict(ROWS[0], id="003-T3 LR SL-L2: prefix < causal, second bar", rule="x 
 twin_page = "\n".join(claims_page_md([dict(r) for r in ROWS] + [twin], [], "../"))
 assert "(values of 003-T3 LR SL-L2: prefix < causal)" in twin_page and "same values as: 003-T3 LR SL-L2: prefix < causal" in twin_page
 assert "**Measurements**: 5 claims with a value judge 4 distinct measurements: 1 apply a second rule" in twin_page, twin_page
+assert "**6 claims: 2 reproduced (1 distinct measurements), 2 not reproduced" not in twin_page  # the twin is not reproduced
+twin_ok = dict(twin, verdict="reproduced")
+assert "**6 claims: 3 reproduced (2 distinct measurements), 1 not reproduced" in "\n".join(
+    claims_page_md([dict(r) for r in ROWS] + [twin_ok], [], "../")), "a duplicate is no independent evidence"
 # an undecided claim that stays undecided without a seed or under rounding shows '-', not 'holds'
 from claim_text import leave_one_out_short, rounding_short  # noqa: E402
 assert leave_one_out_short(dict(ROWS[3], leave_one_out="holds")) == "-" and rounding_short(dict(ROWS[3], rounding="holds under rounding")) == "-"
 assert leave_one_out_short(ROWS[1]) == "holds" and rounding_short(ROWS[1]) == "holds"
 assert "false-pass rate: 2.5 % (one-sided" in page
 print("page: failures first, compact tables, counts by kind, provenance, leave-one-out and rounding, verdict keys OK")
+
+# the same measurement (issue 45, third audit): the same runs and values equal to the last bit, not tied; values that
+# agree to 3 digits, other runs, or tied values of two quantities (two counts 0 on every seed) are not one measurement
+from claim_text import mark_shared_values  # noqa: E402
+
+
+def shared(rows):
+    rows = [dict(r) for r in rows]
+    return mark_shared_values(rows), [r.get("same_values_as", "") for r in rows]
+
+
+F5 = dict(ROWS[0], id="004-F5 alpha=-0.1: final_ratio", values="1.98, 1.95, 1.97, 1.96, 1.92", mean="1.9555114485202387",
+          ci95_low="1.9262171845566636", ci95_high="1.984805712483814")
+F5_other = dict(F5, id="004-F5 alpha=-0.01: final_ratio", mean="1.9536632511548482", ci95_low="1.9239293257707273",
+                ci95_high="1.983397176538969")  # equal 3-digit values, another arm
+assert shared([F5, F5_other]) == (2, ["", ""])
+assert shared([F5, dict(F5, id="004-F5 other seeds", units="1,2,3,4,5")]) == (2, ["", ""])  # other runs
+assert shared([F5, dict(F5, id="004-F5 other setting", setting="configs/quick/y.yaml")]) == (2, ["", ""])
+assert shared([F5, dict(F5, id="004-F5 second rule")]) == (1, ["", F5["id"]])  # an exact duplicate
+zeros = dict(ROWS[0], id="003-A3 causal_ice_mse_increases", values="0, 0, 0, 0, 0", mean="0", ci95_low="0", ci95_high="0")
+assert shared([zeros, dict(zeros, id="003-A6 fig2r_mse_increases_with_mu_violations")]) == (2, ["", ""])  # tied counts
+tau = dict(ROWS[0], id="T4-6 prefix: tau", values="-1, -1, -1, -0.667, -1", mean="-0.93333333333333324")
+assert shared([tau, dict(tau, id="T4-6 causal: tau")]) == (2, ["", ""])
+# with the columns `iclab claims` writes now: the digest of the values' bits decides, ties by distinct_values
+exact = dict(F5, values_digest="00000000000000aa", distinct_values="5")
+assert shared([exact, dict(exact, id="second rule")]) == (1, ["", exact["id"]])
+assert shared([exact, dict(exact, id="3-digit twin", values_digest="00000000000000ab")]) == (2, ["", ""])
+assert shared([dict(exact, distinct_values="4"), dict(exact, id="tied", distinct_values="4")]) == (2, ["", ""])
+instances = dict(ROWS[2], values_digest="0123456789abcdef", distinct_values="100")
+assert shared([instances, dict(instances, id="000-T1 205K fp32: ICLCA exact", kind="own check")]) == (1, ["", ROWS[2]["id"]])
+assert shared([dict(ROWS[2]), dict(ROWS[2], id="no digest, no values")]) == (2, ["", ""])  # instances: ties unknown
+print("page: one measurement only for the same runs and bit-equal, tie-free values OK")
+
+# paper claims name a paper as their source: our own hypotheses (issue 43) are own checks whatever kind they declare;
+# robust = reproduced, neither fragile nor dependent on rounding
+from claim_text import is_paper_claim, is_robust, kind_short  # noqa: E402
+from counts import headline_items  # noqa: E402
+hypothesis = dict(ROWS[0], id="decay-fade gamma=0.9", paper="issue 43", values="0.9, 0.8, 0.95, 0.85, 0.99",
+                  leave_one_out="holds", rounding="holds under rounding", provenance="")
+assert not is_paper_claim(hypothesis) and kind_short(hypothesis) == "own" and is_paper_claim(ROWS[0])
+assert not is_paper_claim(dict(hypothesis, paper="beyond")) and is_paper_claim(dict(ROWS[0], paper="von Oswald 2023"))
+items = dict(headline_items([dict(r) for r in new] + [hypothesis], []))
+assert items["Paper claims"].startswith("2 of 3 reproduced"), items
+assert items["Own checks"] == ("1 of 3 reproduced (1 robust), 1 inconclusive, 1 not run (of them 1 declared as paper kinds "
+                               "whose source is no paper)"), items
+hyp_page = "\n".join(claims_page_md([dict(r) for r in new] + [hypothesis], [], "../"))
+assert "| decay-fade gamma=0.9 |" in hyp_page and "| own | 4/5 seeds |" in hyp_page, hyp_page
+assert "kind: own check (declared: reproduces a qualitative claim; it names no paper as its source)" in hyp_page
+assert is_robust(dict(ROWS[0], leave_one_out="holds", rounding="")) and not is_robust(ROWS[0])  # fragile, depends
+assert not is_robust(dict(ROWS[0], leave_one_out="holds", rounding="depends on rounding: not reproduced at +1 ulp"))
+assert not is_robust(ROWS[1])  # not reproduced
+print("page: paper claims by source, own hypotheses as own checks, robust reproduced claims OK")
 
 # the sentence under the title that names the commit computing every number (issue 46, make_report.record_sentence)
 import subprocess  # noqa: E402

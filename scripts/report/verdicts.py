@@ -10,6 +10,9 @@ import re
 
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not run")
 PAPER_ORDER = ("000", "002", "003", "004", "von Oswald 2023", "beyond")
+# The papers a claim of a paper kind must name to count as a paper claim: the four of /work/shared/papers and the von
+# Oswald et al. 2023 reference, which the project reproduces as a paper (its Prop. 1, Fig. 2); "beyond" is our own.
+PAPERS = PAPER_ORDER[:5]
 PAPER_TITLES = {
     "000": "Paper 000: exact conversion of ICL to weights (Chen et al., ICML 2024)",
     "002": "Paper 002: ICL as greedy layer-wise GD (poster)",
