@@ -82,7 +82,7 @@ TEST_CASE("claims: the claims table's values digest is equal only for bit-equal 
     iclab::run::PooledClaims p;
     p.setting = "configs/quick/x.yaml", p.experiment = "x";
     p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {1.95366, 0.5, 0.25}));
-    p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {1.95551, 0.5, 0.25}));  // equal at 3 digits, not in bits
+    p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {1.95251, 0.5, 0.25}));  // equal at 3 digits ("1.95"), not in bits
     p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {1.95366, 0.5, 0.25}));  // equal in bits
     p.claims.push_back(evaluate_claim(sign_claim(), {1, 2, 3}, {1.95366, 0.5, 0.25}));  // other seeds
     p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {0.0, 0.0, 1.0}));
