@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
         {"paper: QKV d_W, cell", 128, 192, 4096, true, false, 384}, {"paper: W_o d_W, cell", 128, 64, 4096, true, false, 128},
         {"cpu2: QKV d_W, cell", 64, 96, 1920, true, false, 192},  {"cpu2: MLP up d_W, cell", 64, 128, 1920, true, false, 256},
         {"cpu2: MLP down d_W, cell", 256, 32, 1920, true, false, 64},
+        // the attention's per-(batch, head) products (full products here; the models skip the causal triangle's zeros)
+        {"quick/paper: scores q kᵀ per head", 64, 64, 32, false, true, 0}, {"quick/paper: S v per head", 64, 32, 64, false, false, 0},
+        {"quick/paper: d k = dSᵀ q per head", 64, 32, 64, true, false, 0}, {"cpu2: scores q kᵀ per head", 30, 20, 32, false, true, 0},
         {"square", 1024, 1024, 1024, false, false, 0},
     };
     std::mt19937 gen(1);
