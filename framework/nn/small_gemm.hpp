@@ -93,8 +93,9 @@ inline void small_gemm_tile(T (&acc)[Mr][Nr], const T* __restrict a, std::size_t
         for (std::size_t r = 0; r < Mr; ++r)
             for (std::size_t c = 0; c < Nr; ++c) acc[r][c] = T(0);
     // Unrolled 4 times: the loop's own instructions (pointer steps, compare, branch: 4-5 of ~25 per term on x86-64-v3)
-    // are paid once per 4 terms; each accumulator's chain over p is unchanged. d_W products 2-10 % faster on AVX2,
-    // 5-20 % on AVX-512 (docs/performance.md, "AVX2 tile", 2026-11-29 21:45).
+    // are paid once per 4 terms; each accumulator's chain over p is unchanged. With the copies below, the weight gradients
+    // ran 0-21 % faster on AVX2 and the linear layers' products 0-33 % on AVX-512 (docs/performance.md, "AVX2 tile",
+    // 2026-11-29 21:30).
 #pragma GCC unroll 4
     for (std::size_t p = 0; p < k; ++p) {
         const T* __restrict bp = b + p * b_step;
