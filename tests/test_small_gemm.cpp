@@ -167,11 +167,13 @@ void check_summation_orders(std::uint64_t seed) {
     const std::size_t wide = 2 * nn::detail::kSmallNc + 45;
     REQUIRE(nn::detail::copy_b_pays(40, wide, 2 * Kc, (wide + 3) * sizeof(T)));
     REQUIRE(nn::detail::copy_a_pays(40, wide, 2 * Kc));
+    REQUIRE(nn::detail::copy_a_pays(40, 150, 2 * Kc));  // op(A)ᵀ copied from n = 128 on: the fifth shape
     for (const std::size_t k : {std::size_t(1), std::size_t(37), Kc - 1, Kc, Kc + 1, 2 * Kc + 19, 4 * Kc})
         // the third shape spans three column blocks (kSmallNc) of tiles, the last one partial; the fourth too, with rows
-        // enough that op(B) (rows > 1 KB apart) and op(A)ᵀ are copied into panels (detail::copy_b_pays / copy_a_pays)
+        // enough that op(B) (rows > 1 KB apart) and op(A)ᵀ are copied into panels (detail::copy_b_pays / copy_a_pays); the
+        // fifth copies op(A)ᵀ with fewer than 256 columns (op(B): in place in float, copied in double, edge panel copied)
         for (const auto& [m, n] : {std::pair<std::size_t, std::size_t>{19, 45}, {64, 64}, {19, 2 * nn::detail::kSmallNc + 45},
-                                   {40, 2 * nn::detail::kSmallNc + 45}})
+                                   {40, 2 * nn::detail::kSmallNc + 45}, {40, 150}})
             for (int t = 0; t < 4; ++t)
                 check_summation_order<T>(m, n, k, t & 1, t & 2, t == 3 ? T(0.5) : T(1), t == 2 ? T(-0.75) : T(0), rng);
 }
