@@ -22,6 +22,7 @@
     X(lm)                    \
     X(iclaa_lm)              \
     X(prompt_baking)         \
+    X(prompt_baking_lm)      \
     X(decay_attention)
 
 namespace iclab::experiments {

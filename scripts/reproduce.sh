@@ -13,7 +13,7 @@
 # --plan: run nothing; list every job of the profile with its state (finished, interrupted, pending) and the
 #   experiment's estimate of its memory and work, with each part's total, and write docs/reproduction_plan_<profile>.md.
 # --report-only: run nothing; the report, the page and the README blocks from the runs finished so far (a long
-#   profile run in parts); the title says how many of the profile's jobs had finished.
+#   profile run in parts); the title says how many of the profile's jobs had finished when some had not.
 # ICLAB=PATH: use that iclab binary and skip scripts/setup.sh (the build); default build/iclab, built first.
 # Exit status: 0 done; 1 a run, the report or a step failed, or --check found a verdict that differs; 2 bad
 # arguments (a usage line on stderr) or a profile the sweep refuses, with nothing written.
@@ -136,7 +136,8 @@ fi
 title="iclab reproduction: profile $profile, commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (dirty)')"
 if [ "$report_only" -eq 1 ]; then
   [ "${#sweeps[@]}" -gt 0 ] || { echo "reproduce: --report-only: no run of profile $profile has started" >&2; exit 1; }
-  title="$title (partial: $finished of $total jobs finished)"
+  # every job finished (a profile run in parts, or reported at a later commit whose fingerprints are the runs'): no "partial"
+  [ "$finished" -eq "$total" ] || title="$title (partial: $finished of $total jobs finished)"
 fi
 /usr/bin/python3 scripts/report/make_report.py "${sweeps[@]}" --iclab "$iclab" --out results/report --title "$title" --page "$page" --profile "$profile" \
   --unfinished "$listings"

@@ -104,6 +104,24 @@ TEST_CASE("claims shares: a count verdict against its own mean is inconclusive, 
     CHECK(evaluated(ClaimRule::interval_above(0.0), {0.412, 1.2, -2.4}).verdict == Verdict::inconclusive);
 }
 
+TEST_CASE("claims shares: values at the rule's edge are not judged against a mean that rounding moved off it", "[claims]") {
+    // 0.1 three times: the rounded mean (0.1 + 0.1 + 0.1) / 3 = 0.10000000000000002 lies above the bar 0.1
+    const std::vector<double> edge{0.1, 0.1, 0.1};
+    REQUIRE((edge[0] + edge[1] + edge[2]) / 3.0 > 0.1);
+    // all three on the side of "x <= 0.1 in 2/3": the mean of values on a convex side is on it
+    const ClaimResult on = evaluated(ClaimRule::count_at_most(0.1, {2, 3}), edge);
+    CHECK(on.on_side == 3);
+    CHECK(on.verdict == Verdict::reproduced);
+    CHECK(on.note.empty());
+    // all three off "x > 0.1 in 2/3" (a half-line): the mean is off it, whatever rounding says
+    const ClaimResult off = evaluated(ClaimRule::count_above(0.1, {2, 3}), edge);
+    CHECK(off.on_side == 0);
+    CHECK(off.verdict == Verdict::not_reproduced);
+    // off a band, values may lie on both sides of it and their mean inside: still judged by the mean
+    CHECK(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {-5.0, 1.5, 2.0}).verdict == Verdict::not_reproduced);
+    CHECK(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {-5.0, 1.5, 4.0}).verdict == Verdict::inconclusive);
+}
+
 TEST_CASE("claims shares: the share survives the /claims round trip and pooling applies it to all seeds", "[claims]") {
     std::random_device random;
     const fs::path dir = fs::temp_directory_path() / ("iclab_test_shares_" + std::to_string(::getpid()) + "_" + std::to_string(random()));

@@ -178,7 +178,7 @@ TEST_CASE("iclca_induction: Table 2 with M_new equal to M_old with the prompt, e
             CHECK(reader.has("/tables/final_eval"));
             CHECK(reader.has("/checkpoint/blocks.0.attn.b_kv"));
             // the claims (issue 45): one printed number (M_old with ICL), the no-ICL rule separates it from a model with
-            // ICL, and M_new is the identity with M_old on every pair, not a second accuracy
+            // ICL, and M_new is the identity with M_old on every pair (its exactness), not a second accuracy
             const auto claims = iclab::io::read_claims(reader);
             REQUIRE(claims.size() == 3);
             CHECK(claims[0].claim.kind == iclab::io::ClaimKind::printed_number);
@@ -188,8 +188,11 @@ TEST_CASE("iclca_induction: Table 2 with M_new equal to M_old with the prompt, e
             CHECK(claims[1].claim.rule.threshold == Approx((1.0 / 47 + 0.9995) / 2));
             CHECK_FALSE(claims[1].claim.rule.on_claimed_side(0.9995));  // a model with ICL fails it
             CHECK_THAT(claims[1].claim.statement, Catch::Contains("2.23 %"));
-            CHECK(claims[2].values == std::vector<double>{0.0});  // no pair differs
+            CHECK(claims[2].claim.kind == iclab::io::ClaimKind::own_check);
+            CHECK(claims[2].values == t.pair_error);  // one relative logit error per pair, each <= the fp64 bar
+            CHECK(claims[2].claim.rule.threshold == 1e-12);
             CHECK(claims[2].verdict == iclab::io::Verdict::reproduced);
+            CHECK_FALSE(claims[2].claim.provenance.empty());
             CHECK_FALSE(claims[1].claim.provenance.empty());
         }
     }

@@ -85,33 +85,68 @@ TEST_CASE("prefix_vs_causal claims: Kendall's tau and the last-third log-slope b
 
 TEST_CASE("prefix_vs_causal claims: each new rule holds and fails on constructed seeds", "[prefix_vs_causal][claims]") {
     const std::string trend_id = "003-T4-6 LR SL-L2 prefix: errors grow as k shrinks";
-    SECTION("errors vs k: monotone in 2 of 3 seeds holds, in 1 of 3 fails") {
+    SECTION("errors vs k: tau = -1 in 5 of 5 seeds holds, in 4 of 5 fails, 3 seeds decide nothing") {
         std::vector<std::vector<ClaimResult>> runs{part_b::claims(cell("prefix", "none", 0.1, {0.9, 0.5}), 0),
                                                    part_b::claims(cell("prefix", "none", 0.1, {0.8, 0.4}), 1),
-                                                   part_b::claims(cell("prefix", "none", 0.1, {0.05, 0.5}), 2)};
+                                                   part_b::claims(cell("prefix", "none", 0.05, {0.9, 0.3}), 2),
+                                                   part_b::claims(cell("prefix", "none", 0.2, {0.7, 0.3}), 3),
+                                                   part_b::claims(cell("prefix", "none", 0.1, {0.6, 0.5}), 4)};
         ClaimResult r = pooled(runs, trend_id);
-        REQUIRE(r.values.size() == 3);
+        REQUIRE(r.values.size() == 5);
         CHECK(r.values[0] == -1.0);
-        CHECK(r.values[1] == -1.0);
-        CHECK(r.values[2] == Approx(1.0 / 3.0).epsilon(1e-15));  // (2, 4) and (2, 8) rise, (4, 8) falls
         CHECK(r.claim.unit == "seed");
         CHECK_FALSE(r.claim.pair.paired());
-        // 2 of 3 seeds at tau = -1, but the mean tau -0.56 is above -1: inconclusive, the count and the mean disagree
-        // (issue 45: a bar at the end of the range holds on the mean only when every seed is on it)
-        CHECK(r.on_side == 2);
-        CHECK(r.verdict == Verdict::inconclusive);
-        CHECK_THAT(r.note, Catch::Contains("the count and the mean disagree"));
-        runs[1] = part_b::claims(cell("prefix", "none", 0.5, {0.9, 0.4}), 1);  // k = 4 beats the full set
+        CHECK(r.claim.rule.text(5) == "x <= -1 in >= 5/6 of the values, at least 5 (here 5 of 5)");
+        CHECK_THAT(r.claim.provenance, Catch::StartsWith("chosen after the first runs (2026-11-29)") && Catch::Contains("19 %") &&
+                                           Catch::Contains("ceb3f5a") && Catch::Contains("refused"));
+        CHECK(r.on_side == 5);
+        CHECK(r.verdict == Verdict::reproduced);
+        runs[4] = part_b::claims(cell("prefix", "none", 0.1, {0.9, 0.05}), 4);  // (2, 4) and (2, 8) fall, (4, 8) rises
         r = pooled(runs, trend_id);
-        CHECK(r.values[1] == Approx(-1.0 / 3.0).epsilon(1e-15));
-        CHECK(r.on_side == 1);
-        CHECK(r.verdict == Verdict::not_reproduced);
+        CHECK(r.values[4] == Approx(-1.0 / 3.0).epsilon(1e-15));  // < 0, but not every step grows: the seed fails
+        CHECK(r.on_side == 4);
+        CHECK(r.verdict == Verdict::not_reproduced);  // 4 of 5: a fair coin's 19 %, not enough
+        runs.resize(3);  // 3 of 3 would pass a coin 12.5 %: the rule needs 5 seeds
+        r = pooled(runs, trend_id);
+        CHECK(r.on_side == 3);
+        CHECK(r.verdict == Verdict::inconclusive);
+        CHECK_THAT(r.note, Catch::Contains("3 values, the rule needs 5"));
+    }
+    SECTION("a 4-of-5 pattern the old rule (>= 2/3 of the seeds) passed is not reproduced now; 5 of 5 is") {
+        // the k = 2 test set, ln(causal / prefix) per seed: 4 of 5 above 0, one far below (mean 0.08)
+        const double prefix_k2[] = {0.5, 0.5, 0.5, 0.5, 0.5}, causal_k2[] = {0.6, 0.65, 0.7, 0.6, 0.25};
+        std::vector<std::vector<ClaimResult>> runs;
+        for (std::int64_t seed = 0; seed < 5; ++seed) {
+            runs.push_back(part_b::claims(cell("prefix", "none", 0.1, {prefix_k2[seed], 0.3}), seed));
+            runs.push_back(part_b::claims(cell("causal", "none", 0.2, {causal_k2[seed], 0.3}), seed));
+        }
+        const std::string id = "003-T4-6 LR SL-L2 k=2: prefix < causal";
+        ClaimResult r = pooled(runs, id);
+        REQUIRE(r.values.size() == 5);
+        CHECK(r.claim.rule.test == iclab::io::ClaimRule::Test::interval_above);
+        CHECK(r.on_side == 4);
+        CHECK(r.interval.mean > 0.0);
+        CHECK(r.verdict == Verdict::inconclusive);  // the interval straddles 0: no verdict either way
+        iclab::io::Claim old = r.claim;
+        old.rule = iclab::io::ClaimRule::count_above(0.0, {2, 3});
+        CHECK(iclab::io::evaluate_claim(old, r.units, r.values).verdict == Verdict::reproduced);  // what the audit faulted
+        runs[9] = part_b::claims(cell("causal", "none", 0.2, {0.62, 0.3}), 4);  // 5 of 5 above 0
+        r = pooled(runs, id);
+        CHECK(r.on_side == 5);
+        CHECK(r.interval.low > 0.0);
+        CHECK(r.verdict == Verdict::reproduced);
+        // the sign test on tau of the same pattern: tau = -1 in every seed, then one seed only mostly growing (tau = -1/3)
+        runs.clear();
+        for (std::int64_t seed = 0; seed < 5; ++seed) runs.push_back(part_b::claims(cell("causal", "none", 0.1, {0.9, 0.5}), seed));
+        CHECK(pooled(runs, "003-T4-6 LR SL-L2 causal: errors grow as k shrinks").verdict == Verdict::reproduced);
+        runs[4] = part_b::claims(cell("causal", "none", 0.1, {0.9, 0.05}), 4);  // tau = -1/3 < 0: not every step grows
+        CHECK(pooled(runs, "003-T4-6 LR SL-L2 causal: errors grow as k shrinks").verdict == Verdict::not_reproduced);
     }
     SECTION("Table 7 causal: permuted <= unpermuted; prefix within x1.5") {
         // per seed: the unpermuted (none) and the permuted (per_step) run of each mask
         std::vector<std::vector<ClaimResult>> runs;
-        const double causal_permuted[] = {0.2, 0.3, 0.5}, prefix_permuted[] = {0.03, 0.1, 0.05};
-        for (std::int64_t seed = 0; seed < 3; ++seed) {
+        const double causal_permuted[] = {0.2, 0.3, 0.25, 0.2, 0.3}, prefix_permuted[] = {0.1, 0.11, 0.095, 0.1, 0.105};
+        for (std::int64_t seed = 0; seed < 5; ++seed) {
             runs.push_back(part_b::claims(cell("causal", "none", 0.4, {0.9, 0.5}), seed));
             runs.push_back(part_b::claims(cell("causal", "per_step", causal_permuted[seed], {0.9, 0.5}), seed));
             runs.push_back(part_b::claims(cell("prefix", "none", 0.1, {0.9, 0.5}), seed));
@@ -119,36 +154,45 @@ TEST_CASE("prefix_vs_causal claims: each new rule holds and fails on constructed
         }
         const ClaimResult causal = pooled(runs, "003-T7 LR SL-L2 causal: permuted <= unpermuted");
         CHECK(causal.claim.pair.key == "train.permute_examples");
-        REQUIRE(causal.values.size() == 3);
+        REQUIRE(causal.values.size() == 5);
         CHECK(causal.values[0] == Approx(std::log(0.4 / 0.2)).epsilon(1e-15));  // ln(unpermuted / permuted)
-        CHECK(causal.values[2] == Approx(std::log(0.4 / 0.5)).epsilon(1e-15));
-        CHECK(causal.verdict == Verdict::reproduced);  // 2 of 3
-        const ClaimResult prefix = pooled(runs, "003-T7 LR SL-L2 prefix: permuted within x1.5 of unpermuted");
-        CHECK(prefix.values[1] == Approx(0.0).margin(1e-15));
-        CHECK(prefix.on_side == 1);  // x3.3 and x2 are outside the band, and so is the mean (ln 1.88)
-        CHECK(prefix.verdict == Verdict::not_reproduced);
+        CHECK(causal.values[2] == Approx(std::log(0.4 / 0.25)).epsilon(1e-15));
+        CHECK(causal.verdict == Verdict::reproduced);  // the interval of the mean above 0
+        ClaimResult prefix = pooled(runs, "003-T7 LR SL-L2 prefix: permuted within x1.5 of unpermuted");
+        CHECK(prefix.values[0] == Approx(0.0).margin(1e-15));
+        CHECK(prefix.claim.rule.test == iclab::io::ClaimRule::Test::interval_within);
+        CHECK(prefix.verdict == Verdict::reproduced);  // the interval inside [-ln 1.5, ln 1.5]
         // the permuted-only prefix <= causal claim still pairs on the mask
         const ClaimResult masks = pooled(runs, "003-T7 LR SL-L2 permuted: prefix <= causal");
         CHECK(masks.claim.pair.key == "model.mask");
-        CHECK(masks.values[2] == Approx(std::log(0.5 / 0.05)).epsilon(1e-15));
-        // causal permuted worse in 2 of 3 seeds, and on the mean: not reproduced
-        runs[1] = part_b::claims(cell("causal", "per_step", 0.6, {0.9, 0.5}), 0);
+        CHECK(masks.values[2] == Approx(std::log(0.25 / 0.095)).epsilon(1e-15));
+        CHECK(masks.verdict == Verdict::reproduced);
+        // prefix permuted x2.5 to x3.3 better: the interval wholly above ln 1.5, not reproduced
+        const double far[] = {0.03, 0.035, 0.03, 0.04, 0.03};
+        for (std::int64_t seed = 0; seed < 5; ++seed) runs[4 * seed + 3] = part_b::claims(cell("prefix", "per_step", far[seed], {0.9, 0.5}), seed);
+        prefix = pooled(runs, "003-T7 LR SL-L2 prefix: permuted within x1.5 of unpermuted");
+        CHECK(prefix.interval.low > std::log(1.5));
+        CHECK(prefix.verdict == Verdict::not_reproduced);
+        // causal permuted worse in every seed: not reproduced
+        for (std::int64_t seed = 0; seed < 5; ++seed)
+            runs[4 * seed + 1] = part_b::claims(cell("causal", "per_step", 0.6 + 0.01 * static_cast<double>(seed), {0.9, 0.5}), seed);
         CHECK(pooled(runs, "003-T7 LR SL-L2 causal: permuted <= unpermuted").verdict == Verdict::not_reproduced);
     }
     SECTION("Table 7 MC: points, within +-1.5") {
         std::vector<std::vector<ClaimResult>> runs;
-        for (std::int64_t seed = 0; seed < 3; ++seed) {
+        for (std::int64_t seed = 0; seed < 5; ++seed) {
             runs.push_back(part_b::claims(cell("prefix", "none", 30.0, {50, 40}, {}, "classification"), seed));
-            runs.push_back(part_b::claims(cell("prefix", "per_step", 31.0 + seed, {50, 40}, {}, "classification"), seed));
+            runs.push_back(part_b::claims(cell("prefix", "per_step", 33.0 + static_cast<double>(seed), {50, 40}, {}, "classification"), seed));
         }
         const ClaimResult r = pooled(runs, "003-T7 MC SL-L2 prefix: permuted within 1.5 points of unpermuted");
-        CHECK(r.values == std::vector<double>{-1.0, -2.0, -3.0});  // unpermuted - permuted
+        CHECK(r.values == std::vector<double>{-3.0, -4.0, -5.0, -6.0, -7.0});  // unpermuted - permuted
+        CHECK(r.interval.high < -1.5);
         CHECK(r.verdict == Verdict::not_reproduced);
     }
     SECTION("Figure 3: final probe and the LR slope over the last third") {
         const std::vector<double> falls{1.0, 0.1, 0.01, 0.001}, flattens{1.0, 0.1, 0.05, 0.04};
         std::vector<std::vector<ClaimResult>> runs;
-        for (std::int64_t seed = 0; seed < 3; ++seed) {
+        for (std::int64_t seed = 0; seed < 5; ++seed) {
             runs.push_back(part_b::claims(cell("prefix", "none", 0.1, {0.9, 0.5}, falls), seed));
             runs.push_back(part_b::claims(cell("causal", "none", 0.2, {0.9, 0.5}, flattens), seed));
         }
@@ -158,7 +202,7 @@ TEST_CASE("prefix_vs_causal claims: each new rule holds and fails on constructed
         CHECK(slope.values[0] == Approx(std::log10(0.04 / 0.05) + 1.0).epsilon(1e-12));  // causal - prefix slope
         CHECK(last.verdict == Verdict::reproduced);
         CHECK(slope.verdict == Verdict::reproduced);
-        for (std::int64_t seed = 0; seed < 3; ++seed) {  // the masks' curves swapped: both fail
+        for (std::int64_t seed = 0; seed < 5; ++seed) {  // the masks' curves swapped: both fail
             runs[2 * seed] = part_b::claims(cell("prefix", "none", 0.1, {0.9, 0.5}, flattens), seed);
             runs[2 * seed + 1] = part_b::claims(cell("causal", "none", 0.2, {0.9, 0.5}, falls), seed);
         }
@@ -175,6 +219,18 @@ TEST_CASE("prefix_vs_causal claims: each new rule holds and fails on constructed
         part_b::Cell ul = cell("prefix", "none", 0.1, {0.9, 0.5}, {1.0, 0.1});
         ul.shared = false;
         CHECK(ids(part_b::claims(ul, 0)) == std::vector<std::string>{"003-T3 LR UL-L2: prefix < causal"});
+        // a Table 1 setting (SL-L2): Table 1 and Table 3's row are one claim on the same values, at the spec's bar 1.5
+        const auto sl = part_b::claims(cell("prefix", "none", 0.1, {0.9, 0.5}), 0);
+        CHECK(sl[0].claim.id == "003-T1 LR SL-L2: ratio >= 1.5");
+        CHECK(sl[0].claim.source == "Tables 1 and 3");
+        CHECK(sl[0].claim.rule.text() == "95 % t-interval of the mean > 0.4055");
+        for (const auto& id : ids(sl)) CHECK(id.rfind("003-T3 ", 0) == std::string::npos);
+        // every rule of Part B is an interval or a count of every one of 5 seeds, and says when it was chosen
+        for (const auto& r : sl) {
+            INFO(r.claim.id);
+            if (r.claim.rule.counts()) CHECK((r.claim.rule.needed_of(5) == 5 && r.claim.rule.needed_of(4) == 5));
+            CHECK_THAT(r.claim.provenance, Catch::StartsWith("chosen after the first runs (2026-11-29): second audit"));
+        }
         // per_sequence: another scheme than Table 7's, no permuted-vs-unpermuted pair
         CHECK(ids(part_b::claims(cell("causal", "per_sequence", 0.1, {0.9, 0.5}), 0)) ==
               std::vector<std::string>{"003-T7 LR SL-L2 permuted: prefix <= causal"});
@@ -211,7 +267,7 @@ TEST_CASE("prefix_vs_causal claims: runs paired on train.permute_examples and th
         REQUIRE(claims.count(id) == 1);
         REQUIRE(claims[id].values.size() == 1);
         CHECK(claims[id].units == std::vector<std::int64_t>{0});
-        CHECK(claims[id].verdict == Verdict::inconclusive);  // one seed: every rule needs 2
+        CHECK(claims[id].verdict == Verdict::inconclusive);  // one seed: no interval, and the sign tests need 5
         return claims[id].values[0];
     };
     const auto prefix = column_by_set(runs["prefix none"], "query_mse"), causal = column_by_set(runs["causal none"], "query_mse");
@@ -231,14 +287,14 @@ TEST_CASE("prefix_vs_causal claims: runs paired on train.permute_examples and th
           Approx(std::log(prefix.at("test") / prefix_permuted.at("test"))).epsilon(1e-12));
     CHECK(value("003-T7 LR SL-L2 permuted: prefix <= causal") ==
           Approx(std::log(causal_permuted.at("test") / prefix_permuted.at("test"))).epsilon(1e-12));
-    CHECK(value("003-T3 LR SL-L2: prefix < causal") == Approx(std::log(causal.at("test") / prefix.at("test"))).epsilon(1e-12));
+    CHECK(value("003-T1 LR SL-L2: ratio >= 1.5") == Approx(std::log(causal.at("test") / prefix.at("test"))).epsilon(1e-12));
     // Figure 3 from /tables/probes (model.layers 3: depths 0..3, the last third = depths 2..3)
     const auto probes_prefix = probe_mse(runs["prefix none"]), probes_causal = probe_mse(runs["causal none"]);
     REQUIRE(probes_prefix.size() == 4);
     CHECK(value("003-F3 LR SL-L2: prefix final-layer probe < causal") == Approx(std::log(probes_causal[3] / probes_prefix[3])).epsilon(1e-12));
     CHECK(value("003-F3 LR SL-L2: causal probe curve flatter over the last third") ==
           Approx(std::log10(probes_causal[3] / probes_causal[2]) - std::log10(probes_prefix[3] / probes_prefix[2])).epsilon(1e-12));
-    CHECK(claims.size() == 11);  // T3, T1, 2 x k, 2 x errors vs k, 2 x F3, 2 x T7 permuted vs unpermuted, T7 prefix vs causal
+    CHECK(claims.size() == 10);  // T1 (Tables 1 and 3), 2 x k, 2 x errors vs k, 2 x F3, 2 x T7 permuted vs unpermuted, T7 prefix vs causal
 
     // The in-run probes are the prefix_vs_causal_probes experiment's, bit for bit.
     const auto probed = run_iclab("run configs/quick/prefix_vs_causal_probes.yaml source.run_dir='\"" + runs["causal none"].string() +

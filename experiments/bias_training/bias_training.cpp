@@ -23,6 +23,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace bias_training_cpp {
+
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -281,8 +285,10 @@ RunOutcome run_bias_training(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace bias_training_cpp
 
 Experiment bias_training() {
+    using namespace bias_training_cpp;
     return {"bias_training",
             "the induction-head model trained with and without trainable b_KV, b_D over several seeds: curves and steps "
             "to ICL accuracy (paper 000 Figure 1)",

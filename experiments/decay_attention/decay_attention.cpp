@@ -15,7 +15,9 @@
 #include <limits>
 #include <sstream>
 
+#include "experiments/decay_attention/claims.hpp"
 #include "framework/core/check.hpp"
+#include "framework/core/measure.hpp"
 #include "framework/icl/iclca.hpp"
 #include "framework/io/claims.hpp"
 #include "framework/model/transformer_decode.hpp"
@@ -26,19 +28,14 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+using decay_claims::accuracy;
+using decay_claims::kReachFrom;
+
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace decay_attention_cpp {
+
 
 namespace {
-
-// The claims, declared before the first run (2026-11-29), all our own (no paper has decayed attention):
-//   "decay-D1 gamma=<g>"        own check, per (X', X) pair: the decayed ICLCA's adapter gives the logits of the model
-//                               with the prompt, relative logit error <= 1e-10 on every pair (Theorem D.1)
-//   "decay-fade gamma=<g>"      qualitative, γ <= 0.9, per pair: the prompt's influence on the logits at X's last
-//                               position is below half its influence at X's first (ratio < 0.5 on >= 9/10 of pairs)
-//   "decay-reach gamma=<g>"     qualitative, γ <= 0.5, one value per seed: the induction head cannot read far back,
-//                               ICL accuracy at distances >= 12 below 0.5 (γ^12 < 2.5e-4 of a recent key's weight)
-constexpr double kExactBar = 1e-10, kFadeBar = 0.5, kReachBar = 0.5;
-constexpr std::int64_t kReachFrom = 12;
-const char* const kReadme = "experiments/decay_attention/README.md#claims";
 
 // Sub-streams of `seed` (1-3 are the sub-runs' initialization, data and evaluation set).
 constexpr std::uint64_t kSequenceStream = 5, kPairStream = 6;
@@ -87,20 +84,19 @@ void declare_keys(config::Schema& schema) {
         });
 }
 
-std::size_t argmax(const double* z, std::size_t V) {
-    return static_cast<std::size_t>(std::max_element(z, z + V) - z);
-}
-
 double row_norm(const double* z, std::size_t V) {
     double s = 0.0;
     for (std::size_t v = 0; v < V; ++v) s += z[v] * z[v];
     return std::sqrt(s);
 }
 
-// Accuracy at ICL positions (a repeated trigger) by the distance back to the trigger's previous occurrence.
+// Accuracy at ICL positions (a repeated trigger) by the distance back to the trigger's previous occurrence. A position
+// whose logits hold a NaN has no prediction (argmax_of): it counts in `undefined`, and an accuracy over positions with
+// one is NaN (decay_claims::accuracy), so no claim on it passes (issue 45: a NaN model predicted token 0, scored ~0
+// and passed "cannot read far back").
 struct DistanceCounts {
-    std::vector<std::int64_t> positions, correct;  // per bucket
-    std::int64_t all_positions = 0, all_correct = 0;
+    std::vector<std::int64_t> positions, correct, undefined;  // per bucket
+    std::int64_t all_positions = 0, all_correct = 0, all_undefined = 0;
 };
 
 DistanceCounts accuracy_by_distance(model::Transformer<double>& net, const tasks::InductionHeadSpec& task, std::size_t count,
@@ -108,6 +104,7 @@ DistanceCounts accuracy_by_distance(model::Transformer<double>& net, const tasks
     DistanceCounts d;
     d.positions.assign(edges.size() - 1, 0);
     d.correct.assign(edges.size() - 1, 0);
+    d.undefined.assign(edges.size() - 1, 0);
     const std::size_t V = net.spec().vocab, chunk = 32;
     for (std::size_t done = 0; done < count; done += chunk) {
         const std::size_t B = std::min(chunk, count - done), T = static_cast<std::size_t>(task.seq_len);
@@ -121,13 +118,16 @@ DistanceCounts accuracy_by_distance(model::Transformer<double>& net, const tasks
                 while (s-- > 0 && batch.inputs(b, s) != batch.inputs(b, t)) {
                 }
                 const auto distance = static_cast<std::int64_t>(t - s);
-                const bool hit = argmax(net.logits() + (b * T + t) * V, V) == static_cast<std::size_t>(batch.targets(b, t));
+                const std::size_t predicted = argmax_of(net.logits() + (b * T + t) * V, V);
+                const bool hit = predicted == static_cast<std::size_t>(batch.targets(b, t)), none = predicted == V;
                 ++d.all_positions;
                 d.all_correct += hit;
+                d.all_undefined += none;
                 for (std::size_t k = 0; k + 1 < edges.size(); ++k)
                     if (distance >= edges[k] && distance < edges[k + 1]) {
                         ++d.positions[k];
                         d.correct[k] += hit;
+                        d.undefined[k] += none;
                     }
             }
     }
@@ -184,15 +184,14 @@ RunOutcome run_decay_attention(const RunContext& context) {
             dist_lo.push_back(static_cast<double>(edges[k]));
             dist_hi.push_back(static_cast<double>(edges[k + 1]));
             dist_positions.push_back(d.positions[k]);
-            dist_acc.push_back(d.positions[k] ? static_cast<double>(d.correct[k]) / static_cast<double>(d.positions[k])
-                                              : std::nan(""));
+            dist_acc.push_back(accuracy(d.correct[k], d.positions[k], d.undefined[k]));
         }
         // the adapter's influence along X and the exactness (converted vs prompted), over the same pairs
         Rng pair_rng = context.stream(kPairStream);
         const icl::AttentionBiases<double> original = icl::read_biases(net);
-        std::vector<double> change(N, 0.0), pair_errors, pair_fades;
-        std::vector<std::int64_t> pair_units;
-        double worst = 0.0;
+        decay_claims::GammaMeasured measured;
+        measured.gamma = gammas[i], measured.gamma_text = gamma_text(gammas[i]), measured.seed = cfg.get_int("seed");
+        std::vector<double> change(N, 0.0);
         for (std::size_t p = 0; p < pairs; ++p) {
             const tasks::PromptPair pair = tasks::sample_prompt_pair(loaded.task, tasks::PromptDesign::chain, M, N, pair_rng);
             const auto with_prompt = icl::logits_with_prompt(net, pair.prompt.data(), M, pair.input.data(), N);
@@ -212,70 +211,29 @@ RunOutcome run_decay_attention(const RunContext& context) {
                     norm += with_prompt[t * V + v] * with_prompt[t * V + v];
                 }
             }
-            worst = std::max(worst, std::sqrt(diff / norm));
-            pair_units.push_back(static_cast<std::int64_t>(p));
-            pair_errors.push_back(std::sqrt(diff / norm));
-            pair_fades.push_back(last_change / first_change);
-        }
-        {  // the claims of this γ (declared above)
-            const std::string g = gamma_text(gammas[i]);
-            io::Claim exact;
-            exact.id = "decay-D1 gamma=" + g;
-            exact.paper = "issue 43";
-            exact.source = "docs/decay.md Theorem D.1";
-            exact.kind = io::ClaimKind::own_check;
-            exact.statement = "with decay gamma = " + g + ", the adapter of the decayed ICLCA (Algorithm 1') makes the model "
-                              "without the prompt give the logits of the model with it";
-            exact.metric = "relative logit error ||M_new(X) - M_old([X'; X])|| / ||M_old([X'; X])|| of one (X', X) pair";
-            exact.unit = "instance";
-            exact.rule = io::ClaimRule::count_at_most(kExactBar);
-            exact.readme = kReadme;
-            claims.push_back(io::evaluate_claim(exact, pair_units, pair_errors));
-            if (gammas[i] <= 0.9) {
-                io::Claim fade;
-                fade.id = "decay-fade gamma=" + g;
-                fade.paper = "issue 43";
-                fade.source = "docs/decay.md Eq. D3";
-                fade.kind = io::ClaimKind::qualitative;
-                fade.statement = "with decay gamma = " + g + ", the prompt's influence on the logits fades along X: at X's "
-                                 "last position below half of what it is at X's first";
-                fade.metric = "influence at X's last position / at its first, influence = ||M_new(X)_t - M_old(X)_t|| / "
-                              "||M_old(X)_t||, one (X', X) pair";
-                fade.unit = "instance";
-                fade.rule = io::ClaimRule::count_below(kFadeBar, io::Fraction::of(0.9));
-                fade.readme = kReadme;
-                claims.push_back(io::evaluate_claim(fade, pair_units, pair_fades));
-            }
+            measured.pair_errors.push_back(std::sqrt(diff / norm));
+            measured.pair_fades.push_back(decay_claims::fade_indicator(last_change / first_change));
         }
         for (std::size_t t = 0; t < N; ++t) {
             infl_gamma.push_back(gammas[i]);
             infl_position.push_back(static_cast<std::int64_t>(t));
             infl_change.push_back(change[t]);
         }
-        if (gammas[i] <= 0.5) {
-            std::int64_t positions = 0, correct = 0;
+        {  // decay-reach's value: the accuracy at distances >= kReachFrom; then the claims of this γ (claims.hpp)
+            std::int64_t positions = 0, correct = 0, undefined = 0;
             for (std::size_t k = 0; k + 1 < edges.size(); ++k)
                 if (edges[k] >= kReachFrom) {
                     positions += d.positions[k];
                     correct += d.correct[k];
+                    undefined += d.undefined[k];
                 }
-            io::Claim reach;
-            reach.id = "decay-reach gamma=" + gamma_text(gammas[i]);
-            reach.paper = "issue 43";
-            reach.source = "docs/decay.md Eq. D3";
-            reach.kind = io::ClaimKind::qualitative;
-            reach.statement = "with decay gamma = " + gamma_text(gammas[i]) + " the induction head cannot read far back: ICL "
-                              "accuracy below 0.5 where the trigger's previous occurrence is 12 or more positions back";
-            reach.metric = "ICL accuracy at distances >= 12 on the held-out sequences";
-            reach.rule = io::ClaimRule::count_below(kReachBar);
-            reach.readme = kReadme;
-            claims.push_back(io::evaluate_claim(reach, {cfg.get_int("seed")},
-                                                {positions ? static_cast<double>(correct) / static_cast<double>(positions) : std::nan("")}));
+            measured.reach_accuracy = accuracy(correct, positions, undefined);
+            for (io::ClaimResult& claim : decay_claims::gamma_claims(measured)) claims.push_back(std::move(claim));
         }
         acc_gamma.push_back(gammas[i]);
-        acc_icl.push_back(d.all_positions ? static_cast<double>(d.all_correct) / static_cast<double>(d.all_positions) : std::nan(""));
-        acc_error.push_back(worst);
-        acc_bias_share.push_back(change[N - 1] / std::max(change[0], 1e-300));
+        acc_icl.push_back(accuracy(d.all_correct, d.all_positions, d.all_undefined));
+        acc_error.push_back(max_of(measured.pair_errors));  // NaN-keeping: std::max from 0 dropped a NaN error (issue 45)
+        acc_bias_share.push_back(change[N - 1] / max_or_nan(change[0], 1e-300));
         // serving: per prompt length, µs per token of X with the adapter vs after prefilling the prompt
         for (auto m : cfg.get_int_list("decay_attention.serving_prompt_lengths")) {
             const tasks::PromptPair pair =
@@ -325,8 +283,10 @@ RunOutcome run_decay_attention(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace decay_attention_cpp
 
 Experiment decay_attention() {
+    using namespace decay_attention_cpp;
     return {"decay_attention",
             "the induction-head model with decayed linear attention over a grid of gamma: ICL accuracy, how far back it "
             "reads, how an adapter's influence decays along X, serving cost (issue 43, docs/decay.md)",

@@ -20,6 +20,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace forward_pass_cpp {
+
+
 namespace {
 
 enum Stream : std::uint64_t { kInitStream = 1, kTokenStream = 2 };
@@ -109,8 +113,10 @@ RunOutcome run_forward_pass(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace forward_pass_cpp
 
 Experiment forward_pass() {
+    using namespace forward_pass_cpp;
     return {"forward_pass",
             "forward-only passes of a randomly initialized model: throughput and peak memory (inference mode)",
             {KeyGroup::output, KeyGroup::model},

@@ -50,6 +50,7 @@ struct RunSpec {
 struct RunCurves {
     std::vector<double> train_loss, test_mse;  // (E) epoch mean of (ŷ − y)² over its steps; test MSE after the epoch
     double test_mse_ctx_zeroed = 0.0;          // after the last epoch
+    double zero_loss = 0.0;                    // the zero predictor's loss on the training set, mean y² (the untrained scale)
     double seconds = 0.0;
     std::size_t steps = 0;
 };
@@ -66,6 +67,7 @@ RunCurves train_run(const SeedData& data, const RunSpec& spec, const TrainSettin
 // AUC over the first max(1, E/10) epochs, and epochs to reach 1.1× the paired baseline's final loss (inf: never).
 struct RunMetrics {
     double final_loss = 0, final_test = 0, auc = 0, early_auc = 0, epochs_to_target = 0;
+    double zero_loss = 0;  // RunCurves::zero_loss
 };
 RunMetrics run_metrics(const RunCurves& run, const RunCurves& baseline);
 

@@ -2,8 +2,9 @@
 // Performer attention layer (T = 16, C = 12, PRF R = 1200) on one fixed linear task with each of the three modified
 // attentions of §4 — regularized (Eq. 15, option Eq. 14), augmented (Eq. 16: g1, g2, g1+g2, g2⁺) and negative
 // samples (Eq. 17, top-k least attended, uniform renorm) — with seeds paired across variants, and judge each of the
-// paper's qualitative claims by the ≥ 4/5-seeds sign rule. The caveat's controls rerun (a) with a fresh task per
-// sequence and in the Eq. 14 form. The layer is nn::attention_004_* (a dedicated batch-1 forward/backward).
+// paper's qualitative claims by the sign rule over the paired seeds (every seed; the spec: ≥ 4/5). The caveat's
+// controls rerun (a) with a fresh task per sequence and in the Eq. 14 form. The layer is nn::attention_004_* (a
+// dedicated batch-1 forward/backward).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +21,10 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace gd004_fig5_cpp {
+
 
 namespace {
 
@@ -52,9 +57,10 @@ void declare_keys(config::Schema& schema) {
         .add_string("fig5.renorm", "uniform", {"uniform", "none"}, "uniform: + beta/(T - k) on the non-negatives (§5.5)")
         .add_string_list("fig5.controls", {"eq14", "per_sequence"}, {"eq14", "per_sequence"},
                          "the caveat's reruns of (a): Eq. 14 form; a fresh task per sequence")
-        .add_float("fig5.verdict_fraction", 0.8, 0.5, 1.0,
-                   "a claim is reproduced when its sign holds in >= this fraction of seeds (4/5), and in at least its numerator "
-                   "(4 seeds: fewer seeds are inconclusive); a fraction with a denominator <= 100")
+        .add_float("fig5.verdict_fraction", 1.0, 0.5, 1.0,
+                   "a claim is reproduced when its sign holds in >= this fraction of seeds, and in at least its numerator; "
+                   "1 (default, issue 45): every seed (5 of 5 passes a fair coin 3.1 % of the time; the spec's 0.8, 4 of 5, "
+                   "19 %); a fraction with a denominator <= 100")
         .set_items("fig5.parts", 0)  // either may be empty (not both: the rule below)
         .set_items("fig5.controls", 0)
         .add_rule([](const config::Config& cfg) {
@@ -241,8 +247,10 @@ RunEstimate estimate(const config::Config& cfg) {
 }
 
 }  // namespace
+}  // namespace gd004_fig5_cpp
 
 Experiment gd004_fig5() {
+    using namespace gd004_fig5_cpp;
     return {"gd004_fig5", "paper 004 Fig. 5: training the Performer layer with the regularized, augmented and negative-sample attentions",
             {KeyGroup::output},
             declare_keys,

@@ -87,6 +87,8 @@ RunCurves train_typed(const SeedData& d, const RunSpec& spec, const TrainSetting
     std::iota(order.begin(), order.end(), std::size_t(0));
     Rng order_rng = Rng(static_cast<std::uint64_t>(d.seed)).derive(kOrder);  // the same orders for every variant
     RunCurves curves;
+    for (const double y : d.train_y) curves.zero_loss += y * y;
+    curves.zero_loss /= static_cast<double>(B);
     const T lr = static_cast<T>(spec.lr);
     for (std::size_t epoch = 0; epoch < s.epochs; ++epoch) {
         if (s.shuffle)

@@ -19,14 +19,14 @@
 namespace iclab::experiments::gd004 {
 
 namespace {
-constexpr std::size_t kWidth = 12;
+constexpr std::size_t kFig10Width = 12;
 constexpr double kExactBar = 1e-11;    // closed form and full batch (§0.2: sequential steps ≤ 1e-11)
 constexpr double kSlightBar = 0.05;    // "slight": median relative deviation ≤ 5 % (ours; spec §8 measured 1e-3, 1.5e-2)
 }  // namespace
 
 PartOutcome run_fig10(const run::RunContext& context, const run::RegressionTraining& training, run::RunFolder& run) {
     const config::Config& cfg = context.config;
-    const std::size_t N = training.task.examples, T = N + 1, C = kWidth;
+    const std::size_t N = training.task.examples, T = N + 1, C = kFig10Width;
     const std::size_t sequences = static_cast<std::size_t>(cfg.get_int("figures.fig10_sequences"));
     const auto epochs_list = cfg.get_int_list("figures.fig10_epochs");
     const auto alphas = cfg.get_float_list("figures.fig10_alphas");

@@ -28,6 +28,10 @@ io::ClaimResult figure_claim(const std::string& id, const std::string& source, i
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace gd004_figures_cpp {
+
+
 namespace {
 
 void declare_keys(config::Schema& schema) {
@@ -112,8 +116,10 @@ RunOutcome run_gd004_figures(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace gd004_figures_cpp
 
 Experiment gd004_figures() {
+    using namespace gd004_figures_cpp;
     return {"gd004_figures", "paper 004 Fig. 3 centre/right (Performer error vs d_r) and Fig. 10 (regularized GD-CL trajectory)",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
             declare_keys,

@@ -18,6 +18,10 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace gd_duals_cpp {
+
 using namespace iclab::experiments::duals;
 
 namespace {
@@ -225,8 +229,10 @@ RunOutcome run_gd_duals(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace gd_duals_cpp
 
 Experiment gd_duals() {
+    using namespace gd_duals_cpp;
     return {"gd_duals",
             "ICL = GD exact duals: paper 002 Thm 1, Alg. 1; paper 004 Thm 1 and Eq. 14/16/18 duals; von Oswald Prop. 1",
             {KeyGroup::output},

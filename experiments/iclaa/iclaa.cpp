@@ -30,6 +30,10 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace iclaa_cpp {
+
 using namespace iclab::experiments::iclaa_detail;
 
 namespace {
@@ -423,8 +427,10 @@ RunOutcome run_iclaa(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace iclaa_cpp
 
 Experiment iclaa() {
+    using namespace iclaa_cpp;
     return {"iclaa",
             "ICLAA: a prompt as kernel biases of a softmax model (random, elu+1 and learned feature maps) against the exact "
             "and truncated prompt caches (paper 000 §5, §6.4)",

@@ -23,6 +23,10 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace iclaa_lm_cpp {
+
 using namespace iclab::experiments::iclaa_lm_detail;
 
 namespace {
@@ -293,8 +297,10 @@ RunOutcome run_iclaa_lm(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace iclaa_lm_cpp
 
 Experiment iclaa_lm() {
+    using namespace iclaa_lm_cpp;
     return {"iclaa_lm",
             "ICLAA on a GPT-2-shaped language model: a held-out prompt as kernel biases (PRF, ORF, learned) against the exact "
             "and truncated caches, gap closed G and greedy generations (paper 000 §6.4, Tables 3-5)",

@@ -45,33 +45,7 @@ void add_row_terms(icl::PromptTerms& terms, std::size_t slot, const Row& row, co
 
 std::vector<Window> heldout_windows(const std::vector<std::int32_t>& heldout, std::int32_t end_of_text, std::size_t M, std::size_t N,
                                     std::size_t count, const std::string& name) {
-    const std::size_t length = M + N;
-    ICLAB_INPUT_CHECK(heldout.size() >= length * count,
-                      name << " holds " << heldout.size() << " tokens, fewer than " << count << " windows of iclaa_lm.prompt_length + "
-                           << "iclaa_lm.continuation_length = " << length << " tokens");
-    const std::size_t stride = heldout.size() / count;
-    std::vector<Window> windows;
-    std::size_t floor = 0;  // windows never overlap
-    for (std::size_t w = 0; w < count; ++w) {
-        std::size_t start = std::max(w * stride, floor);
-        for (;;) {
-            ICLAB_INPUT_CHECK(start + length <= heldout.size(),
-                              name << ": no room for window " << w + 1 << " of " << count << " (" << length
-                                   << " tokens without an end-of-text inside); ask for fewer iclaa_lm.prompts or shorter windows");
-            const auto first = heldout.begin() + static_cast<std::ptrdiff_t>(start);
-            const auto eot = std::find(first, first + static_cast<std::ptrdiff_t>(length), end_of_text);
-            if (eot == first + static_cast<std::ptrdiff_t>(length)) break;
-            start = static_cast<std::size_t>(eot - heldout.begin()) + 1;
-        }
-        Window window;
-        window.start = start;
-        window.prompt.assign(heldout.begin() + static_cast<std::ptrdiff_t>(start), heldout.begin() + static_cast<std::ptrdiff_t>(start + M));
-        window.continuation.assign(heldout.begin() + static_cast<std::ptrdiff_t>(start + M),
-                                   heldout.begin() + static_cast<std::ptrdiff_t>(start + length));
-        windows.push_back(std::move(window));
-        floor = start + length;
-    }
-    return windows;
+    return text::heldout_windows(heldout, end_of_text, M, N, count, name, "iclaa_lm.prompts", "iclaa_lm.prompt_length + iclaa_lm.continuation_length");
 }
 
 namespace {

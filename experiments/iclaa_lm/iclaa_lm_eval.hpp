@@ -11,6 +11,7 @@
 
 #include "framework/core/progress.hpp"
 #include "framework/icl/iclaa.hpp"
+#include "framework/text/heldout_windows.hpp"
 
 namespace iclab::experiments::iclaa_lm_detail {
 
@@ -34,13 +35,8 @@ struct Row {
 void add_row_terms(icl::PromptTerms& terms, std::size_t slot, const Row& row, const icl::PromptKeysValues& kv, std::size_t b,
                    const nn::RopeTable* rope);
 
-// A held-out window: the prompt X' (M tokens) and its continuation X (N tokens), contiguous in /heldout.
-struct Window {
-    std::size_t start = 0;  // offset of X' in /heldout
-    std::vector<std::int32_t> prompt, continuation;
-};
-// `count` windows of M + N tokens at evenly spaced offsets of `heldout`, each moved forward past any end-of-text
-// token inside it (no window spans two documents). InputError naming `name` when the split cannot hold them.
+// A held-out window (framework/text/heldout_windows.hpp) and `count` of them from /heldout; InputError naming `name`.
+using Window = text::HeldoutWindow;
 std::vector<Window> heldout_windows(const std::vector<std::int32_t>& heldout, std::int32_t end_of_text, std::size_t M, std::size_t N,
                                     std::size_t count, const std::string& name);
 

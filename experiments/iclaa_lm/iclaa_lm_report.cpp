@@ -43,11 +43,12 @@ std::vector<io::Claim> declare_claims(const config::Config& cfg) {
     for (const std::string map : {"prf", "orf"}) {
         if (std::find(maps.begin(), maps.end(), map) == maps.end()) continue;
         // G is a claim about trained models: the windows of one model are not seeds, so the claims pool seed means
-        // (issue 45). iclaa_lm evaluates one trained model, one seed: pooled, one value, inconclusive by construction.
+        // (issue 45): one value per trained model (the run's `seed` fixes its initialization and training windows). The
+        // quick profile trains 5 (configs/reproduce/quick_seeds.yaml); one run alone is one value, inconclusive.
         for (io::Claim& c : icl::gap_closed_claims("iclaa_lm", map, F, "held-out window", "experiments/iclaa_lm/README.md#claims",
                                                    io::ClaimPooling::seed_means)) {
-            c.statement += " (iclaa_lm evaluates one trained model: one value, so inconclusive; its windows' interval is in the run's "
-                           "own table, not a claim over models)";
+            c.statement += " (one value per trained model, its mean G over the windows, pooled over the training seeds; the "
+                           "windows' interval of one model is in its run's own table, not a claim over models)";
             claims.push_back(std::move(c));
         }
     }

@@ -25,6 +25,10 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace iclca_exactness_cpp {
+
 using namespace iclab::experiments::exactness;
 
 namespace {
@@ -428,8 +432,10 @@ RunOutcome run_iclca_exactness(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace iclca_exactness_cpp
 
 Experiment iclca_exactness() {
+    using namespace iclca_exactness_cpp;
     return {"iclca_exactness",
             "ICLCA exactness on random-weight models of several sizes, fp32 and fp64 (paper 000 Table 1, Theorem 4.1)",
             {KeyGroup::output},

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "experiments/iclca_induction/table2.hpp"
 #include "framework/core/check.hpp"
 #include "framework/core/measure.hpp"
 #include "framework/core/threads.hpp"
@@ -29,17 +30,16 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+using namespace iclab::experiments::iclca_table2;
+
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace iclca_induction_cpp {
+
 
 namespace {
 
 // Sub-stream of the run's seed for the (prompt, input) pairs; 1-3 are induction_head's init, data and eval.
 constexpr std::uint64_t kPromptPairStream = 4;
-
-// Table 2 of paper 000, in the order of its rows.
-enum ModelRow { kOldIcl = 0, kOldNoIcl = 1, kNewNoIcl = 2, kRows = 3 };
-const char* const kRowNames[kRows] = {"M_old, ICL", "M_old, no ICL", "M_new, no ICL"};
-const char* const kRowInputs[kRows] = {"[X'; X]", "X", "X"};
-const double kPaperAccuracy[kRows] = {0.9995, 0.0223, 0.9995};
 
 // The source run's config, checked: every task.* / model.* key this config sets explicitly must equal the
 // source's (the keys left at their defaults simply come from the source), and the prompt and input must fit it.
@@ -55,43 +55,6 @@ void check_source_config(const config::Config& cfg, const config::Config& source
                       "config error: iclca.prompt_length " << M << " cannot show the source model's "
                                                            << source.get_string_list("task.triggers").size()
                                                            << " triggers with their successors");
-}
-
-// Scores of one (prompt, input) pair.
-struct PairScores {
-    std::int64_t scored = 0;              // X's first occurrences of a trigger (answer only in X')
-    std::int64_t repeats = 0;             // X's repeated triggers (answer in X itself)
-    std::int64_t correct[kRows] = {};     // argmax = target at scored positions, per model
-    std::int64_t repeat_correct[kRows] = {};
-    std::int64_t argmax_agreement = 0;    // positions of X where M_new and M_old,ICL have the same argmax
-    double relative_logit_error = 0.0;    // ‖M_new(X) − M_old([X'; X])‖ / ‖M_old([X'; X])‖ over X's logits
-};
-
-std::size_t argmax(const double* z, std::size_t V) {
-    std::size_t best = 0;
-    for (std::size_t v = 1; v < V; ++v)
-        if (z[v] > z[best]) best = v;
-    return best;
-}
-
-// logits (N, V) of each model at X's positions -> the pair's scores.
-PairScores score_pair(const tasks::PromptPair& pair, const double* const logits[kRows], std::size_t N, std::size_t V) {
-    PairScores s;
-    for (std::size_t t = 0; t < N; ++t) {
-        std::size_t best[kRows];
-        for (int m = 0; m < kRows; ++m) best[m] = argmax(logits[m] + t * V, V);
-        s.argmax_agreement += best[kNewNoIcl] == best[kOldIcl];
-        const bool scored = pair.kinds[t] == tasks::PositionKind::first_trigger, repeat = pair.kinds[t] == tasks::PositionKind::icl;
-        s.scored += scored;
-        s.repeats += repeat;
-        for (int m = 0; m < kRows; ++m) {
-            const bool correct = static_cast<std::int32_t>(best[m]) == pair.targets[t];
-            s.correct[m] += scored && correct;
-            s.repeat_correct[m] += repeat && correct;
-        }
-    }
-    s.relative_logit_error = relative_error(logits[kNewNoIcl], logits[kOldIcl], N * V);
-    return s;
 }
 
 std::string letters(const std::vector<std::int32_t>& tokens) {
@@ -155,7 +118,7 @@ void evaluate_conversion(const config::Config& cfg, const config::Config& model_
                 "the model changed during the evaluation");
 
     // Totals over the pairs.
-    std::int64_t scored = 0, repeats = 0, agreement = 0, correct[kRows] = {}, repeat_correct[kRows] = {};
+    std::int64_t scored = 0, repeats = 0, agreement = 0, correct[kRows] = {}, repeat_correct[kRows] = {}, undefined[kRows] = {};
     double max_error = 0.0, sum_error = 0.0;
     for (const auto& s : scores) {
         scored += s.scored;
@@ -164,10 +127,14 @@ void evaluate_conversion(const config::Config& cfg, const config::Config& model_
         for (int m = 0; m < kRows; ++m) {
             correct[m] += s.correct[m];
             repeat_correct[m] += s.repeat_correct[m];
+            undefined[m] += s.undefined[m];
         }
         max_error = max_or_nan(max_error, s.relative_logit_error);
         sum_error += s.relative_logit_error;
     }
+    for (int m = 0; m < kRows; ++m)
+        if (undefined[m] > 0)
+            run.log() << "ICLCA: " << kRowNames[m] << " has NaN logits at " << undefined[m] << " positions of X: its accuracy is NaN\n";
     const auto ratio = [](std::int64_t a, std::int64_t b) { return b > 0 ? static_cast<double>(a) / b : std::nan(""); };
     const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -178,11 +145,11 @@ void evaluate_conversion(const config::Config& cfg, const config::Config& model_
     for (int m = 0; m < kRows; ++m) {
         names.push_back(kRowNames[m]);
         inputs.push_back(kRowInputs[m]);
-        accuracy.push_back(ratio(correct[m], scored));
+        accuracy.push_back(iclca_table2::accuracy(correct[m], scored, undefined[m]));  // NaN with a NaN logit
         correct_column.push_back(correct[m]);
         positions.push_back(scored);
         paper.push_back(kPaperAccuracy[m]);
-        repeat_accuracy.push_back(ratio(repeat_correct[m], repeats));
+        repeat_accuracy.push_back(iclca_table2::accuracy(repeat_correct[m], repeats, undefined[m]));
         repeat_correct_column.push_back(repeat_correct[m]);
         repeat_positions.push_back(repeats);
     }
@@ -196,53 +163,8 @@ void evaluate_conversion(const config::Config& cfg, const config::Config& model_
                                        {"repeat_correct", repeat_correct_column},
                                        {"repeat_positions", repeat_positions}},
                       {{"paper_icl_accuracy", "paper 000 Table 2 as printed; the claims are in /claims"}});
-    // Paper 000 Table 2 (§6.2 prints 99.95 % / 2.23 % / 99.95 %), one claim per distinct measurement (issue 45), the
-    // 95 % t-interval over the training seeds pooled by `iclab claims` (one run alone is inconclusive):
-    //  - M_old with ICL: the printed 99.95 % within 2 points (1000 pairs: binomial noise ~1 point);
-    //  - M_old without ICL: below a bar half-way between chance (1/47) and the printed ICL accuracy, so that a model
-    //    with ICL fails it (a band around chance, as before, held for any model without ICL and could not fail);
-    //  - M_new without ICL: equals M_old with ICL by ICLCA's identity, so it is not a second accuracy: the claim is the
-    //    share of pairs whose correct counts differ, 0 on every seed.
-    const char* const kRuleDate = "chosen after the first runs (2026-11-29): issue 45, ";
-    const double chance = 1.0 / 47.0, no_icl_bar = (chance + kPaperAccuracy[kOldIcl]) / 2.0;
-    std::int64_t differing = 0;
-    for (const auto& score : scores) differing += score.correct[kNewNoIcl] != score.correct[kOldIcl] ? 1 : 0;
-    const double differing_share = scores.empty() ? std::nan("") : static_cast<double>(differing) / static_cast<double>(scores.size());
-    std::vector<io::ClaimResult> claims;
-    for (int m = 0; m < kRows; ++m) {
-        io::Claim c;
-        c.id = std::string("000-T2 ") + kRowNames[m];
-        c.paper = "000";
-        c.source = "Table 2";
-        c.metric = "accuracy on the committed trigger positions of the evaluation pairs";
-        c.readme = "experiments/iclca_induction/README.md#claims-and-the-printed-numbers";
-        double value = accuracy[static_cast<std::size_t>(m)];
-        if (m == kOldIcl) {
-            c.kind = io::ClaimKind::printed_number;
-            c.statement = std::string("in-context accuracy of ") + kRowNames[m] + " on " + kRowInputs[m];
-            c.paper_value = kPaperAccuracy[m];
-            c.rule = io::ClaimRule::interval_within(kPaperAccuracy[m] - 0.02, kPaperAccuracy[m] + 0.02);
-        } else if (m == kOldNoIcl) {
-            char text[400];
-            std::snprintf(text, sizeof text,
-                          "M_old without the prompt (input X) shows no in-context learning: accuracy below %.4f, half-way "
-                          "between chance (1/47 = %.4f) and the printed ICL accuracy 0.9995, so a model with ICL fails; the "
-                          "paper prints 2.23 %% (Table 2)", no_icl_bar, chance);
-            c.kind = io::ClaimKind::qualitative;
-            c.statement = text;
-            c.rule = io::ClaimRule::interval_below(no_icl_bar);
-            c.provenance = std::string(kRuleDate) + "the band [0.0023, 0.0423] around chance could not fail";
-        } else {
-            c.kind = io::ClaimKind::qualitative;
-            c.statement = "M_new without the prompt scores exactly as M_old with it on every evaluation pair (ICLCA captures "
-                          "the prompt exactly; the paper prints 99.95 % for both, one number, judged once in '000-T2 M_old, ICL')";
-            c.metric = "share of evaluation pairs whose correct counts of M_new (X) and M_old ([X'; X]) differ";
-            c.rule = io::ClaimRule::count_at_most(0.0);
-            c.provenance = std::string(kRuleDate) + "stated as the identity instead of a second 99.95 % band on the same number";
-            value = differing_share;
-        }
-        claims.push_back(io::evaluate_claim(c, {model_cfg.get_int("seed")}, {value}));
-    }
+    // Paper 000 Table 2 (§6.2 prints 99.95 % / 2.23 % / 99.95 %): the claims, one per distinct measurement (table2.cpp)
+    const std::vector<io::ClaimResult> claims = iclca_table2::claims(accuracy, scores, model_cfg.get_int("seed"));
     io::write_claims(w, claims);
     std::vector<std::int64_t> index, pair_scored, pair_repeats, pair_agreement, pair_correct[kRows];
     std::vector<double> pair_error;
@@ -378,8 +300,10 @@ RunOutcome run_iclca_induction(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace iclca_induction_cpp
 
 Experiment iclca_induction() {
+    using namespace iclca_induction_cpp;
     return {"iclca_induction",
             "ICLCA on a trained induction-head model: ICL accuracy of M_old with and without the prompt and of the "
             "converted M_new (paper 000 Table 2)",

@@ -20,6 +20,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace iclca_serving_cpp {
+
+
 namespace {
 
 enum Stream : std::uint64_t { kInitStream = 1, kTokenStream = 2 };
@@ -162,8 +166,10 @@ RunOutcome run_iclca_serving(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace iclca_serving_cpp
 
 Experiment iclca_serving() {
+    using namespace iclca_serving_cpp;
     return {"iclca_serving",
             "time the logits of an input with the ICL prompt prepended vs with its ICLCA adapter (paper 000 §7)",
             {KeyGroup::output, KeyGroup::model},

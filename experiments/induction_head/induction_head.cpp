@@ -8,6 +8,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace induction_head_cpp {
+
+
 namespace {
 
 RunOutcome run_induction_head(const RunContext& context) {
@@ -20,8 +24,10 @@ RunOutcome run_induction_head(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace induction_head_cpp
 
 Experiment induction_head() {
+    using namespace induction_head_cpp;
     return {"induction_head",
             "train a linearized-attention transformer on the bigram induction-head task (paper 000 §6.2)",
             {KeyGroup::output, KeyGroup::induction_task, KeyGroup::model, KeyGroup::train},

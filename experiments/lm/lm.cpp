@@ -13,6 +13,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace lm_cpp {
+
+
 namespace {
 
 void declare_keys(config::Schema& schema) {
@@ -44,8 +48,10 @@ RunOutcome run_lm(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace lm_cpp
 
 Experiment lm() {
+    using namespace lm_cpp;
     return {"lm",
             "GPT-2-shaped language model over a BPE vocabulary trained on a token file (issue 22; paper 000 §6.4's model class); "
             "iclab import gpt2 writes the same run folders",

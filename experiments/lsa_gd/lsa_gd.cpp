@@ -47,6 +47,10 @@ std::vector<io::ClaimResult> claims_of(const Study& study, std::int64_t seed) {
 namespace iclab::experiments {
 
 using namespace iclab::run;
+
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace lsa_gd_cpp {
+
 using namespace iclab::experiments::lsa_study;
 
 namespace {
@@ -236,8 +240,10 @@ RunOutcome run_lsa_gd(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace lsa_gd_cpp
 
 Experiment lsa_gd() {
+    using namespace lsa_gd_cpp;
     return {"lsa_gd",
             "constructed multi-layer LSA = GD; prefixLM vs causalLM stationary points and rates (paper 003 Part A, Fig. 2, App. D)",
             {KeyGroup::output},

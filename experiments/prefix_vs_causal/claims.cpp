@@ -6,7 +6,6 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <map>
 #include <tuple>
 
@@ -17,9 +16,26 @@ namespace iclab::experiments::part_b {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-// Every count claim of Part B holds in >= 2/3 of the seeds (2 of 3, 4 of 5; never decided by one seed), not "any 2".
-constexpr io::Fraction kTwoThirds{2, 3};
+// The rules of Part B (issue 45, second audit: rules a fair coin cannot pass, with the grids' 5 seeds). A continuous
+// per-seed value (a log-ratio, a gap in points, a slope difference) is judged by the two-sided 95 % t-interval of its
+// seed mean lying wholly on the claimed side (a one-sided false pass of 2.5 % when the true mean sits on the bar); a
+// bounded per-seed statistic (Kendall's tau, its p-value) by a sign test needing every seed (5 of 5: 3.1 % for a fair
+// coin), never by an interval or a mean. The rules were >= 2 of 3 seeds, then >= 2/3 of them (4 of 5: a coin passes
+// 19 %); every claim carries that history in its provenance.
+const char* const kHistory =
+    "history: declared 2026-11-26 as '>= 2 of 3 seeds' (an absolute count of 2); ceb3f5a (2026-11-29, after the 3-seed "
+    "results) made it the share 2/3 and the quick grids 5 seeds, unmarked; this rule supersedes both";
+std::string after_audit(const std::string& rule) {
+    return "chosen after the first runs (2026-11-29): second audit of issue 45, a 4-of-5 count passes a fair coin 19 % of "
+           "the time; now " + rule + "; " + kHistory;
+}
+const std::string kByInterval = "the one-sided 95 % t-interval of the seed mean (false pass 2.5 %)";
+const std::string kEverySeed = "a sign test needing 5 of 5 seeds (false pass 3.1 %; fewer seeds decide nothing)";
+// The sign tests' share: at least 5 values, and >= 5/6 of them: the grids' 5 seeds must all agree (a coin: 1/32), and
+// fewer seeds are inconclusive (3 of 3 would pass a coin 12.5 %, one seed 50 %), where Fraction::all() would decide.
+constexpr io::Fraction kFiveSeeds{5, 6};
+const char* const kOnMean = ", on the mean over seeds (95 % t-interval)";
+const char* const kInEverySeed = " in 5 of 5 seeds";
 using Triple = std::array<double, 3>;  // LR, N-LR, MC (%)
 
 // Table 3 (Table 1 = the SL-L2 and UL-no-L2 rows): {(setting, mask): (LR, N-LR, MC)}.
@@ -89,7 +105,7 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
                        const std::string& second, const std::string& arm, io::ClaimPair::Combine how) {
         io::Claim c;
         c.id = id, c.paper = "003", c.source = source, c.kind = io::ClaimKind::qualitative, c.statement = statement;
-        c.metric = metric, c.rule = rule, c.readme = readme;
+        c.metric = metric, c.rule = rule, c.readme = readme, c.provenance = after_audit(rule.counts() ? kEverySeed : kByInterval);
         if (!key.empty()) c.pair.key = key, c.pair.first = first, c.pair.second = second, c.pair.arm = arm, c.pair.combine = how;
         return io::evaluate_claim(c, {seed}, {value});
     };
@@ -100,7 +116,7 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
     };
     const std::string sign_metric = mc ? "causal - prefix test error (points), one seed's paired runs"
                                        : "ln(causal / prefix test query MSE), one seed's paired runs";
-    const io::ClaimRule sign = io::ClaimRule::count_above(0.0, kTwoThirds);  // prefix < causal in >= 2/3 of the seeds
+    const io::ClaimRule above = io::ClaimRule::interval_above(0.0);  // prefix < causal: the seed mean's interval above 0
     auto quoted = [&](const Triple& p, const Triple& c) {
         return number(p[column(cell.task)], mc) + " vs " + number(c[column(cell.task)], mc);
     };
@@ -118,16 +134,16 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
         if (cell.mask == "causal")
             out.push_back(declare("003-T7 " + task + " " + setting + " causal: permuted <= unpermuted", "Table 7",
                                   "causalLM " + what + " trained with permuted ICEs <= trained unpermuted (" + task + ", " + setting +
-                                      "; paper: " + paper + ") in >= 2/3 of the seeds",
-                                  metric, io::ClaimRule::count_within(0.0, kInf, kTwoThirds), cell.test_error, "train.permute_examples",
+                                      "; paper: " + paper + ")" + kOnMean,
+                                  metric, above, cell.test_error, "train.permute_examples",
                                   "per_step", "none", cell.permute_examples, combine));
         else
             out.push_back(declare("003-T7 " + task + " " + setting + " prefix: permuted within " + (mc ? "1.5 points" : "x1.5") +
                                       " of unpermuted",
                                   "Table 7",
                                   "prefixLM " + what + " trained with permuted ICEs within " + (mc ? "+-1.5 points" : "a factor 1.5") +
-                                      " of trained unpermuted (" + task + ", " + setting + "; paper: " + paper + ") in >= 2/3 of the seeds",
-                                  metric, mc ? io::ClaimRule::count_within(-1.5, 1.5, kTwoThirds) : io::ClaimRule::count_within(-std::log(1.5), std::log(1.5), kTwoThirds),
+                                      " of trained unpermuted (" + task + ", " + setting + "; paper: " + paper + ")" + kOnMean,
+                                  metric, mc ? io::ClaimRule::interval_within(-1.5, 1.5) : io::ClaimRule::interval_within(-std::log(1.5), std::log(1.5)),
                                   cell.test_error, "train.permute_examples", "per_step", "none", cell.permute_examples, combine));
     };
 
@@ -137,22 +153,27 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
         const std::string paper = quoted(table7().at({setting, "prefix"}), table7().at({setting, "causal"}));
         out.push_back(paired("003-T7 " + task + " " + setting + " permuted: prefix <= causal", "Table 7",
                              "trained with permuted ICEs, prefixLM " + what + " <= causalLM (" + task + ", " + setting +
-                                 "; paper: " + paper + ") in >= 2/3 of the seeds",
-                             sign_metric, io::ClaimRule::count_within(0.0, kInf, kTwoThirds), cell.test_error));
+                                 "; paper: " + paper + ")" + kOnMean,
+                             sign_metric, above, cell.test_error));
         permuted_vs_unpermuted(out);
         return out;
     }
     const std::string paper = quoted(table3().at({setting, "prefix"}), table3().at({setting, "causal"}));
-    out.push_back(paired("003-T3 " + task + " " + setting + ": prefix < causal", table1 ? "Table 1" : "Table 3",
-                         "prefixLM " + what + " < causalLM (" + task + ", " + setting + "; paper: " + paper + ") in >= 2/3 of the seeds",
-                         sign_metric, sign, cell.test_error));
-    if (!table1) return out;  // Tables 4-6 and Figure 3: the Table 1 rows (Q16)
-    // spec §5.1: regression cells also need causal/prefix >= 1.5 (paper's smallest 5.8), MC a gap >= 1 point (2.9)
-    out.push_back(paired("003-T1 " + task + " " + setting + (mc ? ": gap >= 1 point" : ": ratio >= 1.5"), "Table 1",
-                         (mc ? "causalLM error exceeds prefixLM by >= 1 point (" + setting + "; paper: " + paper + ") in >= 2/3 of the seeds"
-                             : "causalLM / prefixLM query MSE >= 1.5 (" + task + ", " + setting + "; paper: " + paper + ") in >= 2/3 of the seeds") +
-                             "; the per-seed values of '003-T3 " + task + " " + setting + ": prefix < causal' against the spec's higher bar",
-                         sign_metric, io::ClaimRule::count_within(mc ? 1.0 : std::log(1.5), kInf, kTwoThirds), cell.test_error));
+    if (!table1) {  // Table 3's other settings: prefix < causal
+        out.push_back(paired("003-T3 " + task + " " + setting + ": prefix < causal", "Table 3",
+                             "prefixLM " + what + " < causalLM (" + task + ", " + setting + "; paper: " + paper + ")" + kOnMean,
+                             sign_metric, above, cell.test_error));
+        return out;  // Tables 4-6, 7 and Figure 3: the Table 1 rows (Q16)
+    }
+    // Table 1's rows are Table 3's SL-L2 and UL-no-L2 rows: the same runs, the same claim, so one row (issue 45, second
+    // audit: it was also declared as '003-T3 ...: prefix < causal' on the same values). Its bar is spec §5.1's: prefix
+    // < causal with causal/prefix >= 1.5 (paper's smallest 5.8), MC a gap >= 1 point (2.9); Table 3's gate reads it too.
+    out.push_back(paired("003-T1 " + task + " " + setting + (mc ? ": gap >= 1 point" : ": ratio >= 1.5"), "Tables 1 and 3",
+                         "prefixLM " + what + " < causalLM " + (mc ? "by >= 1 point" : "by a factor >= 1.5") + " (" + task + ", " +
+                             setting + ": Table 1, and Table 3's row; paper: " + paper + ")" + kOnMean,
+                         sign_metric, io::ClaimRule::interval_above(mc ? 1.0 : std::log(1.5)), cell.test_error));
+    out.back().claim.provenance += "; one claim for Table 1 and Table 3's row, was two on the same values ('003-T3 " + task + " " +
+                                   setting + ": prefix < causal', x > 0, and this one)";
     for (std::size_t i = 0; i < cell.fewer_examples.size(); ++i) {  // Tables 4-6: k = d, 1.5d, 2d <-> 16, 24, 32 of 40
         const std::int64_t k = cell.fewer_examples[i];
         const int paper_k = (16 * k) % cell.x_dim == 0 ? static_cast<int>(16 * k / cell.x_dim) : 0;
@@ -162,23 +183,28 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
         out.push_back(paired("003-T4-6 " + task + " " + setting + " k=" + std::to_string(k) + ": prefix < causal", source,
                              "with " + std::to_string(k) + " ICEs at test, prefixLM " + what + " < causalLM (" + task + ", " +
                                  setting + (printed ? "; paper, k = " + std::to_string(paper_k) + ": " + quoted(p->second, c->second) : "") +
-                                 ") in >= 2/3 of the seeds",
-                             sign_metric, sign, cell.fewer_errors[i]));
+                                 ")" + kOnMean,
+                             sign_metric, above, cell.fewer_errors[i]));
     }
     // Tables 4-6 with Table 1 (spec §5.3: "Errors must grow as k shrinks, for both masks"): one value per run, Kendall's
     // tau between k and the error over the fewer-ICE sets and the full test set (k = task.examples); -1 = every pair
-    // ordered. Not paired: each mask has its own claim.
+    // ordered. Not paired: each mask has its own claim. tau is bounded (-1 is its end), so a sign test on the per-seed bar
+    // declared 2026-11-26, tau = -1 (the error grows at every step of k), now needed in every seed: the bar per seed is
+    // kept (loosening it to tau < 0 after seeing the runs would have turned 7 cells reproduced), only the count changes.
     std::vector<double> ks(cell.fewer_examples.begin(), cell.fewer_examples.end()), errors = cell.fewer_errors;
     ks.push_back(static_cast<double>(cell.examples)), errors.push_back(cell.test_error);
     if (!cell.fewer_examples.empty() && std::isfinite(io::kendall_tau(ks, errors))) {
         std::string list;
         for (double k : ks) list += (list.empty() ? "" : ", ") + std::to_string(static_cast<std::int64_t>(k));
         out.push_back(declare("003-T4-6 " + task + " " + setting + " " + cell.mask + ": errors grow as k shrinks", "Tables 4-6",
-                              cell.mask + "LM " + what + " strictly grows as the ICEs at test shrink over k = " + list + " (" + task +
-                                  ", " + setting + ") in >= 2/3 of the seeds",
+                              cell.mask + "LM " + what + " grows as the ICEs at test shrink over k = " + list + " (" + task +
+                                  ", " + setting + "): Kendall's tau = -1 (it grows at every step)" + kInEverySeed,
                               "Kendall's tau between k and the " + cell.mask + "LM test error over k = " + list +
-                                  " (-1: strictly decreasing in k), one run",
-                              io::ClaimRule::count_at_most(-1.0, kTwoThirds), io::kendall_tau(ks, errors), "", "", "", "", combine));
+                                  " (-1: strictly decreasing in k; < 0: more pairs falling than rising), one run",
+                              io::ClaimRule::count_at_most(-1.0, kFiveSeeds), io::kendall_tau(ks, errors), "", "", "", "", combine));
+        out.back().claim.provenance += "; the per-seed bar tau = -1 (strictly monotone, declared 2026-11-26) is kept: tau < 0 was "
+                                       "considered and refused, as a bar loosened after seeing the runs (on e35d6c8's quick runs "
+                                       "it would have reproduced 11 of the 12 cells)";
     }
     // Figure 3 (spec §5.5, B2: the SL models; here the Table 1 row SL-L2), runs with probes: the last depth's probe
     // error, and for LR the log-slope over the last third of the layers (causal flatter: its slope, negative while the
@@ -187,19 +213,19 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
         const std::string probe_what = mc ? "probe classification error (%)" : "probe query MSE";
         out.push_back(paired("003-F3 " + task + " " + setting + ": prefix final-layer probe < causal", "Figure 3",
                              "the per-layer least-squares probe's " + probe_what + " at the last layer is lower for prefixLM than causalLM (" +
-                                 task + ", " + setting + ") in >= 2/3 of the seeds",
+                                 task + ", " + setting + ")" + kOnMean,
                              mc ? "causal - prefix last-layer probe error (points), one seed's paired runs"
                                 : "ln(causal / prefix last-layer probe query MSE), one seed's paired runs",
-                             sign, cell.probe_errors.back()));
+                             above, cell.probe_errors.back()));
         if (cell.task == "linear") {
             const std::size_t L = cell.probe_errors.size() - 1, first = L - std::max<std::size_t>(1, L / 3);
             out.push_back(declare("003-F3 LR " + setting + ": causal probe curve flatter over the last third", "Figure 3",
                                   "over the last third of the layers (depths " + std::to_string(first) + ".." + std::to_string(L) +
                                       "), the causalLM probe query MSE falls more slowly in log scale than prefixLM's (LR, " + setting +
-                                      ") in >= 2/3 of the seeds",
+                                      ")" + kOnMean,
                                   "causal - prefix slope of log10(probe query MSE) per layer over depths " + std::to_string(first) + ".." +
                                       std::to_string(L) + ", one seed's paired runs",
-                                  sign, last_third_log_slope(cell.probe_errors), "model.mask", "prefix", "causal", cell.mask,
+                                  above, last_third_log_slope(cell.probe_errors), "model.mask", "prefix", "causal", cell.mask,
                                   io::ClaimPair::Combine::difference));
         }
     }
@@ -227,39 +253,45 @@ std::vector<io::ClaimResult> figure6_claims(const Cell& cell, std::int64_t seed,
         io::Claim c;
         c.id = id, c.paper = "003", c.source = "Figure 6", c.kind = io::ClaimKind::qualitative, c.statement = statement;
         c.metric = metric, c.rule = rule, c.readme = readme, c.pair = pair;
+        c.provenance = after_audit(rule.counts() ? kEverySeed : kByInterval);
         return io::evaluate_claim(c, {seed}, {value});
     };
     std::vector<io::ClaimResult> out;
-    // Errors fall with the pool, as a rank test over every pool (not the end points): with 5 pools p <= 0.05 allows
-    // at most one of the 10 pairs out of order (tau <= -0.8, p = 5/120).
+    // Errors fall with the pool, by Kendall's tau over every pool (not the end points). Per seed x is the exact one-sided
+    // p of "falls" (rank_falls). The per-seed bar p <= 0.05 (chosen 2026-11-26 on the seed-0 cpu2 runs, before any run of
+    // the Figure 6 grids) is kept, now needed in every seed (a sign test: 5 of 5, 3.1 % for a coin); p <= 0.5 (tau < 0)
+    // was considered and refused as a bar loosened after seeing the runs.
     io::ClaimPair ranked;
     ranked.key = "task.pool_sequences", ranked.arms = arms, ranked.arm = std::to_string(cell.pool);
     ranked.combine = io::ClaimPair::Combine::rank_falls;
     out.push_back(declare("003-F6 " + task + " " + setting + " " + cell.mask + ": test error falls with the pool",
                           cell.mask + "LM test " + what + " falls as the training pool grows over task.pool_sequences = " + list +
-                              " (" + task + ", " + setting + "), by Kendall's rank test over every pool, in >= 2/3 of the seeds",
+                              " (" + task + ", " + setting + "): Kendall's rank test of pool against error over every pool, p <= 0.05" +
+                              kInEverySeed,
                           "exact one-sided p-value under independence of Kendall's tau between task.pool_sequences and the " +
                               cell.mask + "LM test " + what + ", one seed's runs over the pools",
-                          io::ClaimRule::count_at_most(0.05, kTwoThirds), cell.test_error, ranked));
-    out.back().claim.provenance = "chosen after the first runs (2026-11-26): Kendall's rank test over every pool fixed after "
-                                  "the seed-0 cpu2 runs, where it fails 4 of 6 curves; declared before any run of the Figure 6 grids";
+                          io::ClaimRule::count_at_most(0.05, kFiveSeeds), cell.test_error, ranked));
+    out.back().claim.provenance += "; the per-seed bar p <= 0.05 (chosen 2026-11-26 after the seed-0 cpu2 runs, where it fails 4 "
+                                   "of 6 curves, before any run of the Figure 6 grids) is kept: p <= 0.5 (tau < 0) was "
+                                   "considered and refused, as a bar loosened after seeing the runs (on e35d6c8's quick runs it "
+                                   "would have turned prefix's verdict to reproduced)";
     if (cell.pool == sorted.back()) {  // the largest pool: prefix <= causal
         io::ClaimPair masks;
         masks.key = "model.mask", masks.first = "prefix", masks.second = "causal", masks.arm = cell.mask;
         masks.combine = mc ? io::ClaimPair::Combine::difference : io::ClaimPair::Combine::log_ratio;
         out.push_back(declare("003-F6 " + task + " " + setting + " largest pool: prefix <= causal",
                               "at the largest training pool (" + arms.back() + " sequences), prefixLM test " + what + " <= causalLM (" +
-                                  task + ", " + setting + ") in >= 2/3 of the seeds",
+                                  task + ", " + setting + ")" + kOnMean,
                               (mc ? "causal - prefix test error (points)" : "ln(causal / prefix test query MSE)") +
                                   std::string(" at the largest pool, one seed's paired runs"),
-                              io::ClaimRule::count_within(0.0, kInf, kTwoThirds), cell.test_error, masks));
+                              io::ClaimRule::interval_above(0.0), cell.test_error, masks));
     }
     if (cell.pool == sorted.front())  // the smallest pool: memorisation, the train-pool error below the test error
         out.push_back(declare("003-F6 " + task + " " + setting + " " + cell.mask + " smallest pool: train pool < test",
                               "at the smallest training pool (" + arms.front() + " sequences), the " + cell.mask + "LM " + what +
-                                  " on its training pool is below its test " + what + " (" + task + ", " + setting + ") in >= 2/3 of the seeds",
+                                  " on its training pool is below its test " + what + " (" + task + ", " + setting + ")" + kOnMean,
                               mc ? "test - train-pool error (points), one run" : "ln(test / train-pool query MSE), one run",
-                              io::ClaimRule::count_above(0.0, kTwoThirds),
+                              io::ClaimRule::interval_above(0.0),
                               mc ? cell.test_error - cell.train_pool_error : std::log(cell.test_error / cell.train_pool_error), {}));
     return out;
 }
@@ -270,14 +302,14 @@ std::vector<io::ClaimResult> fallback_claims(const Cell& cell, std::int64_t seed
     if (triggered) used.test_error = fallback_test_error;
     std::vector<io::ClaimResult> out;
     for (const io::ClaimResult& declared : claims(used, seed)) {
-        if (declared.claim.source != "Table 1") continue;  // Table 3's other settings; Table 7
+        if (declared.claim.id.rfind("003-T1 ", 0) != 0) continue;  // Table 3's other settings; Table 7; Figure 3
         io::Claim c = declared.claim;
         c.id += " (with triggered fallback)";
         c.statement += "; each run at prefix_vs_causal.fallback.lr where its own loss detector triggered, else as declared";
         c.metric += " (a run whose detector triggered: its fallback run's error)";
         c.readme = "experiments/prefix_vs_causal/README.md#fallback";
-        c.provenance = "chosen after the first runs (2026-11-26): the lr-fallback detector's rule (spike_or_plateau and its "
-                       "numbers) was fixed after seeing the cpu2 seed-0 losses (a x18 jump, a plateau), before seeds 1-2 ran";
+        c.provenance += "; also chosen after the first runs (2026-11-26): the lr-fallback detector's rule (spike_or_plateau "
+                        "and its numbers) was fixed after seeing the cpu2 seed-0 losses (a x18 jump, a plateau), before seeds 1-2 ran";
         out.push_back(io::evaluate_claim(c, declared.units, declared.values));
     }
     return out;

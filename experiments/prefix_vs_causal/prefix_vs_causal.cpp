@@ -22,6 +22,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace prefix_vs_causal_cpp {
+
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -248,8 +252,10 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace prefix_vs_causal_cpp
 
 Experiment prefix_vs_causal() {
+    using namespace prefix_vs_causal_cpp;
     return {"prefix_vs_causal",
             "paper 003 §5.2: trained softmax transformers, prefixLM vs causalLM on LR / N-LR / MC (Tables 1, 3-6)",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},

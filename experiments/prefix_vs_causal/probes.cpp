@@ -107,6 +107,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace probes_cpp {
+
+
 namespace {
 
 void declare_keys(config::Schema& schema) {
@@ -180,8 +184,10 @@ RunOutcome run_probes(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace probes_cpp
 
 Experiment prefix_vs_causal_probes() {
+    using namespace probes_cpp;
     return {"prefix_vs_causal_probes", "paper 003 Figure 3: least-squares probes of every layer of a prefix_vs_causal run",
             {KeyGroup::output}, declare_keys, run_probes, estimate};
 }

@@ -31,6 +31,10 @@
 namespace iclab::experiments {
 
 using namespace iclab::run;
+
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace prompt_baking_cpp {
+
 using namespace iclab::experiments::prompt_baking_detail;
 
 namespace {
@@ -403,8 +407,10 @@ RunOutcome run_prompt_baking(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace prompt_baking_cpp
 
 Experiment prompt_baking() {
+    using namespace prompt_baking_cpp;
     return {"prompt_baking",
             "prompt baking (Bhargava et al. 2024) into b_KV, b_D or a LoRA of equal bytes against ICLCA (linear) and ICLAA "
             "(softmax) on the same prompts (issue 43)",

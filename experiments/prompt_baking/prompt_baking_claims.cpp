@@ -7,19 +7,11 @@
 #include "experiments/prompt_baking/prompt_baking_rows.hpp"
 #include "framework/core/check.hpp"
 #include "framework/core/measure.hpp"
+#include "framework/icl/logit_comparison.hpp"
 
 namespace iclab::experiments::prompt_baking_detail {
 
 namespace {
-
-std::size_t argmax(const double* z, std::size_t V) { return static_cast<std::size_t>(std::max_element(z, z + V) - z); }
-
-double log_sum_exp(const double* z, std::size_t V) {
-    const double top = *std::max_element(z, z + V);
-    double sum = 0.0;
-    for (std::size_t v = 0; v < V; ++v) sum += std::exp(z[v] - top);
-    return top + std::log(sum);
-}
 
 const char* const kReadme = "experiments/prompt_baking/README.md#claims";
 const char* const kPaper = "none (issue 43: own hypothesis)";
@@ -34,38 +26,17 @@ std::string bake_kernel_label(const std::string& map_label, bool zero_start) {
 }
 
 PairScore score_logits(const tasks::PromptPair& pair, const double* logits, const double* reference, std::size_t N, std::size_t V) {
+    const icl::LogitComparison compared = icl::compare_logits(logits, reference, N, V);  // shared with prompt_baking_lm
     PairScore s;
-    s.relative_error = relative_error(logits, reference, N * V);
-    std::vector<double> centered(N * V), centered_reference(N * V);
-    for (std::size_t t = 0; t < N; ++t) {
-        double mean = 0.0, mean_reference = 0.0;
-        for (std::size_t v = 0; v < V; ++v) mean += logits[t * V + v], mean_reference += reference[t * V + v];
-        mean /= static_cast<double>(V);
-        mean_reference /= static_cast<double>(V);
-        for (std::size_t v = 0; v < V; ++v) {
-            centered[t * V + v] = logits[t * V + v] - mean;
-            centered_reference[t * V + v] = reference[t * V + v] - mean_reference;
-        }
-    }
-    s.centered_error = relative_error(centered.data(), centered_reference.data(), N * V);
-    std::int64_t agree = 0;
-    for (std::size_t t = 0; t < N; ++t) {
-        const double *z = logits + t * V, *r = reference + t * V;
-        const double lz = log_sum_exp(z, V), lr = log_sum_exp(r, V);
-        double kl = 0.0;
-        for (std::size_t v = 0; v < V; ++v) {
-            const double log_p = r[v] - lr;
-            kl += std::exp(log_p) * (log_p - (z[v] - lz));
-        }
-        s.kl += kl / static_cast<double>(N);
-        const std::size_t best = argmax(z, V);
-        agree += best == argmax(r, V);
+    s.relative_error = compared.relative_error;
+    s.centered_error = compared.centered_error;
+    s.kl = compared.kl;
+    s.top1 = compared.top1;
+    for (std::size_t t = 0; t < N; ++t)
         if (pair.kinds[t] == tasks::PositionKind::first_trigger) {
             ++s.scored;
-            s.correct += static_cast<std::int32_t>(best) == pair.targets[t];
+            s.correct += static_cast<std::int32_t>(icl::argmax_of(logits + t * V, V)) == pair.targets[t];
         }
-    }
-    s.top1 = static_cast<double>(agree) / static_cast<double>(N);
     return s;
 }
 

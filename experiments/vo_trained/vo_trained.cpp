@@ -16,6 +16,10 @@ namespace iclab::experiments {
 
 using namespace iclab::run;
 
+// This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
+namespace vo_trained_cpp {
+
+
 namespace {
 
 constexpr std::uint64_t kEvalTasks = 101;  // stream of the fixed eval tasks (the trainer's own streams differ)
@@ -139,8 +143,10 @@ RunOutcome run_vo_trained(const RunContext& context) {
 }
 
 }  // namespace
+}  // namespace vo_trained_cpp
 
 Experiment vo_trained() {
+    using namespace vo_trained_cpp;
     return {"vo_trained", "trained one-layer LSA vs one GD step at the best eta (von Oswald et al. 2023 Fig. 2; spec §11)",
             {KeyGroup::output, KeyGroup::model, KeyGroup::train, KeyGroup::regression_task},
             declare_keys,

@@ -39,16 +39,41 @@ double min_of(const std::vector<double>& values) {
     return out;
 }
 
+namespace {
+bool any_nan(const std::vector<double>& values) {
+    return std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); });
+}
+}  // namespace
+
 double median_of(std::vector<double> values) {
-    if (values.empty()) return kNaN;
+    if (values.empty() || any_nan(values)) return kNaN;
     std::sort(values.begin(), values.end());
     const std::size_t n = values.size();
     return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+double quantile_of(std::vector<double> values, double q) {
+    ICLAB_CHECK(q >= 0.0 && q <= 1.0, "quantile_of: q = " << q << " is not in [0, 1]");
+    if (values.empty() || any_nan(values)) return kNaN;
+    std::sort(values.begin(), values.end());
+    const double position = q * static_cast<double>(values.size() - 1);
+    const std::size_t lo = static_cast<std::size_t>(position);
+    const std::size_t hi = std::min(lo + 1, values.size() - 1);
+    return values[lo] + (position - static_cast<double>(lo)) * (values[hi] - values[lo]);
+}
+
+std::size_t argmax_of(const double* z, std::size_t n) {
+    std::size_t best = 0;
+    for (std::size_t v = 0; v < n; ++v) {
+        if (std::isnan(z[v])) return n;
+        if (z[best] < z[v]) best = v;  // std::max_element's comparison: the first of equals stays
+    }
+    return best;  // n = 0: 0, which is n
+}
+
 Spread spread_of(const std::vector<double>& values) {
     Spread s;
-    if (values.empty() || std::any_of(values.begin(), values.end(), [](double v) { return std::isnan(v); })) return s;
+    if (values.empty() || any_nan(values)) return s;
     s.mean = mean_of(values);
     if (values.size() > 1) {
         double squares = 0.0;
@@ -196,6 +221,7 @@ Interval bootstrap_mean_interval(const std::vector<double>& values, double level
         for (std::size_t i = 0; i < n; ++i) sum += values[rng.uniform_int(n)];
         mean = sum / static_cast<double>(n);
     }
+    if (any_nan(values) || any_nan(means)) return interval;  // a NaN value (or +inf with -inf): no interval, no sort over a NaN
     std::sort(means.begin(), means.end());
     const auto at = [&](double q) {
         const double position = q * static_cast<double>(resamples - 1);

@@ -51,8 +51,17 @@ double sum_of(const std::vector<double>& values);  // left to right; 0 for an em
 double mean_of(const std::vector<double>& values);
 double max_of(const std::vector<double>& values);
 double min_of(const std::vector<double>& values);
-// The middle value (the mean of the two middle values for an even count); NaN for an empty list.
+// The middle value (the mean of the two middle values for an even count); NaN for an empty list and when any value
+// is NaN (std::sort on a NaN is undefined behaviour: the middle of such a "sorted" list can come out finite).
 double median_of(std::vector<double> values);
+// The q-quantile (0 <= q <= 1) with linear interpolation between the sorted values at positions floor(q (n − 1)) and
+// the next; NaN for an empty list and when any value is NaN (as median_of). For q = 0.5 and an even count it is
+// a + 0.5 (b − a), not median_of's 0.5 (a + b): the two can differ in the last bit.
+double quantile_of(std::vector<double> values, double q);
+// The index of the largest of z[0..n), the first of equal ones (as std::max_element); n, no index, when any value
+// is NaN or n = 0, so that a prediction from NaN logits is no prediction (std::max_element and a running
+// `z[v] > z[best]` both drop a NaN and return a finite index: an all-NaN row predicts token 0).
+std::size_t argmax_of(const double* z, std::size_t n);
 
 // Mean, sample standard deviation (n − 1), min and max; all NaN when any value is NaN (std also when n = 1).
 struct Spread {
@@ -62,7 +71,8 @@ struct Spread {
 Spread spread_of(const std::vector<double>& values);
 
 // Percentile bootstrap confidence interval of the mean: `resamples` resamples with replacement drawn from rng, the
-// (1 − level)/2 and (1 + level)/2 quantiles of their means. {NaN, NaN} for an empty list.
+// (1 − level)/2 and (1 + level)/2 quantiles of their means. {NaN, NaN} for an empty list, a NaN value or a NaN mean (+inf with -inf;
+// the same draws from rng either way).
 struct Interval {
     double low = std::numeric_limits<double>::quiet_NaN(), high = std::numeric_limits<double>::quiet_NaN();
 };

@@ -12,12 +12,12 @@ namespace iclab::icl {
 
 namespace {
 
-constexpr const char* kFormat = "iclab prompt cache adapter";
-constexpr std::int64_t kFormatVersion = 1;
+constexpr const char* kCacheFormat = "iclab prompt cache adapter";
+constexpr std::int64_t kCacheFormatVersion = 1;
 
 bool known_selection(const std::string& s) { return s == "exact" || s == "recent" || s == "heavy"; }
 
-std::string layer_path(std::size_t l, const char* what) { return "/cache/blocks." + std::to_string(l) + "." + what; }
+std::string cache_layer_path(std::size_t l, const char* what) { return "/cache/blocks." + std::to_string(l) + "." + what; }
 
 // One layer's keys or values as stored: (H, K, D), heads concatenated.
 std::vector<double> layer_array(const CacheAdapter& adapter, std::size_t l, bool values) {
@@ -36,8 +36,8 @@ std::string content_checksum(const CacheAdapter& a) {
         hash.mix_count(values.size());
         if (!values.empty()) hash.mix(values.data(), values.size() * sizeof(values[0]));
     };
-    hash.mix_string(kFormat);
-    hash.mix(&kFormatVersion, sizeof kFormatVersion);
+    hash.mix_string(kCacheFormat);
+    hash.mix(&kCacheFormatVersion, sizeof kCacheFormatVersion);
     hash.mix_string(a.selection);
     hash.mix_count(a.keep);
     hash.mix_string(a.model_fingerprint);
@@ -86,7 +86,7 @@ bool is_cache_adapter_file(const std::filesystem::path& path) {
     if (!std::filesystem::is_regular_file(path)) return false;
     try {
         const io::ResultsReader reader(path);
-        return reader.has_attr("/", "format") && reader.read_attr_string("/", "format") == kFormat;
+        return reader.has_attr("/", "format") && reader.read_attr_string("/", "format") == kCacheFormat;
     } catch (const Error&) {
         return false;
     }
@@ -100,13 +100,13 @@ void write_cache_adapter(const std::filesystem::path& path, const CacheAdapter& 
     for (std::size_t l = 0; l < a.layers; ++l) {
         ICLAB_CHECK(a.terms[l].size() == H, "a prompt-cache adapter layer without one term per head");
         for (const auto& head : a.terms[l]) ICLAB_CHECK(head.cache_length == K && head.features == nullptr, "a cache term of another size");
-        writer.write_tensor(layer_path(l, "keys"), layer_array(a, l, false).data(), {H, K, D},
+        writer.write_tensor(cache_layer_path(l, "keys"), layer_array(a, l, false).data(), {H, K, D},
                             {{"layout", "(H, K, D): stored prompt keys, pre-RoPE keys rotated to their offset p - M (RoPE models)"}});
-        writer.write_tensor(layer_path(l, "values"), layer_array(a, l, true).data(), {H, K, D}, {{"layout", "(H, K, D): their values"}});
+        writer.write_tensor(cache_layer_path(l, "values"), layer_array(a, l, true).data(), {H, K, D}, {{"layout", "(H, K, D): their values"}});
     }
     writer.write_tensor("/prompt_tokens", a.prompt.data(), {a.prompt.size()}, {{"layout", "(M): the prompt's token ids"}});
-    writer.set_attr("format", kFormat);
-    writer.set_attr("format_version", kFormatVersion);
+    writer.set_attr("format", kCacheFormat);
+    writer.set_attr("format_version", kCacheFormatVersion);
     writer.set_attr("content_checksum", content_checksum(a));
     writer.set_attr("exact", a.selection == "exact" ? "true" : "false");
     writer.set_attr("selection", a.selection);
@@ -132,7 +132,7 @@ CacheAdapter read_cache_adapter(const std::filesystem::path& path) {
         return name;
     };
     const std::int64_t version = reader.read_attr_int64("/", present("format_version"));
-    ICLAB_INPUT_CHECK(version == kFormatVersion, file << ": prompt-cache adapter format version " << version << ", this iclab reads " << kFormatVersion);
+    ICLAB_INPUT_CHECK(version == kCacheFormatVersion, file << ": prompt-cache adapter format version " << version << ", this iclab reads " << kCacheFormatVersion);
     const auto count = [&](const char* name) {
         const std::int64_t v = reader.read_attr_int64("/", present(name));
         ICLAB_INPUT_CHECK(v > 0 && v < (1 << 24), file << ": attribute " << name << " = " << v << " is out of range");
@@ -168,7 +168,7 @@ CacheAdapter read_cache_adapter(const std::filesystem::path& path) {
     for (std::size_t l = 0; l < L; ++l) {
         std::vector<double> parts[2];
         for (int which = 0; which < 2; ++which) {
-            const std::string name = layer_path(l, which == 0 ? "keys" : "values");
+            const std::string name = cache_layer_path(l, which == 0 ? "keys" : "values");
             ICLAB_INPUT_CHECK(reader.has(name), file << ": " << name << " is missing (model_layers = " << L << ")");
             auto t = reader.read_tensor_double(name);
             ICLAB_INPUT_CHECK(t.shape == (std::vector<std::size_t>{H, K, D}), file << ": " << name << " does not have the shape (model_heads, keep_tokens, head_dim)");

@@ -16,13 +16,13 @@ namespace iclab::icl {
 
 namespace {
 
-constexpr const char* kFormat = "iclab iclaa adapter";
+constexpr const char* kIclaaFormat = "iclab iclaa adapter";
 // 2: the root attribute content_checksum (issue 20). Version 1 files had none and are refused: re-convert them.
 // 3: hybrids (keep_tokens, the recent-K cache datasets) and learned_positions (issue 22). Version 2 files are read as
 // keep_tokens = 0, learned_positions = 0 (what every version 2 file was), their checksum as version 2 computed it.
-constexpr std::int64_t kFormatVersion = 3;
+constexpr std::int64_t kIclaaFormatVersion = 3;
 
-std::string layer_path(std::size_t l, const char* what) { return "/iclaa/blocks." + std::to_string(l) + "." + what; }
+std::string iclaa_layer_path(std::size_t l, const char* what) { return "/iclaa/blocks." + std::to_string(l) + "." + what; }
 
 bool known_map(const std::string& map) { return map == "prf" || map == "orf" || map == "elu1" || map == "learned"; }
 
@@ -62,13 +62,13 @@ LayerArrays layer_arrays(const IclaaAdapter& adapter, std::size_t l) {
 // "fnv1a64:<hex>" over everything that changes what the adapter computes: the format, the feature map (kind, F, seed,
 // s, λ), the RoPE convention, the model fingerprint and shapes, the prompt (tokens and text) and every value of every
 // dataset, as stored (float64 / int32 bytes); from version 3 also keep_tokens, learned_positions and the hybrid's cache.
-std::string content_checksum(const IclaaAdapter& adapter, double input_scale, double lambda, std::int64_t version = kFormatVersion) {
+std::string content_checksum(const IclaaAdapter& adapter, double input_scale, double lambda, std::int64_t version = kIclaaFormatVersion) {
     Fnv1a64 hash;
     const auto mix_values = [&](const auto& values) {
         hash.mix_count(values.size());
         if (!values.empty()) hash.mix(values.data(), values.size() * sizeof(values[0]));
     };
-    hash.mix_string(kFormat);
+    hash.mix_string(kIclaaFormat);
     hash.mix(&version, sizeof version);
     hash.mix_string(adapter.feature_map);
     hash.mix_count(adapter.features);
@@ -121,7 +121,7 @@ bool is_iclaa_adapter_file(const std::filesystem::path& path) {
     if (!std::filesystem::is_regular_file(path)) return false;
     try {
         const io::ResultsReader reader(path);
-        return reader.has_attr("/", "format") && reader.read_attr_string("/", "format") == kFormat;
+        return reader.has_attr("/", "format") && reader.read_attr_string("/", "format") == kIclaaFormat;
     } catch (const Error&) {
         return false;
     }
@@ -140,23 +140,23 @@ void write_iclaa_adapter(const std::filesystem::path& path, const IclaaAdapter& 
                         "the maps of one ICLAA adapter differ in s, lambda, F or D");
         const LayerArrays a = layer_arrays(adapter, l);
         if (!a.w.empty()) {
-            writer.write_tensor(layer_path(l, "w"), a.w.data(), {H, D, F}, {{"layout", "(H, D, F): column r of head h is w_r; log phi_r(x) = w_r.(s x) + c_r - lambda |s x|^2 / 2"}});
-            writer.write_tensor(layer_path(l, "c"), a.c.data(), {H, F}, {{"layout", "(H, F): c_r"}});
+            writer.write_tensor(iclaa_layer_path(l, "w"), a.w.data(), {H, D, F}, {{"layout", "(H, D, F): column r of head h is w_r; log phi_r(x) = w_r.(s x) + c_r - lambda |s x|^2 / 2"}});
+            writer.write_tensor(iclaa_layer_path(l, "c"), a.c.data(), {H, F}, {{"layout", "(H, F): c_r"}});
         }
-        writer.write_tensor(layer_path(l, "b_d"), a.b_d.data(), {H, F}, {{"layout", "(H, F): b_D = exp(log_b_d) * b_d, max 1"}});
-        writer.write_tensor(layer_path(l, "b_kv"), a.b_kv.data(), {H, F, D}, {{"layout", "(H, F, D): b_KV = exp(log_b_kv) * b_kv, max |.| 1"}});
-        writer.write_tensor(layer_path(l, "log_b_d"), a.log_b_d.data(), {H}, {{"layout", "(H)"}});
-        writer.write_tensor(layer_path(l, "log_b_kv"), a.log_b_kv.data(), {H}, {{"layout", "(H)"}});
+        writer.write_tensor(iclaa_layer_path(l, "b_d"), a.b_d.data(), {H, F}, {{"layout", "(H, F): b_D = exp(log_b_d) * b_d, max 1"}});
+        writer.write_tensor(iclaa_layer_path(l, "b_kv"), a.b_kv.data(), {H, F, D}, {{"layout", "(H, F, D): b_KV = exp(log_b_kv) * b_kv, max |.| 1"}});
+        writer.write_tensor(iclaa_layer_path(l, "log_b_d"), a.log_b_d.data(), {H}, {{"layout", "(H)"}});
+        writer.write_tensor(iclaa_layer_path(l, "log_b_kv"), a.log_b_kv.data(), {H}, {{"layout", "(H)"}});
         if (K > 0) {
             for (const auto& term : adapter.terms[l]) ICLAB_CHECK(term.cache_length == K, "a hybrid cache term of another size");
-            writer.write_tensor(layer_path(l, "cache_keys"), a.cache_keys.data(), {H, K, D},
+            writer.write_tensor(iclaa_layer_path(l, "cache_keys"), a.cache_keys.data(), {H, K, D},
                                 {{"layout", "(H, K, D): the last K prompt keys, pre-RoPE keys rotated to their offset p - M (RoPE models)"}});
-            writer.write_tensor(layer_path(l, "cache_values"), a.cache_values.data(), {H, K, D}, {{"layout", "(H, K, D): their values"}});
+            writer.write_tensor(iclaa_layer_path(l, "cache_values"), a.cache_values.data(), {H, K, D}, {{"layout", "(H, K, D): their values"}});
         }
     }
     writer.write_tensor("/prompt_tokens", adapter.prompt.data(), {adapter.prompt.size()}, {{"layout", "(M): the prompt's token ids"}});
-    writer.set_attr("format", kFormat);
-    writer.set_attr("format_version", kFormatVersion);
+    writer.set_attr("format", kIclaaFormat);
+    writer.set_attr("format_version", kIclaaFormatVersion);
     writer.set_attr("content_checksum", content_checksum(adapter, input_scale, lambda));
     writer.set_attr("exact", K == adapter.prompt.size() ? "true" : "false");  // a hybrid keeping all M tokens is the exact cache
     writer.set_attr("keep_tokens", K);
@@ -192,9 +192,9 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
     };
     const std::int64_t version = reader.read_attr_int64("/", present("format_version"));
     ICLAB_INPUT_CHECK(version != 1, file << " is an ICLAA adapter of format version 1, written before adapters carried a content checksum: "
-                                            "re-convert its prompt with iclab convert (this iclab reads version " << kFormatVersion << ")");
-    ICLAB_INPUT_CHECK(version == 2 || version == kFormatVersion,
-                      file << ": ICLAA adapter format version " << version << ", this iclab reads 2 and " << kFormatVersion);
+                                            "re-convert its prompt with iclab convert (this iclab reads version " << kIclaaFormatVersion << ")");
+    ICLAB_INPUT_CHECK(version == 2 || version == kIclaaFormatVersion,
+                      file << ": ICLAA adapter format version " << version << ", this iclab reads 2 and " << kIclaaFormatVersion);
     IclaaAdapter a;
     const auto count = [&](const char* name) {
         const std::int64_t v = reader.read_attr_int64("/", present(name));
@@ -258,13 +258,13 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
                            << (reader.has("/iclaa") ? reader.list("/iclaa").size() : 0) << " datasets, not " << per_layer << " per layer");
 
     // H is bounded by what the file stores before L·H maps are allocated (layer 0's log_b_d has H values).
-    const std::string first_scales = layer_path(0, "log_b_d");
+    const std::string first_scales = iclaa_layer_path(0, "log_b_d");
     ICLAB_INPUT_CHECK(reader.has(first_scales) && reader.read_tensor_double(first_scales).shape == std::vector<std::size_t>{H},
                       file << ": " << first_scales << " is missing or does not hold model_heads = " << H << " values");
     a.maps.assign(L, std::vector<nn::KernelFeatures<double>>(H));
     a.terms = PromptTerms(L, std::vector<nn::SoftmaxPromptHead<double>>(H));
     const auto shaped = [&](std::size_t l, const char* what, std::vector<std::size_t> shape) {
-        const std::string name = layer_path(l, what);
+        const std::string name = iclaa_layer_path(l, what);
         ICLAB_INPUT_CHECK(reader.has(name), file << ": " << name << " is missing (model_layers = " << L << ", feature_map " << a.feature_map << ")");
         auto t = reader.read_tensor_double(name);
         ICLAB_INPUT_CHECK(t.shape == shape, file << ": " << name << " does not have the adapter's shape");
@@ -294,13 +294,13 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
             }
             if (a.feature_map == "prf" || a.feature_map == "orf")
                 for (std::size_t r = 0; r < F; ++r)
-                    ICLAB_INPUT_CHECK(map.c[r] == log_c, file << ": " << layer_path(l, "c") << "[" << h << ", " << r << "] = " << map.c[r]
+                    ICLAB_INPUT_CHECK(map.c[r] == log_c, file << ": " << iclaa_layer_path(l, "c") << "[" << h << ", " << r << "] = " << map.c[r]
                                                               << ", but a " << a.feature_map << " map has c = -ln(F)/2 = " << log_c);
             if (a.feature_map == "learned")  // columns [W0 | -W0] (two_sided_map)
                 for (std::size_t d = 0; d < D; ++d)
                     for (std::size_t r = 0; r < F / 2; ++r)
                         ICLAB_INPUT_CHECK(map.w[d * F + F / 2 + r] == -map.w[d * F + r],
-                                          file << ": " << layer_path(l, "w") << " of head " << h << " is not two-sided (columns [W0 | -W0])");
+                                          file << ": " << iclaa_layer_path(l, "w") << " of head " << h << " is not two-sided (columns [W0 | -W0])");
             nn::SoftmaxPromptHead<double>& term = a.terms[l][h];
             term.b_d.assign(b_d.begin() + h * F, b_d.begin() + (h + 1) * F);
             term.b_kv.assign(b_kv.begin() + h * F * D, b_kv.begin() + (h + 1) * F * D);
@@ -317,12 +317,12 @@ IclaaAdapter read_iclaa_adapter(const std::filesystem::path& path) {
             const auto check_scaled = [&](const std::vector<double>& values, double log, const char* what, bool nonnegative) {
                 double top = 0.0;
                 for (double x : values) {
-                    ICLAB_INPUT_CHECK(!nonnegative || x >= 0.0, file << ": " << layer_path(l, what) << " of head " << h << " holds " << x << " < 0");
+                    ICLAB_INPUT_CHECK(!nonnegative || x >= 0.0, file << ": " << iclaa_layer_path(l, what) << " of head " << h << " holds " << x << " < 0");
                     top = std::max(top, std::abs(x));
                 }
                 const bool zero = top == 0.0 && log == -std::numeric_limits<double>::infinity();
                 ICLAB_INPUT_CHECK(zero || (top == 1.0 && std::isfinite(log)),
-                                  file << ": " << layer_path(l, what) << " of head " << h << " has max |.| " << top << " and " << layer_path(l, "log_")
+                                  file << ": " << iclaa_layer_path(l, what) << " of head " << h << " has max |.| " << top << " and " << iclaa_layer_path(l, "log_")
                                        << what << " " << log << " (stored normalized: max 1 with a finite log scale, or all 0 with -inf)");
             };
             check_scaled(term.b_d, term.log_b_d, "b_d", true);

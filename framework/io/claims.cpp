@@ -355,7 +355,15 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
     }
     // The count decides, and must agree with the mean of the same values (claims.hpp, ClaimRule): a verdict on the
     // other side of its own mean is inconclusive, except a failed rule for every value (one failing value fails it).
-    const bool counted = r.on_side >= needed, mean_on_side = rule.on_claimed_side(r.interval.mean);
+    // Every claimed side is convex (a half-line or an interval), so the mean of values all on it lies on it, and the
+    // mean of values all off a half-line lies off it (the off side of an interval is not convex): there the count
+    // decides the mean's side, because the rounded mean of n values at the rule's edge can fall on the other side
+    // (0.1 + 0.1 + 0.1 = 0.30000000000000004, and its third is above 0.1).
+    const bool counted = r.on_side >= needed;
+    const bool off_side_convex = rule.test != Test::count_within || std::isinf(rule.low) || std::isinf(rule.high);
+    const bool mean_on_side = r.on_side == n                      ? true
+                              : r.on_side == 0 && off_side_convex ? false
+                                                                  : rule.on_claimed_side(r.interval.mean);
     const std::string counted_text = std::to_string(r.on_side) + " of " + std::to_string(n) + " values on the claimed side (" +
                                      std::to_string(needed) + " needed)";
     if (counted == mean_on_side) {

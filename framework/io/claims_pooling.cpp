@@ -13,9 +13,9 @@ namespace iclab::io {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kPoolingNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string joined(const std::vector<std::string>& parts, const char* separator) {
+std::string joined_parts(const std::vector<std::string>& parts, const char* separator) {
     std::string out;
     for (const std::string& part : parts) out += (out.empty() ? "" : separator) + part;
     return out;
@@ -46,12 +46,12 @@ ClaimResult pool_ranked(const Claim& claim, const std::map<std::int64_t, std::ma
             x.push_back(std::strtod(a.c_str(), nullptr)), y.push_back(found->second), finite = finite && std::isfinite(found->second);
         }
         if (!absent.empty()) {
-            missing += (missing.empty() ? "" : "; ") + std::to_string(unit) + " (no " + claim.pair.key + " = " + joined(absent, ", ") + ")";
+            missing += (missing.empty() ? "" : "; ") + std::to_string(unit) + " (no " + claim.pair.key + " = " + joined_parts(absent, ", ") + ")";
             continue;
         }
         units.push_back(unit);
         if (!finite) {
-            p_values.push_back(kNaN);  // evaluate_claim: inconclusive, "a non-finite value"
+            p_values.push_back(kPoolingNaN);  // evaluate_claim: inconclusive, "a non-finite value"
             continue;
         }
         const KendallTest t = kendall_falls(x, y);

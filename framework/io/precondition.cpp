@@ -17,7 +17,7 @@ constexpr const char* kValue = "precondition_value";
 constexpr const char* kBar = "precondition_bar";
 constexpr const char* kMet = "precondition_met";
 
-std::string number(double x) {
+std::string number_text(double x) {
     char text[32];
     std::snprintf(text, sizeof text, "%.4g", x);
     return text;
@@ -47,14 +47,14 @@ std::optional<Precondition> read_precondition(const ResultsReader& reader) {
     const std::int64_t met = reader.read_attr_int64("/", kMet);
     ICLAB_INPUT_CHECK(std::isfinite(p.bar), reader.path().string() << ": " << kBar << " is not finite");
     ICLAB_INPUT_CHECK(met == static_cast<std::int64_t>(p.met()),
-                      reader.path().string() << ": " << kMet << " = " << met << " disagrees with " << kValue << " = " << number(p.value) << " and "
-                                    << kBar << " = " << number(p.bar));
+                      reader.path().string() << ": " << kMet << " = " << met << " disagrees with " << kValue << " = " << number_text(p.value) << " and "
+                                    << kBar << " = " << number_text(p.bar));
     return p;
 }
 
 std::string precondition_text(const Precondition& precondition) {
-    const std::string value = std::isnan(precondition.value) ? "no value" : number(precondition.value);
-    return precondition.measure + " " + value + (precondition.met() ? " >= " : " < ") + number(precondition.bar) + " (" +
+    const std::string value = std::isnan(precondition.value) ? "no value" : number_text(precondition.value);
+    return precondition.measure + " " + value + (precondition.met() ? " >= " : " < ") + number_text(precondition.bar) + " (" +
            precondition.key + ")";
 }
 

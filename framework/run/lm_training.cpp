@@ -15,7 +15,7 @@
 namespace iclab::run {
 
 namespace {
-enum Stream : std::uint64_t { kInitStream = 1, kTrainDataStream = 2, kEvalDataStream = 3 };
+enum LmStream : std::uint64_t { kLmInitStream = 1, kLmTrainDataStream = 2, kLmEvalDataStream = 3 };
 
 // Inputs and targets (B, T) of windows starting at `starts` of `tokens`.
 void fill_windows(std::vector<std::int32_t>& inputs, std::vector<std::int32_t>& targets, const std::vector<std::int32_t>& tokens,
@@ -113,7 +113,7 @@ LmTraining train_lm_typed(const config::Config& cfg, const RunOptions& options, 
     const TrainerSettings settings = trainer_settings_from_config(cfg);
     const std::size_t batch_size = cfg.get_int("train.batch_size"), eval_count = cfg.get_int("eval.sequences");
     const Rng root(static_cast<std::uint64_t>(cfg.get_int("seed")));
-    Rng init_rng = root.derive(kInitStream), data_rng = root.derive(kTrainDataStream), eval_rng = root.derive(kEvalDataStream);
+    Rng init_rng = root.derive(kLmInitStream), data_rng = root.derive(kLmTrainDataStream), eval_rng = root.derive(kLmEvalDataStream);
     const std::vector<std::size_t> eval_starts = sample_window_starts(data.heldout.size(), seq_len, eval_count, eval_rng,
                                                                       token_path.string() + " /heldout");
     sample_window_starts(data.train.size(), seq_len, 1, eval_rng, token_path.string() + " /train");  // refuses a short split now

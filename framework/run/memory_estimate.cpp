@@ -10,7 +10,7 @@
 namespace iclab::run {
 
 namespace {
-constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+constexpr double kBytesPerGib = 1024.0 * 1024.0 * 1024.0;
 
 double sequence_length(const config::Config& cfg) {
     return cfg.has("task.seq_len") ? static_cast<double>(cfg.get_int("task.seq_len"))
@@ -65,7 +65,7 @@ MemoryEstimate estimate_training_memory(const config::Config& cfg) {
     // Per block: q, k, v, o projections 4C^2 and the MLP 2 mlp C^2; embedding and unembedding V C each.
     const double blocks = cfg.has("model.shared_layers") && cfg.get_bool("model.shared_layers") ? 1.0 : L;
     e.parameters = blocks * (4.0 * C * C + 2.0 * mlp * C * C + 10.0 * C) + 2.0 * V * C;
-    e.state_gib = 4.0 * e.parameters * bytes / kGib;
+    e.state_gib = 4.0 * e.parameters * bytes / kBytesPerGib;
     // Saved per token and layer: LayerNorm outputs, q, k, v, attention output, residuals (~12 C), the MLP's hidden
     // pre- and post-activation (2 mlp C) and one row of attention weights per head (H T, the quadratic form); logits
     // and their softmax per token (3 V). Performer features: q and k features per head (2 H R).
@@ -73,7 +73,7 @@ MemoryEstimate estimate_training_memory(const config::Config& cfg) {
                                     cfg.get_string("model.feature_map") == "performer"
                                 ? 2.0 * H * static_cast<double>(cfg.get_int("model.random_features"))
                                 : 0.0;
-    e.activations_gib = B * T * (L * ((12.0 + 2.0 * mlp) * C + H * T + features) + 3.0 * V) * bytes / kGib;
+    e.activations_gib = B * T * (L * ((12.0 + 2.0 * mlp) * C + H * T + features) + 3.0 * V) * bytes / kBytesPerGib;
     return e;
 }
 
@@ -123,7 +123,7 @@ double inference_memory_gib(const config::Config& cfg, double B, double T, doubl
                                     cfg.get_string("model.feature_map") == "performer"
                                 ? 4.0 * H * static_cast<double>(cfg.get_int("model.random_features"))
                                 : 0.0;
-    return (parameters + B * T * ((12.0 + 2.0 * mlp) * C + H * T + features + 2.0 * V)) * bytes / kGib;
+    return (parameters + B * T * ((12.0 + 2.0 * mlp) * C + H * T + features + 2.0 * V)) * bytes / kBytesPerGib;
 }
 
 RunEstimate estimate_training(const config::Config& cfg) {
@@ -133,7 +133,7 @@ RunEstimate estimate_training(const config::Config& cfg) {
     const double forward = transformer_forward_flops(cfg, T, V);
     const double evaluations = std::floor(steps / static_cast<double>(cfg.get_int("eval.every"))) + 1.0;
     RunEstimate e;
-    e.memory_gib = m.total_gib() + static_cast<double>(cfg.get_int("eval.sequences")) * T * 16.0 * 8.0 / kGib;
+    e.memory_gib = m.total_gib() + static_cast<double>(cfg.get_int("eval.sequences")) * T * 16.0 * 8.0 / kBytesPerGib;
     e.flops = steps * B * 3.0 * forward + evaluations * static_cast<double>(cfg.get_int("eval.sequences")) * forward;
     e.gemm_flops = e.flops;
     e.keys = {"model.width", "model.layers", "train.batch_size", "train.steps"};

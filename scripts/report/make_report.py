@@ -193,29 +193,62 @@ def peak_memory_gib(run):
     return float(peak) if peak else float("nan")
 
 
-def record_sentence(runs):
-    """Which commit computes every number of the page (issue 46, one commit of record). The checkout's commit (HEAD)
-    does when every run was made at HEAD, or at a commit whose bits HEAD still computes: every dataset line of
-    tests/data/fingerprints.txt at that commit is in HEAD's file (the rule of the age test, scripts/report/
-    measured_blocks.py: a later commit that only added families, e.g. a new experiment, leaves the older runs' bits
-    as they were). A run of a dirty tree, or of a commit whose lines moved, is named as such."""
+def record_groups(runs, root=ROOT):
+    """[(commit, dirty, families or None, runs)]: the runs grouped by commit (12 hex digits), dirty tree and the
+    fingerprint families they depend on (scripts/report/families.py; None: every family), most runs first."""
     from collections import Counter
-    from measured_blocks import Fingerprints
-    head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True).stdout.strip()
-    counts = Counter((str(r.attrs.get("git_commit", "?"))[:7], r.attrs.get("git_dirty") == "true") for r in runs)
-    same, moved = [], []
-    fingerprints = Fingerprints(ROOT)
-    for (commit, dirty), n in sorted(counts.items(), key=lambda item: -item[1]):
-        what = f"{n} made at {commit}" + (" (dirty tree)" if dirty else "")
-        gone = None if commit == head else fingerprints.missing(commit)
-        (moved if dirty or gone is not None else same).append(what + (f" (its line '{gone[:60]}…' is gone)" if gone else ""))
+    from families import Families
+    known = Families(root)
+    counts = Counter((str(r.attrs.get("git_commit", "?"))[:12], str(r.attrs.get("git_dirty")) == "true", known.of_run(r.attrs))
+                     for r in runs)
+    return [(c, d, f, n) for (c, d, f), n in sorted(counts.items(), key=lambda item: (-item[1], item[0][0], sorted(item[0][2] or ())))]
+
+
+def record_rows(groups):
+    """The page's record table rows (scripts/report/measured_blocks.py judges the page by each row)."""
+    from families import text_of
+    return [(c + (" (dirty)" if d else ""), text_of(f).replace(",", ", "), str(n)) for c, d, f, n in groups]
+
+
+def record_sentence(runs, root=ROOT):
+    """Which commit computes every number of the page (issue 46, one commit of record). The checkout's commit (HEAD)
+    does when every run was made at HEAD, or at a commit whose bits HEAD still computes for that run: every dataset
+    line of tests/data/fingerprints.txt at that commit, of the fingerprint families the run depends on (its
+    experiment's, scripts/report/families.py), is in HEAD's file (the rule of the age test, scripts/report/
+    measured_blocks.py: a later commit that only added lines, or changed another family's, leaves the run's bits as
+    they were). A run of a dirty tree, or whose families' lines moved, is named with its family and first moved line."""
+    from measured_blocks import Fingerprints, families_phrase
+    head = subprocess.run(["git", "-C", root, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True).stdout.strip()
+    full = subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    fingerprints = Fingerprints(root)
+    at_head, older, moved = 0, {}, []
+    for commit, dirty, families, n in record_groups(runs, root):
+        runs_text = f"{n} run{'s' if n != 1 else ''}"
+        if dirty:
+            moved.append(f"{runs_text} at {commit[:7]} (dirty tree)")
+            continue
+        if commit != "?" and full.startswith(commit):
+            at_head += n
+            continue
+        gone = fingerprints.missing(commit, families)
+        if gone is None:
+            entry = older.setdefault(commit[:7], [0, set(), False])
+            entry[0] += n
+            entry[2] = entry[2] or families is None
+            entry[1] |= set(families or ())
+        else:
+            why = (f"family {gone.split(chr(9), 1)[0]}'s line '{gone[:60]}…' is not in {head}'s file" if "\t" in gone
+                   else gone)  # else: no fingerprints at that commit (unknown to git)
+            moved.append(f"{runs_text} at {commit[:7]} ({families_phrase(families)}; {why})")
+    same = [f"{at_head} run{'s' if at_head != 1 else ''} at {head}"] if at_head else []
+    for c, (n, fams, every) in older.items():
+        whose = "fingerprint lines" if every else "families' fingerprint lines (" + ", ".join(sorted(fams)) + ")"
+        same.append(f"{n} at {c}, whose {whose} are {head}'s")
     if not moved:
-        older = [w for w in same if not w.endswith(f"at {head}")]
-        return (f"Every number below is what commit {head} computes. Runs: " + ", ".join(same) + "."
-                + (" Every fingerprint line (tests/data/fingerprints.txt) of " + ", ".join(w.split(" at ")[1] for w in older)
-                   + f" is in {head}'s file, so those runs' bits are {head}'s (the age test's rule)." if older else ""))
-    return (f"**Not one commit of record:** {', '.join(moved)} computed other bits than {head}"
-            + (f"; {', '.join(same)} are {head}'s" if same else "") + ". Rerun those runs at one commit.")
+        return (f"Every number below is what commit {head} computes: " + "; ".join(same) + " (tests/data/fingerprints.txt, "
+                "each run judged by the families of its experiment; the record table under Machine and runs).")
+    return (f"**Not one commit of record:** {'; '.join(moved)} computed other bits than {head}"
+            + (f"; {'; '.join(same)}" if same else "") + ". Rerun those runs at one commit.")
 
 
 def run_facts(runs):
@@ -358,7 +391,7 @@ def main():
                  fmt(peak_memory_gib(r)) if peak_memory_gib(r) == peak_memory_gib(r) else "") for r in runs]
     atomic_write_text(os.path.join(out_dir, "reproduction.md"),
                       reproduction_page(claims, gates, facts, args.title, args.profile, unfinished_md(unfinished), run_rows,
-                                        record_sentence(runs)))
+                                        record_sentence(runs), record_rows(record_groups(runs))))
     with atomic_output(os.path.join(out_dir, "readme_blocks.json")) as tmp, open(tmp, "w") as f:
         json.dump(readme_blocks(claims, args.title, args.page, gates), f, indent=1, sort_keys=True)
     print(os.path.join(out_dir, "index.html"))

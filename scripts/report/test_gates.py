@@ -1,12 +1,12 @@
 """ctest report_gates: paper 003's spec gates (shared/specs/paper003.md §5) computed from the per-cell rows: Table 3's
 ">= 10 of 12" passes at 10 and fails at 9, an undecided cell leaves it inconclusive only while it could still tip it;
-a Table 1 cell needs both its prefix < causal and its ratio / gap row, a missing one is "not run"; a profile without
+a Table 1 cell is its one ratio / gap row (Table 3's cell of the same runs too), a missing one is "not run"; a profile without
 Part B gets no gate rows; the gates reach the page's opening list and its verdict keys."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gates import SPEC_GATES, TABLE3_SETTINGS, TASKS, gate_claims, gate_verdict  # noqa: E402
+from gates import SPEC_GATES, TABLE1_SETTINGS, TABLE3_SETTINGS, TASKS, gate_claims, gate_verdict  # noqa: E402
 from page_md import reproduction_page  # noqa: E402
 from verdicts import parse_verdict_keys  # noqa: E402
 
@@ -19,7 +19,11 @@ def claim(cid, verdict):
             "key": f"configs/quick/prefix_vs_causal.yaml :: {cid}"}
 
 
-table3 = [f"003-T3 {t} {s}: prefix < causal" for t in TASKS for s in TABLE3_SETTINGS]
+def table1_id(t, s):
+    return f"003-T1 {t} {s}: " + ("gap >= 1 point" if t == "MC" else "ratio >= 1.5")
+
+
+table3 = [table1_id(t, s) if s in TABLE1_SETTINGS else f"003-T3 {t} {s}: prefix < causal" for t in TASKS for s in TABLE3_SETTINGS]
 assert len(table3) == 12 and len({g[0] for g in SPEC_GATES}) == len(SPEC_GATES)
 
 
@@ -44,17 +48,14 @@ g = gate(table3_with(["reproduced"] * 11), T3)                                  
 assert g["verdict"] == "reproduced" and "MC SL-L2: not run" in g["members"], g
 assert gate_verdict(["reproduced"] * 6, 6) == (6, "reproduced") and gate_verdict(["reproduced"] * 5 + ["not run"], 6)[1] == "inconclusive"
 
-# Table 1: a cell is its prefix < causal row and its ratio (regression) / gap (MC) row
+# Table 1: a cell is its one ratio (regression) / gap (MC) row, which Table 3's gate reads for the same cell
 T1 = "003-gate Table 1: all 6 cells"
-rows = []
-for t in TASKS:
-    for s in ("UL-no-L2", "SL-L2"):
-        rows.append(claim(f"003-T3 {t} {s}: prefix < causal", "reproduced"))
-        rows.append(claim(f"003-T1 {t} {s}: " + ("gap >= 1 point" if t == "MC" else "ratio >= 1.5"), "reproduced"))
+rows = [claim(table1_id(t, s), "reproduced") for t in TASKS for s in ("UL-no-L2", "SL-L2")]
 assert gate(rows, T1)["verdict"] == "reproduced"
-rows[1]["verdict"] = "not reproduced"  # LR UL-no-L2's ratio fails: its cell fails although prefix < causal holds
+rows[0]["verdict"] = "not reproduced"  # LR UL-no-L2's ratio fails: its cell fails in both tables' gates
 g = gate(rows, T1)
 assert (g["verdict"], g["ours"]) == ("not reproduced", "5 of 6 reproduced") and "LR UL-no-L2: not reproduced" in g["members"], g
+assert "LR UL-no-L2: not reproduced" in gate(rows, T3)["members"]
 assert gate(rows[:-1], T1)["members"].endswith("MC SL-L2: not run")  # MC SL-L2's gap row missing
 # the fallback rows of the paper profile are other claims: they do not stand for the cells
 fallback = [dict(r, id=r["id"] + " (with triggered fallback)") for r in rows]
@@ -69,8 +70,8 @@ page = reproduction_page(rows, gates, [], "T", "quick", [], [])
 head = page.split("## Paper 003")[0]
 assert "[**003-gate Table 3: >= 10 of 12**](#c-003-gate-table-3-----10-of-12): ours 9 of 12 reproduced, rule `>= 10 of 12 cells reproduced`" in head, head
 assert "| 003-gate Table 3: >= 10 of 12 | prefix < causal in >= 10 of the 12 Table 3 cells | gate | 9 of 12 reproduced |  | **not reproduced** |" in page
-# Table 1's gate is there too (its prefix < causal cells are Table 3's), undecided: its ratio / gap rows are missing
-assert "- **Spec gates (computed from the rows)**: 0 of 2 reproduced, 1 not reproduced, 1 inconclusive." in page, page
+# Table 1's gate is there too (its cells are Table 3's Table-1 rows), decided by the 3 failed cells among them
+assert "- **Spec gates (computed from the rows)**: 0 of 2 reproduced, 2 not reproduced." in page, page
 assert "**12 claims: 9 reproduced, 3 not reproduced, 0 inconclusive, 0 not run.**" in page  # gates counted apart
 assert parse_verdict_keys(page)["shared/specs/paper003.md §5 :: " + T3] == "not reproduced"
 print("gates: counted from the rows, decided only when the undecided cells cannot tip them, on the page and in its keys")

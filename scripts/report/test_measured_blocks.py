@@ -2,7 +2,9 @@
 tests/data/fingerprints.txt changes three times (then a family is only added). A bits block measured at the last fingerprint change (or after it) passes;
 one measured before it fails, as do an unknown commit, a dirty tree and a block naming no commit; a timed block must
 name a cpu but may be older; claims and table blocks take their commit from their text; a measured-looking table
-outside any block is an error (a warning with --warn-unmarked); broken markers exit 2."""
+outside any block is an error (a warning with --warn-unmarked); broken markers exit 2. Then (issue 46) a block naming
+its families passes when another family's line moved and fails when its own did, a block without families fails on
+any change, a page's record table is judged row by row, and claims blocks age with their page."""
 import os
 import subprocess
 import sys
@@ -128,5 +130,79 @@ with tempfile.TemporaryDirectory(prefix="iclab_measured_") as repo:
     # --threshold: the ancestry rule instead
     rc, err = check(repo, measured("bits", between), "--threshold", fp)
     assert rc == 1 and "the given threshold" in err, err
+
+
+# Issue 46, a number judged by its own families: the first column of a line is its family. In a repository of its own,
+# family b's line moves after `c1`; family a's stays.
+def check_file(repo, rel, text):
+    path = os.path.join(repo, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    r = subprocess.run([sys.executable, SCRIPT, "--check", "--root", repo, path], capture_output=True, text=True)
+    return r.returncode, r.stderr
+
+
+def lines(b_hash):
+    return (f"family\ta\tHA\t1\na\tx.h5:/d\tfloat32\t2\t1111\nfamily\tb\tH{b_hash}\t1\n"
+            f"b\tx.h5:/d\tfloat32\t2\t{b_hash}\n")
+
+
+def with_families(c, families):
+    return (f'# x\n\n<!-- measured: kind=bits commit={c} families="{families}" source="iclab run a.yaml" -->\n'
+            "| a | 1.5 | 2.5 |\n<!-- /measured -->\n")
+
+
+def page(title_commit, rows):
+    record = "".join(f"| {c} | {f} | {n} |\n" for c, f, n in rows)
+    return (f"# iclab reproduction: profile quick, commit {title_commit}\n\nGenerated.\n\n## Machine and runs\n\n"
+            f"| commit | fingerprint families | runs |\n|---|---|---|\n{record}\n")
+
+
+with tempfile.TemporaryDirectory(prefix="iclab_measured_") as repo:
+    git(repo, "init", "-q")
+    c1 = commit(repo, "tests/data/fingerprints.txt", lines("2222"), "fingerprints v1")
+    c2 = commit(repo, "tests/data/fingerprints.txt", lines("3333"), "family b's bits moved")
+    assert check(repo, with_families(c1[:7], "a"))[0] == 0                       # b moved: a's numbers are current
+    rc, err = check(repo, with_families(c1[:7], "a,b"))
+    assert rc == 1 and f"README.md:3: measured block: the bits moved since commit {c1[:7]} (families a, b)" in err \
+        and "'b\tx.h5:/d\tfloat32\t2\t2222'" in err, err                       # names block, commit, families, line
+    rc, err = check(repo, measured("bits", c1[:7]))                              # no families: the global rule, kept
+    assert rc == 1 and "(every family)" in err and "'b\tx.h5" in err, err
+    assert check(repo, with_families(c2[:7], "b"))[0] == 0
+    rc, err = check(repo, with_families(c1[:7], "a,nosuch"))                    # a typo cannot make a block current
+    assert rc == 1 and "names the family nosuch" in err, err
+    assert check(repo, with_families(c1[:7], ""))[0] == 2                        # families="" names none: broken marker
+
+    # a generated table: its caption names the runs' families ("all": every family)
+    table = "<!-- table: run=x dataset=/tables/t -->\n*… commit {c}, AVX2; do not edit. Fingerprint families: {f}.*\n<!-- /table -->\n"
+    assert check(repo, table.format(c=c1[:12], f="a"))[0] == 0
+    rc, err = check(repo, table.format(c=c1[:12], f="a, b"))
+    assert rc == 1 and "table block: the bits moved" in err and "families a, b" in err, err
+    assert check(repo, table.format(c=c1[:12], f="all"))[0] == 1
+
+    # the page: each row of its record table (the runs of one commit) judged by its own families
+    assert check_file(repo, "docs/reproduction.md", page(c2[:7], [(c1[:12], "a", 3), (c2[:12], "a, b", 2)]))[0] == 0
+    rc, err = check_file(repo, "docs/reproduction.md", page(c2[:7], [(c1[:12], "a", 3), (c1[:12], "b", 2)]))
+    assert rc == 1 and f"page block: the bits moved since commit {c1[:12]} (2 runs on docs/reproduction.md) (families b)" in err, err
+    rc, err = check_file(repo, "docs/reproduction.md", page(c2[:7], [(c2[:12] + " (dirty)", "a", 1)]))
+    assert rc == 1 and "made on a dirty tree" in err, err
+    rc, err = check_file(repo, "docs/reproduction.md", page(c2[:7], [("zz", "a", 1)]))
+    assert rc == 2 and "record row" in err, err
+    # a page without a record table: its title's commit, every family (the old rule)
+    old_page = f"# iclab reproduction: profile quick, commit {c1[:7]}\n\nGenerated.\n"
+    assert check_file(repo, "docs/reproduction.md", old_page)[0] == 1
+
+    # claims:quick blocks age with the page they are copied from (its record), and must be of the page's commit
+    claims = "<!-- claims:quick -->\nGenerated … \"iclab reproduction: profile quick, commit {c}\"; do not edit.\n<!-- /claims:quick -->\n"
+    check_file(repo, "docs/reproduction.md", page(c2[:7], [(c1[:12], "a", 3)]))
+    assert check(repo, claims.format(c=c2[:7]))[0] == 0
+    rc, err = check(repo, claims.format(c=c1[:7]))
+    assert rc == 1 and "copied from the report of commit" in err, err
+    check_file(repo, "docs/reproduction.md", page(c2[:7], [(c1[:12], "a", 3), (c1[:12], "b", 1)]))
+    rc, err = check(repo, claims.format(c=c2[:7]))
+    assert rc == 1 and "claims:quick block: the bits moved since commit " + c1[:12] in err and "families b" in err, err
+    check_file(repo, "docs/reproduction.md", old_page)                            # no record: the block's own commit
+    assert check(repo, claims.format(c=c2[:7]))[0] == 0 and check(repo, claims.format(c=c1[:7]))[0] == 1
 
 print("measured_blocks rules: ok")

@@ -165,9 +165,10 @@ class FakeRun:
 head = subprocess.run(["git", "-C", os.path.dirname(__file__), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
 if head:  # a checkout (not an exported tarball)
     at_head = record_sentence([FakeRun(head, False)] * 3)
-    assert at_head.startswith(f"Every number below is what commit {head[:7]} computes. Runs: 3 made at {head[:7]}."), at_head
+    assert at_head.startswith(f"Every number below is what commit {head[:7]} computes: 3 runs at {head[:7]} ("), at_head
     dirty = record_sentence([FakeRun(head, False), FakeRun(head, True)])
-    assert dirty.startswith("**Not one commit of record:** 1 made at " + head[:7] + " (dirty tree)"), dirty
+    assert dirty.startswith("**Not one commit of record:** 1 run at " + head[:7] + " (dirty tree)"), dirty
     unknown = record_sentence([FakeRun("0" * 40, False)])  # a commit whose fingerprints git cannot show: not HEAD's bits
-    assert unknown.startswith("**Not one commit of record:** 1 made at 0000000"), unknown
+    assert unknown.startswith("**Not one commit of record:** 1 run at 0000000"), unknown
+    # (runs judged by their own families: scripts/report/test_families.py, on a repository made there)
 print("page: the commit of record named, dirty and foreign commits flagged OK")

@@ -1,6 +1,8 @@
 """Second half of scripts/report/worked_example.sh: the transcripts of README.md's and docs/adapters.md's worked
 example from the outputs the shell script saved in --work, written into their measured blocks
-(`<!-- measured: kind=bits … source="scripts/report/worked_example.sh" part=NAME -->`, docs/testing.md#measured-blocks-every-published-number-names-its-commit-issue-46).
+(`<!-- measured: kind=bits … source="scripts/report/worked_example.sh" part=NAME families="…" -->`,
+docs/testing.md#measured-blocks-every-published-number-names-its-commit-issue-46; families: the fingerprint families of
+the commands the shell script runs, scripts/report/families.py, by which measured_blocks.py ages the blocks).
 Parts: readme (README.md's transcript), adapters (docs/adapters.md's), identity (the predict --adapter vs predict on
 [X'; X] comparison in docs/adapters.md). Exit 0 written / equal, 1 (--check) a part differs, 2 a missing block or output.
 """
@@ -16,8 +18,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from script_io import atomic_write_text  # noqa: E402
 
 RUN = "results/quick_induction_head_seed0"
-BLOCK = re.compile(r'<!-- measured: kind=bits commit=\S+ cpu="[^"]*" source="scripts/report/worked_example.sh" part=(\w+) -->'
-                   r'(.*?)<!-- /measured -->', re.S)
+BLOCK = re.compile(r'<!-- measured: kind=bits commit=\S+ cpu="[^"]*" source="scripts/report/worked_example.sh" part=(\w+)'
+                   r'(?: families="[^"]*")? -->(.*?)<!-- /measured -->', re.S)
+# the iclab commands of worked_example.sh (their families are the blocks' families)
+COMMANDS = ("iclab run configs/quick/induction_head.yaml; iclab predict RUN --text T; iclab convert RUN --prompt P; "
+            "iclab predict RUN --adapter A --text T")
 
 
 def lines(work, name):
@@ -75,6 +80,9 @@ def main():
         print(f"worked_example: cannot read the commands' outputs: {e}", file=sys.stderr)
         return 2
     cpu = args.cpu.replace('"', "'")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from families import Families, text_of
+    families = text_of(Families(args.root).of_command(COMMANDS))
     differ, seen = [], set()
     for rel in ("README.md", "docs/adapters.md"):
         path = os.path.join(args.root, rel)
@@ -89,7 +97,7 @@ def main():
             inline = part == "identity"
             body = parts[part] if inline else "\n" + parts[part] + "\n"
             return (f'<!-- measured: kind=bits commit={args.commit} cpu="{cpu}" source="scripts/report/worked_example.sh" '
-                    f"part={part} -->{body}<!-- /measured -->")
+                    f'part={part} families="{families}" -->{body}<!-- /measured -->')
         new = BLOCK.sub(fill, text)
         if new != text:
             differ.append(rel)
