@@ -218,8 +218,11 @@ TEST_CASE("prompt_baking: a tiny run writes every method's table and the claims"
     REQUIRE(soft.status == 0);
     const io::Table soft_methods = io::ResultsReader(scratch.path / "soft" / "results.h5").read_table("/tables/methods");
     const auto soft_labels = soft_methods.strings("method");
-    CHECK(soft_labels.size() == 9);  // before, cache, prf F=32, prf F=64, orf, elu1, learned, hybrid, lora
+    REQUIRE(soft_labels.size() == 13);  // before, cache, prf F=32, prf F=64, orf, elu1, learned, hybrid, lora, 4 x bake kernel
     CHECK(soft_methods.numbers("relative_logit_error")[1] < 1e-10);  // the exact cache
+    CHECK(soft_labels[9] == "bake kernel prf F=32");
+    CHECK(soft_labels[12] == "bake kernel learned F=32");
+    CHECK(soft_methods.numbers("bytes_fp32")[9] == soft_methods.numbers("bytes_fp32")[2]);  // the closed form's bytes
 }
 
 TEST_CASE("prompt_baking: a bad config key or a setting it cannot serve exits 2 naming the key", "[prompt_baking][cli]") {
@@ -234,6 +237,13 @@ TEST_CASE("prompt_baking: a bad config key or a setting it cannot serve exits 2 
     const auto softmax_biases = run_iclab("run configs/quick/prompt_baking_softmax.yaml prompt_baking.targets=[biases]" + out, scratch.path);
     CHECK(softmax_biases.status == 2);
     CHECK_THAT(softmax_biases.err, Catch::Contains("prompt_baking.targets"));
+    const auto linear_kernel = run_iclab("run configs/quick/prompt_baking.yaml prompt_baking.targets=[kernel]" + out, scratch.path);
+    CHECK(linear_kernel.status == 2);
+    CHECK_THAT(linear_kernel.err, Catch::Contains("prompt_baking.targets"));
+    const auto no_closed_form = run_iclab(
+        "run configs/quick/prompt_baking_softmax.yaml prompt_baking.iclaa.feature_maps=[prf] prompt_baking.kernel_maps=[orf]" + out, scratch.path);
+    CHECK(no_closed_form.status == 2);
+    CHECK_THAT(no_closed_form.err, Catch::Contains("prompt_baking.kernel_maps"));
     const auto too_long = run_iclab("run configs/quick/prompt_baking.yaml prompt_baking.generate=20" + out, scratch.path);
     CHECK(too_long.status == 2);
     CHECK_THAT(too_long.err, Catch::Contains("prompt_baking.generate"));

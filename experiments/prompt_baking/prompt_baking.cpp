@@ -4,7 +4,8 @@
 //   linear models  ICLCA's exact biases (framework/icl/iclca.hpp) against baking into the same b_KV, b_D and into a
 //                  LoRA on W_Q, W_K, W_V of equal bytes (framework/icl/prompt_baking.hpp);
 //   softmax models ICLAA with each feature map and the hybrids (framework/icl/iclaa.hpp) against baking into a LoRA of
-//                  the bytes of the elu1-sized kernel biases (F = D), the exact prompt cache as the check.
+//                  the bytes of the elu1-sized kernel biases (F = D) and into ICLAA's own kernel biases of each map
+//                  (from its closed form or from 0, same bytes), the exact prompt cache as the check.
 // Measures per pair: relative logit error, KL, ICL accuracy at X's first trigger occurrences, top-1 and greedy
 // generated-token agreement, and the time and memory to convert. Claims: prompt_baking_claims.cpp.
 #include <algorithm>
@@ -13,8 +14,6 @@
 #include <memory>
 #include <cstdio>
 #include <set>
-
-#include <malloc.h>
 
 #include "experiments/prompt_baking/prompt_baking_rows.hpp"
 #include "framework/core/check.hpp"
@@ -43,6 +42,16 @@ namespace {
 // Sub-streams of the run's seed (1-3: induction training's init, data, eval).
 enum Stream : std::uint64_t { kPairs = 4, kFeatures = 5, kFitInit = 6, kFitData = 7, kContinuations = 8, kLoraInit = 9 };
 
+// A baking target's refusals (icl::check_baking_assumptions, or check_kernel_baking_assumptions for kernel).
+void check_target(const model::ModelSpec& spec, const std::string& target) {
+    if (target == "kernel")
+        icl::check_kernel_baking_assumptions(spec);
+    else
+        icl::check_baking_assumptions(spec, icl::parse_bake_target(target));
+}
+
+void check_kernel_keys(const config::Config& cfg);
+
 void declare_keys(config::Schema& schema) {
     schema.add_string_free("source.run_dir", "",
                            "a finished induction_head / iclca_induction / iclaa / prompt_baking run whose trained model to use (its "
@@ -53,9 +62,16 @@ void declare_keys(config::Schema& schema) {
         .add_int("prompt_baking.generate", 16, 0, 1 << 16,
                  "G: greedy tokens generated after X (and after [X'; X] for the reference); M + N + G <= task.seq_len")
         .add_int("prompt_baking.pairs", 16, 1, 1 << 20, "(X', X) pairs, from the seed's sub-stream 4; every method on the same pairs")
-        .add_string_list("prompt_baking.targets", {"biases", "lora"}, {"biases", "lora"},
+        .add_string_list("prompt_baking.targets", {"biases", "lora"}, {"biases", "lora", "kernel"},
                          "what baking learns: biases = b_KV, b_D of every layer (linear attention only; ICLCA's parameters), "
-                         "lora = rank-r A B added to W_Q, W_K, W_V of every layer")
+                         "lora = rank-r A B added to W_Q, W_K, W_V of every layer, kernel = ICLAA's kernel biases b_KV (F, D), "
+                         "b_D (F) of every layer and head (softmax only; one row per prompt_baking.kernel_maps x kernel_starts)")
+        .add_string_list("prompt_baking.kernel_maps", {"prf", "orf", "elu1", "learned"}, {"prf", "orf", "elu1", "learned"},
+                         "target kernel: the feature maps whose kernel biases (F = D) baking learns; each must be among "
+                         "prompt_baking.iclaa.feature_maps (the same map object as that closed-form row)")
+        .add_string_list("prompt_baking.kernel_starts", {"closed_form"}, {"closed_form", "zero"},
+                         "target kernel: start at ICLAA's closed-form biases of the map, or at b_KV = b_D = 0 (the closed "
+                         "form's log scales kept)")
         .add_int("prompt_baking.lora_rank", 0, 0, 1 << 16, "r of the LoRA; 0: the largest r whose 6·C·r·L values fit in the bias adapter's L·H·F·(D+1)")
         .add_string("prompt_baking.continuations", "teacher", {"teacher", "task"},
                     "the continuations x baking averages the KL over: teacher = sampled from the model with the prompt, "
@@ -80,6 +96,7 @@ void declare_keys(config::Schema& schema) {
         .add_int("prompt_baking.iclaa.learned_steps", 300, 1, 1 << 20, "learned map fit: Adam steps (framework/icl/feature_fit.hpp)")
         .add_float("prompt_baking.iclaa.learned_lr", 1e-2, 1e-8, 1e3, "learned map fit: lr")
         .add_int("prompt_baking.iclaa.learned_batch", 32, 1, 1 << 16, "learned map fit: sequences per step");
+    schema.add_rule(check_kernel_keys);
     schema.add_rule([](const config::Config& cfg) {
         const std::string dir = cfg.get_string("source.run_dir");
         if (!dir.empty() && !std::filesystem::exists(std::filesystem::path(dir) / kResultsFile))
@@ -102,8 +119,7 @@ void declare_keys(config::Schema& schema) {
         const bool linear = cfg.get_string("model.attention") == "linear";
         for (const auto& target : targets)
             try {
-                icl::check_baking_assumptions(model_spec_from_config(cfg, tasks::kInductionVocab, cfg.get_int("task.seq_len")),
-                                              icl::parse_bake_target(target));
+                check_target(model_spec_from_config(cfg, tasks::kInductionVocab, cfg.get_int("task.seq_len")), target);
             } catch (const InputError& error) {
                 cfg.fail({"prompt_baking.targets", "model.attention"}, error.what());
             }
@@ -117,37 +133,38 @@ void declare_keys(config::Schema& schema) {
     });
 }
 
+void check_kernel_keys(const config::Config& cfg) {
+    const auto targets = cfg.get_string_list("prompt_baking.targets");
+    if (std::find(targets.begin(), targets.end(), "kernel") == targets.end()) return;
+    const auto maps = cfg.get_string_list("prompt_baking.iclaa.feature_maps");
+    for (const auto& m : cfg.get_string_list("prompt_baking.kernel_maps"))
+        if (std::find(maps.begin(), maps.end(), m) == maps.end())
+            cfg.fail({"prompt_baking.kernel_maps", "prompt_baking.iclaa.feature_maps"},
+                     "kernel baking of the " + m + " map needs its closed-form row: add " + m + " to prompt_baking.iclaa.feature_maps");
+    if (cfg.get_string_list("prompt_baking.kernel_maps").empty() || cfg.get_string_list("prompt_baking.kernel_starts").empty())
+        cfg.fail({"prompt_baking.kernel_maps", "prompt_baking.kernel_starts"}, "target kernel needs a map and a start");
+}
+
+// Bake rows per target: 1 for biases and lora, maps x starts for kernel.
+double bake_rows(const config::Config& cfg) {
+    double rows = 0.0;
+    for (const auto& target : cfg.get_string_list("prompt_baking.targets"))
+        rows += target == "kernel" ? static_cast<double>(cfg.get_string_list("prompt_baking.kernel_maps").size() *
+                                                         cfg.get_string_list("prompt_baking.kernel_starts").size())
+                                   : 1.0;
+    return rows;
+}
+
 RunEstimate estimate(const config::Config& cfg) {
     RunEstimate e = cfg.get_string("source.run_dir").empty() ? estimate_training(cfg) : RunEstimate{};
     const double M = static_cast<double>(cfg.get_int("prompt_baking.prompt_length")), N = static_cast<double>(cfg.get_int("prompt_baking.input_length"));
     const double P = static_cast<double>(cfg.get_int("prompt_baking.pairs")), S = static_cast<double>(cfg.get_int("prompt_baking.samples"));
     const double steps = static_cast<double>(cfg.get_int("prompt_baking.steps") * cfg.get_int("prompt_baking.batch"));
-    const double targets = static_cast<double>(cfg.get_string_list("prompt_baking.targets").size());
+    const double targets = bake_rows(cfg);
     // per pair and target: S teacher forwards of M + N, steps·batch student forward + backward (3 forwards) of N
     e.flops += P * targets * (S * transformer_forward_flops(cfg, M + N, 52.0) + 3.0 * steps * transformer_forward_flops(cfg, N, 52.0));
     e.keys = {"prompt_baking.pairs", "prompt_baking.steps", "train.steps"};
     return e;
-}
-
-// Bytes the heap holds in use (glibc mallinfo2: arena + mmapped blocks), in MiB. The peak RSS rarely rises during a
-// conversion (iclab keeps freed memory for reuse: core/memory.hpp), so the working set of a conversion is measured as
-// the rise of this number while the conversion's objects are alive.
-double heap_in_use_mib() {
-    const struct mallinfo2 info = mallinfo2();
-    return static_cast<double>(info.uordblks + info.hblkhd) / (1024.0 * 1024.0);
-}
-
-// The task's chain continuing X' under the pair's commitments (tasks::sample_prompt_pair draws X so).
-std::vector<std::int32_t> task_continuations(const tasks::PromptPair& pair, std::size_t S, std::size_t N, Rng& rng) {
-    std::vector<std::int32_t> tokens(S * N);
-    for (std::size_t s = 0; s < S; ++s) {
-        std::int32_t current = pair.prompt.back();
-        for (std::size_t t = 0; t < N; ++t) {
-            current = pair.committed[current] >= 0 ? pair.committed[current] : static_cast<std::int32_t>(rng.uniform_int(tasks::kInductionVocab));
-            tokens[s * N + t] = current;
-        }
-    }
-    return tokens;
 }
 
 // Greedy tokens after `context` (incremental decoding; `terms`: ICLAA / cache prompt terms, may be null).
@@ -161,49 +178,6 @@ std::vector<std::int32_t> greedy(const model::Transformer<double>& net, const ic
         const double* z = decoder.last_logits();
         out.push_back(static_cast<std::int32_t>(std::max_element(z, z + V) - z));
         if (g + 1 < G) decoder.append(&out.back(), 1);
-    }
-    return out;
-}
-
-// A baked delta in float64 for the evaluation model.
-struct Baked {
-    icl::AttentionBiases<double> biases;
-    icl::LoraDelta<double> lora;
-    double initial_kl = 0.0, final_kl = 0.0;
-    double heap_mib = 0.0;  // working set of the baking, measured before its objects are freed
-};
-
-template <class T>
-Baked bake(const config::Config& cfg, const model::Transformer<double>& net, const tasks::PromptPair& pair, icl::BakeTarget target,
-           Rng continuation_rng, Rng lora_rng) {
-    const double heap_before = heap_in_use_mib();
-    model::Transformer<T> student(net.spec(), model::Transformer<T>::Mode::training);
-    for (std::size_t i = 0; i < net.params.size(); ++i) student.params[i] = static_cast<T>(net.params[i]);
-    const std::size_t M = pair.prompt.size(), N = pair.input.size(), S = cfg.get_int("prompt_baking.samples");
-    std::vector<std::int32_t> x = cfg.get_string("prompt_baking.continuations") == "teacher"
-                                      ? icl::sample_teacher_continuations(student, pair.prompt.data(), M, S, N,
-                                                                          cfg.get_float("prompt_baking.temperature"), continuation_rng)
-                                      : task_continuations(pair, S, N, continuation_rng);
-    const icl::BakingData<T> data = icl::make_baking_data(student, pair.prompt.data(), M, std::move(x), S, N, 32);
-    icl::BakingSettings settings;
-    settings.target = target;
-    settings.rank = cfg.get_int("prompt_baking.lora_rank");
-    settings.steps = cfg.get_int("prompt_baking.steps");
-    settings.batch = cfg.get_int("prompt_baking.batch");
-    settings.lr = cfg.get_float("prompt_baking.lr");
-    settings.optimizer.kind = train::optimizer_from_name(cfg.get_string("prompt_baking.optimizer"));
-    settings.lora_init_std = cfg.get_float("prompt_baking.lora_init_std");
-    settings.bias_d_nonnegative = cfg.get_string("prompt_baking.bias_d") == "nonnegative";
-    const icl::BakeResult<T> result = icl::bake_prompt(student, data, settings, lora_rng);
-    Baked out;
-    out.heap_mib = heap_in_use_mib() - heap_before;  // the student (parameters, gradients, activations), the data, δ
-    out.initial_kl = result.initial_kl;
-    out.final_kl = result.final_kl;
-    for (const auto& v : result.biases.b_kv) out.biases.b_kv.emplace_back(v.begin(), v.end());
-    for (const auto& v : result.biases.b_d) out.biases.b_d.emplace_back(v.begin(), v.end());
-    if (target == icl::BakeTarget::lora) {
-        out.lora = icl::make_lora<double>(net.spec(), result.lora.rank);
-        std::copy(result.lora.values.begin(), result.lora.values.end(), out.lora.values.begin());
     }
     return out;
 }
@@ -237,6 +211,19 @@ std::vector<PairScore> score_pair(const config::Config& cfg, model::Transformer<
                 icl::write_biases(net, biases);
                 break;
             }
+            case Kind::bake_kernel: {  // the map's closed form (the start, or its log scales), then baking from it
+                const icl::PromptKeysValues kv = icl::capture_prompt_keys_values(net, pair.prompt.data(), 1, M);
+                icl::PromptTerms start = icl::empty_prompt_terms(L, H);
+                icl::add_kernel_terms(start, 0, kv, 0, *row.maps, net.rope(), icl::RopeConvention::rotate_then_map);
+                const double closed_form_mib = heap_in_use_mib() - heap_before;
+                const Rng continuation_rng = root.derive(kContinuations).derive(pair_index);
+                const Rng lora_rng = root.derive(kLoraInit).derive(pair_index);
+                baked = bake_row(cfg, net, pair, icl::BakeTarget::lora, continuation_rng, lora_rng, &row, &start);
+                heap_mib = closed_form_mib + baked.heap_mib;
+                terms = baked.terms;
+                use_terms = &terms;
+                break;
+            }
             case Kind::cache:
             case Kind::kernel:
             case Kind::hybrid: {
@@ -255,8 +242,7 @@ std::vector<PairScore> score_pair(const config::Config& cfg, model::Transformer<
                 const icl::BakeTarget target = row.kind == Kind::bake_biases ? icl::BakeTarget::biases : icl::BakeTarget::lora;
                 const Rng continuation_rng = root.derive(kContinuations).derive(pair_index);
                 const Rng lora_rng = root.derive(kLoraInit).derive(pair_index);
-                baked = cfg.get_string("prompt_baking.precision") == "float32" ? bake<float>(cfg, net, pair, target, continuation_rng, lora_rng)
-                                                                                : bake<double>(cfg, net, pair, target, continuation_rng, lora_rng);
+                baked = bake_row(cfg, net, pair, target, continuation_rng, lora_rng);
                 heap_mib = baked.heap_mib;
                 if (target == icl::BakeTarget::biases)
                     icl::write_biases(net, baked.biases);
@@ -352,7 +338,17 @@ void evaluate(const config::Config& cfg, const config::Config& model_cfg, model:
         }
     }
     for (const auto& target : cfg.get_string_list("prompt_baking.targets")) {
-        if (target == "biases") {
+        if (target == "kernel") {  // per map and start, on the closed-form row's map object (same bytes)
+            for (const auto& m : cfg.get_string_list("prompt_baking.kernel_maps"))
+                for (const auto& start : cfg.get_string_list("prompt_baking.kernel_starts")) {
+                    const std::string closed = m + " F=" + std::to_string(D);
+                    const auto found = std::find_if(rows.begin(), rows.end(), [&](const Row& r) { return r.kind == Kind::kernel && r.label == closed; });
+                    ICLAB_CHECK(found != rows.end(), "no closed-form row " << closed << " for kernel baking");
+                    Row row{Kind::bake_kernel, bake_kernel_label(closed, start == "zero"), found->bytes, found->maps, 0, found->map_seconds};
+                    row.zero_start = start == "zero";
+                    rows.push_back(row);
+                }
+        } else if (target == "biases") {
             rows.push_back({Kind::bake_biases, kBakeBiasesLabel, bias_bytes});
         } else {
             const std::size_t rank = cfg.get_int("prompt_baking.lora_rank") ? cfg.get_int("prompt_baking.lora_rank") : icl::lora_rank_for_equal_bytes(spec);
@@ -399,8 +395,7 @@ RunOutcome run_prompt_baking(const RunContext& context) {
                G = cfg.get_int("prompt_baking.generate"), T = loaded.config.get_int("task.seq_len");
     ICLAB_INPUT_CHECK(M + N + G <= T, "config error: prompt_baking.prompt_length + input_length + generate = " << M + N + G
                                                                                                            << " exceeds the source model's task.seq_len = " << T);
-    for (const auto& target : cfg.get_string_list("prompt_baking.targets"))
-        icl::check_baking_assumptions(loaded.model->spec(), icl::parse_bake_target(target));
+    for (const auto& target : cfg.get_string_list("prompt_baking.targets")) check_target(loaded.model->spec(), target);
     if (loaded.model->spec().attention == model::ModelSpec::Attention::linear) icl::check_iclca_assumptions(loaded.model->spec());
     RunFolder run(cfg, context.options);
     run.log() << "model: the trained parameters of " << source_dir << " (no training here)\n";

@@ -21,6 +21,9 @@ const char* const kPaper = "none (issue 43: own hypothesis)";
 std::string prf_equal_label(std::size_t head_dim) { return "prf F=" + std::to_string(head_dim); }
 std::string learned_equal_label(std::size_t head_dim) { return "learned F=" + std::to_string(head_dim); }
 std::string lora_label(std::size_t rank) { return "bake lora r=" + std::to_string(rank); }
+std::string bake_kernel_label(const std::string& map_label, bool zero_start) {
+    return "bake kernel " + map_label + (zero_start ? " from 0" : "");
+}
 
 PairScore score_logits(const tasks::PromptPair& pair, const double* logits, const double* reference, std::size_t N, std::size_t V) {
     const icl::LogitComparison compared = icl::compare_logits(logits, reference, N, V);  // shared with prompt_baking_lm
@@ -47,7 +50,10 @@ struct ClaimSpec {
     io::ClaimPooling pooling;
 };
 
-std::vector<ClaimSpec> claim_specs(bool linear, std::size_t D, const std::vector<std::string>& targets, const std::vector<std::string>& maps) {
+std::string map_label(const std::string& map, std::size_t D) { return map + " F=" + std::to_string(D); }
+
+std::vector<ClaimSpec> claim_specs(bool linear, std::size_t D, const std::vector<std::string>& targets, const std::vector<std::string>& maps,
+                                   const std::vector<std::string>& kernel_maps, const std::vector<std::string>& kernel_starts) {
     const auto has = [](const std::vector<std::string>& list, const char* name) { return std::find(list.begin(), list.end(), name) != list.end(); };
     std::vector<ClaimSpec> specs;
     const auto every_pair = io::ClaimPooling::values, per_seed = io::ClaimPooling::seed_means;
@@ -80,6 +86,24 @@ std::vector<ClaimSpec> claim_specs(bool linear, std::size_t D, const std::vector
                              "feature map at equal bytes (F = D = " + std::to_string(D) + ")",
                              "per pair: G(bake lora) - G(" + learned_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed});
     }
+    // Baking into ICLAA's kernel biases (declared 2026-11-29 before the first run with them): per map from its closed
+    // form, against that closed form (same map, same bytes); and the learned map's against the LoRA.
+    if (!linear && has(targets, "kernel") && has(kernel_starts, "closed_form")) {
+        for (const auto& m : kernel_maps) {
+            const std::string row = bake_kernel_label(map_label(m, D), false);
+            specs.push_back({"bake-soft kernel>closed " + m,
+                             "on softmax models baking into ICLAA's kernel biases of the " + m + " map (F = D = " + std::to_string(D) +
+                                 ", started at its closed form) closes more of the gap than the closed-form biases of the same map "
+                                 "(same bytes)",
+                             "per pair: G(" + row + ") - G(" + map_label(m, D) + ")", io::ClaimRule::interval_above(0.0), per_seed});
+        }
+        if (has(kernel_maps, "learned") && has(targets, "lora"))
+            specs.push_back({"bake-soft kernel learned>lora",
+                             "on softmax models baking into ICLAA's kernel biases of the learned map closes more of the gap than "
+                             "baking into a LoRA on W_Q, W_K, W_V of equal bytes",
+                             "per pair: G(" + bake_kernel_label(learned_equal_label(D), false) + ") - G(bake lora)",
+                             io::ClaimRule::interval_above(0.0), per_seed});
+    }
     return specs;
 }
 
@@ -88,7 +112,8 @@ std::vector<ClaimSpec> claim_specs(bool linear, std::size_t D, const std::vector
 std::vector<io::Claim> declare_claims(const config::Config& cfg, bool linear, std::size_t head_dim) {
     std::vector<io::Claim> claims;
     for (const ClaimSpec& spec : claim_specs(linear, head_dim, cfg.get_string_list("prompt_baking.targets"),
-                                             cfg.get_string_list("prompt_baking.iclaa.feature_maps"))) {
+                                             cfg.get_string_list("prompt_baking.iclaa.feature_maps"),
+                                             cfg.get_string_list("prompt_baking.kernel_maps"), cfg.get_string_list("prompt_baking.kernel_starts"))) {
         io::Claim c;
         c.id = spec.id;
         c.paper = kPaper;
@@ -136,6 +161,11 @@ std::vector<io::ClaimResult> evaluate_claims(const std::vector<io::Claim>& claim
                 const std::size_t space = c.metric.rfind("G(");
                 const std::string label = c.metric.substr(space + 2, c.metric.size() - space - 3);
                 x = gap(row_of(by_kind(Kind::bake_lora)), i) - gap(row_of(by_label(label)), i);
+            } else if (id.rfind("bake-soft kernel", 0) == 0) {  // G(row a) - G(row b), both labels in the metric
+                const std::size_t a = c.metric.find("G(") + 2, a_end = c.metric.find(") - G(", a), b = a_end + 6;
+                const std::string first = c.metric.substr(a, a_end - a), second = c.metric.substr(b, c.metric.size() - b - 1);
+                const auto second_row = [&](const Row& r) { return second == "bake lora" ? r.kind == Kind::bake_lora : r.label == second; };
+                x = gap(row_of(by_label(first)), i) - gap(row_of(second_row), i);
             } else {
                 throw Error("prompt_baking: no value for claim '" + id + "'");
             }

@@ -18,6 +18,7 @@ const char* kind_name(Kind kind) {
         case Kind::hybrid: return "hybrid";
         case Kind::bake_biases: return "bake_biases";
         case Kind::bake_lora: return "bake_lora";
+        case Kind::bake_kernel: return "bake_kernel";
     }
     return "?";
 }

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "framework/config/config.hpp"
+#include "framework/core/rng.hpp"
 #include "framework/icl/iclaa.hpp"
+#include "framework/icl/prompt_baking.hpp"
 #include "framework/io/claims.hpp"
 #include "framework/run/run_folder.hpp"
 #include "framework/tasks/induction_head.hpp"
@@ -15,16 +17,18 @@
 namespace iclab::experiments::prompt_baking_detail {
 
 // before: the model on X alone; iclca: ICLCA's exact biases (linear); cache: the exact prompt KV cache (softmax, the
-// check); kernel: ICLAA with one feature map; hybrid: recent-k cache + learned map; bake_biases, bake_lora: baking.
-enum class Kind { before, iclca, cache, kernel, hybrid, bake_biases, bake_lora };
+// check); kernel: ICLAA with one feature map; hybrid: recent-k cache + learned map; bake_biases, bake_lora: baking;
+// bake_kernel: baking into ICLAA's kernel biases of one map (softmax), from its closed form or from 0.
+enum class Kind { before, iclca, cache, kernel, hybrid, bake_biases, bake_lora, bake_kernel };
 
 struct Row {
     Kind kind = Kind::before;
     std::string label;             // "prf F=32", "bake lora r=5", ...
     double bytes = 0.0;            // fp32 bytes of what stands for the prompt, whole model
-    const icl::LayerHeadMaps* maps = nullptr;  // kernel, hybrid
+    const icl::LayerHeadMaps* maps = nullptr;  // kernel, hybrid, bake_kernel
     std::size_t keep = 0;          // hybrid: recent tokens kept exactly
     double map_seconds = 0.0;      // kernel: building (learned: fitting) the map, once per model
+    bool zero_start = false;       // bake_kernel: from b̂_kv = b̂_d = 0 (else from the map's closed form)
 };
 
 // One row on one pair, against M_old on [X'; X].
@@ -42,6 +46,23 @@ struct PairScore {
     double bake_initial_kl = 0.0, bake_final_kl = 0.0;       // baking rows: the objective on its continuations
 };
 PairScore score_logits(const tasks::PromptPair& pair, const double* logits, const double* reference, std::size_t N, std::size_t V);
+
+// Bytes the heap holds in use (glibc mallinfo2: arena + mmapped blocks), in MiB: a conversion's working set is the
+// rise of this number while its objects are alive.
+double heap_in_use_mib();
+
+// A baked delta in float64 for the evaluation model.
+struct Baked {
+    icl::AttentionBiases<double> biases;
+    icl::LoraDelta<double> lora;
+    icl::PromptTerms terms;  // kernel: the baked biases (features pointing at the row's maps)
+    double initial_kl = 0.0, final_kl = 0.0;
+    double heap_mib = 0.0;  // working set of the baking, measured before its objects are freed
+};
+// Bakes the pair's prompt in the config's precision (prompt_baking.precision): into `target`, or with `kernel` (a
+// bake_kernel row) into the kernel biases of its map from `start` (the prompt's closed-form terms of that map).
+Baked bake_row(const config::Config& cfg, const model::Transformer<double>& net, const tasks::PromptPair& pair, icl::BakeTarget target,
+               Rng continuation_rng, Rng lora_rng, const Row* kernel = nullptr, const icl::PromptTerms* start = nullptr);
 
 // The claims of this config's model kind (linear: ICLCA vs baking; softmax: ICLAA vs baking), declared before
 // anything is measured; values per pair from the rows' scores (per row label).
@@ -61,5 +82,7 @@ const char* const kBakeBiasesLabel = "bake biases";
 const char* const kIclcaLabel = "iclca (exact)";
 const char* const kBeforeLabel = "no prompt (before)";
 std::string lora_label(std::size_t rank);
+// "bake kernel prf F=32" (from the closed form), "bake kernel prf F=32 from 0"
+std::string bake_kernel_label(const std::string& map_label, bool zero_start);
 
 }  // namespace iclab::experiments::prompt_baking_detail

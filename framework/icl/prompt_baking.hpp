@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "framework/core/rng.hpp"
+#include "framework/icl/iclaa.hpp"
 #include "framework/icl/iclca.hpp"
 #include "framework/model/transformer.hpp"
 #include "framework/train/optimizer.hpp"
@@ -110,5 +111,50 @@ struct BakeResult {
 template <class T>
 BakeResult<T> bake_prompt(model::Transformer<T>& model, const BakingData<T>& data, const BakingSettings& settings, Rng& rng,
                           const AttentionBiases<T>* initial = nullptr);
+
+// Baking into ICLAA's kernel biases of a softmax model (prompt_baking_kernel.cpp): the student is the model without
+// the prompt plus, per layer and head, the kernel term of a feature map φ added to every query's un-normalized
+// softmax numerator and denominator, φ(q̃_i)ᵀb_KV and φ(q̃_i)ᵀb_D (nn::SoftmaxPromptHead: exactly how an ICLAA adapter
+// combines them with the in-window softmax, iclaa.hpp step (3)). Baking learns the stored unit-scale vectors b̂_kv
+// (F, D) and b̂_d (F) of every head (b_KV = e^{log_b_kv} b̂_kv, the log scales held at the start's) by minimising the
+// same KL as bake_prompt; the gradient comes through the model's backward and softmax_attention_backward ((K2)-(K6) in
+// softmax_attention.hpp). Same bytes as the closed form: F·(D+1) values per layer and head.
+template <class T>
+using KernelTerms = std::vector<std::vector<nn::SoftmaxPromptHead<T>>>;  // [l][h]
+template <class T>
+using KernelMaps = std::vector<std::vector<nn::KernelFeatures<T>>>;  // [l][h]
+
+// Refuses (InputError naming why) what kernel baking cannot do: linear attention (bake into b_KV, b_D: target
+// biases), and what check_baking_assumptions refuses for every target (mask, shared layers, vector inputs).
+void check_kernel_baking_assumptions(const model::ModelSpec& spec);
+// Σ_l H·F·(D+1): the values of kernel biases of F features (F = D: bias_value_count's softmax size).
+std::size_t kernel_bias_value_count(const model::ModelSpec& spec, std::size_t features);
+
+// Where baking starts: ICLAA's closed-form biases of the map (add_kernel_terms), or b̂_kv = b̂_d = 0 with the closed
+// form's log scales (the prompt then adds nothing until b̂_d > 0; the first step's gradient is the limit from
+// φᵀb_D > 0, softmax_attention.hpp).
+enum class KernelStart { closed_form, zero };
+KernelStart parse_kernel_start(const std::string& name);  // "closed_form" | "zero"; InputError otherwise
+const char* kernel_start_name(KernelStart start);
+
+// ICLAA's maps and terms (fp64) in precision T; the terms' features point into `maps`, which must outlive them.
+template <class T>
+KernelMaps<T> cast_kernel_maps(const LayerHeadMaps& maps);
+template <class T>
+KernelTerms<T> cast_kernel_terms(const PromptTerms& terms, const KernelMaps<T>& maps);
+
+template <class T>
+struct KernelBakeResult {
+    KernelTerms<T> terms;      // the baked biases: features as the start's, log scales as the start's
+    std::vector<double> loss;  // per step, before its update
+    double initial_kl = 0.0, final_kl = 0.0;
+};
+
+// Bakes into the kernel biases: `model` a training-mode softmax model (its parameters untouched), `start` one
+// prompt's kernel terms ([l][h], features set, no exact cache). settings.target, rank and lora_init_std are not read;
+// settings.bias_d_nonnegative projects b̂_d onto >= 0 after each step.
+template <class T>
+KernelBakeResult<T> bake_prompt_kernel(model::Transformer<T>& model, const BakingData<T>& data, const BakingSettings& settings,
+                                       const KernelTerms<T>& start, KernelStart how = KernelStart::closed_form);
 
 }  // namespace iclab::icl

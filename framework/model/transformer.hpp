@@ -173,7 +173,8 @@ public:
 
     // Softmax attention only (ICLAA, framework/icl/iclaa.hpp): the prompt terms of every layer that later forwards
     // add to each query's attention (nn::SoftmaxPromptHead; per layer H or B·H heads); null or empty: none. The
-    // model does not own them: they must outlive the forwards. Inference only (backward refuses them).
+    // model does not own them: they must outlive the forwards. Backward carries the gradient through their kernel
+    // terms (into the heads' d_b_kv, d_b_d when set: prompt baking); an exact prompt cache has no backward.
     void set_softmax_prompt(const std::vector<std::vector<nn::SoftmaxPromptHead<T>>>* prompt) { softmax_prompt_ = prompt; }
     // With capture on, every forward pass also keeps each layer's q, k, v projections (B, T, 3C), pre-RoPE.
     void capture_qkv(bool on) { capture_qkv_ = on; }

@@ -38,7 +38,9 @@ void Transformer<T>::backward(const std::int32_t* targets, const T* weights) {
 template <class T>
 void Transformer<T>::backward_outputs(const T* d_outputs) {
     ICLAB_CHECK(mode_ == Mode::training, "backward needs a training-mode model");
-    ICLAB_CHECK(softmax_prompt_ == nullptr || softmax_prompt_->empty(), "backward with a softmax prompt term (inference only)");
+    if (softmax_prompt_ != nullptr && !softmax_prompt_->empty())  // kernel terms only (nn::softmax_attention_backward)
+        ICLAB_CHECK(spec_.attention == ModelSpec::Attention::softmax && softmax_prompt_->size() == spec_.layers,
+                    "a softmax prompt needs a softmax model and one entry per layer");
     const std::size_t N = batch_ * time_, C = spec_.width, hidden = spec_.mlp_ratio * C, out = spec_.output_size();
     const T* P = params.data();
     T* G = grads.data();
@@ -49,7 +51,7 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
     const nn::LinearAttentionOptions options = attention_options();
     nn::LinearAttentionOptions decayed = options;  // per layer with its decay (model.decay), when on
     std::vector<T> d_gamma;                        // learned decay: dγ (H) of one layer
-    const nn::SoftmaxAttentionOptions<T> soft = softmax_options();
+    nn::SoftmaxAttentionOptions<T> soft = softmax_options();
     const bool recurrent = use_recurrent_form();
     const nn::SmallGemm kernel = spec_.large_gemm;  // the products over the whole batch (model.large_gemm)
     const auto zeroed = [](std::vector<T>& buffer, std::size_t size) {
@@ -126,6 +128,8 @@ void Transformer<T>::backward_outputs(const T* d_outputs) {
         const bool learned = decay && spec_.decay == ModelSpec::Decay::learned;
         if (learned) d_gamma.assign(spec_.heads, T(0));
         T* d_decay = learned ? d_gamma.data() : nullptr;
+        // the prompt's kernel terms as the forward added them; their b_KV, b_D gradients go where the terms point
+        soft.prompt = softmax_prompt_ != nullptr && !softmax_prompt_->empty() ? &(*softmax_prompt_)[l] : nullptr;
         if (spec_.attention == ModelSpec::Attention::softmax)
             nn::softmax_attention_backward(d_qkv_.data(), d_att_.data(), a.qkv.data(), a.softmax, shape, soft);
         else if (recurrent)

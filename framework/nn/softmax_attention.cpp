@@ -76,6 +76,10 @@ struct PromptPart {
     T shift = -std::numeric_limits<T>::infinity();
     T mass = T(0);
     std::vector<T> num, scores, phi;
+    // The kernel part for the backward ((K1)-(K5)): A = max log φ_r(q̃) (phi = φ̂), and whether the term is on
+    // (φᵀb_D > 0), at its edge (= 0: adds nothing, the gradient is the limit from > 0) or off (< 0, or no kernel).
+    enum class Kernel { off, edge, on } kernel = Kernel::off;
+    T A = -std::numeric_limits<T>::infinity();
 };
 
 template <class T>
@@ -83,6 +87,7 @@ void prompt_part(PromptPart<T>& part, const T* rot_q, const T* q, const SoftmaxP
     part.num.assign(D, T(0));
     part.mass = T(0);
     part.shift = -std::numeric_limits<T>::infinity();
+    part.kernel = PromptPart<T>::Kernel::off;
     const std::size_t K = head.cache_length;
     if (K > 0) {  // exact cache: Σ_p e^{s'_p − m} [v'_p; 1]
         part.scores.resize(K);
@@ -102,6 +107,8 @@ void prompt_part(PromptPart<T>& part, const T* rot_q, const T* q, const SoftmaxP
     part.phi.resize(F);
     const T A = kernel_features(part.phi.data(), head.rotate_query ? rot_q : q, *head.features);
     const T den = kernels::dot_lanes(part.phi.data(), head.b_d.data(), F);
+    part.A = A;
+    if (std::isfinite(A)) part.kernel = den > T(0) ? PromptPart<T>::Kernel::on : den == T(0) ? PromptPart<T>::Kernel::edge : PromptPart<T>::Kernel::off;
     if (!(den > T(0)) || !std::isfinite(A)) return;  // a non-positive kernel mass adds nothing (positive maps: never)
     const T shift = A + head.log_b_d + std::log(den);
     const T top = std::max(part.shift, shift);
@@ -113,6 +120,88 @@ void prompt_part(PromptPart<T>& part, const T* rot_q, const T* q, const SoftmaxP
     for (std::size_t r = 0; r < F; ++r)
         if (part.phi[r] != T(0)) kernels::axpy(part.num.data(), factor * part.phi[r], head.b_kv.data() + r * D, D);
     part.shift = top;
+}
+
+// The forward's record of a prompt row for the backward (SoftmaxAttentionCache::prompt_*): u_i, φ̂_i and (c^kv_i,
+// c^d_i) of (K1), the coefficients 0 where the kernel term is off. Written only; no forward value depends on it.
+template <class T>
+void resize_prompt_storage(SoftmaxAttentionCache<T>& cache, const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
+    std::size_t F = 0;
+    if (options.prompt != nullptr)
+        for (const auto& head : *options.prompt)
+            if (head.features != nullptr) F = std::max(F, head.features->features);
+    const std::size_t rows = options.prompt != nullptr ? shape.batch * shape.heads * shape.time : 0;
+    cache.prompt_features = F;
+    cache.prompt_out.resize(rows * shape.head_dim);
+    cache.prompt_phi.resize(rows * F);
+    cache.prompt_coef.resize(rows * 2);
+}
+
+template <class T>
+void store_prompt_row(SoftmaxAttentionCache<T>& cache, std::size_t row, const T* u, const PromptPart<T>& part,
+                      const SoftmaxPromptHead<T>& head, T highest, T inverse, std::size_t D) {
+    std::copy(u, u + D, cache.prompt_out.data() + row * D);
+    const std::size_t F = cache.prompt_features;
+    T* phi = cache.prompt_phi.data() + row * F;
+    T* coef = cache.prompt_coef.data() + row * 2;
+    std::fill(phi, phi + F, T(0));
+    coef[0] = coef[1] = T(0);
+    if (part.kernel == PromptPart<T>::Kernel::off) return;
+    std::copy(part.phi.begin(), part.phi.begin() + head.features->features, phi);
+    coef[0] = std::exp(part.A + head.log_b_kv - highest) * inverse;  // c^kv_i
+    coef[1] = std::exp(part.A + head.log_b_d - highest) * inverse;   // c^d_i
+}
+
+// (K6): dx += ∂L/∂x of the map's log-features at x, given γ_r = ∂L/∂log φ_r (F). x̃ = s·x;
+//   exp_linear  log φ_r = w_rᵀx̃ + c_r − λ‖x̃‖²/2  ⇒  ∂L/∂x = s Σ_r γ_r (w_r − λ x̃)
+//   elu1        log φ_d = log(elu(x̃_d) + 1)     ⇒  ∂L/∂x_d = s γ_d (x̃_d > 0 ? 1/(x̃_d + 1) : 1)
+template <class T>
+void kernel_features_backward(T* dx, const T* x, const T* gamma, const KernelFeatures<T>& map) {
+    const std::size_t D = map.dim, F = map.features;
+    const T s = static_cast<T>(map.input_scale);
+    if (map.kind == KernelMapKind::elu1) {
+        for (std::size_t d = 0; d < D; ++d) {
+            const T v = s * x[d];
+            dx[d] += s * gamma[d] * (v > T(0) ? T(1) / (v + T(1)) : T(1));
+        }
+        return;
+    }
+    T total = T(0);
+    for (std::size_t r = 0; r < F; ++r) total += gamma[r];
+    const T lambda = static_cast<T>(map.lambda);
+    for (std::size_t d = 0; d < D; ++d) {
+        const T* row = map.w.data() + d * F;
+        T sum = T(0);
+        for (std::size_t r = 0; r < F; ++r) sum += gamma[r] * row[r];
+        dx[d] += s * (sum - lambda * s * x[d] * total);
+    }
+}
+
+// The kernel prompt's part of one head's backward, row i: returns δ_i's prompt share g_iᵀu_i after adding (K2)-(K3)
+// into grad (b̂_kv (F, D) then b̂_d (F)) and (K5)-(K6) into dx (∂L/∂ of the map's input, D). `window` = Σ_j p_ij dP_ij.
+template <class T>
+T prompt_row_backward(T* grad, T* dx, std::vector<T>& gamma, const SoftmaxAttentionCache<T>& cache, std::size_t row, const T* g,
+                      const T* x, T window, const SoftmaxPromptHead<T>& head, std::size_t D) {
+    const T* u = cache.prompt_out.data() + row * D;
+    const T prompt_share = dot_lanes(g, u, D);
+    const T delta = window + prompt_share;  // δ_i = g_iᵀO_i
+    const T* coef = cache.prompt_coef.data() + row * 2;
+    if (head.features == nullptr || (coef[0] == T(0) && coef[1] == T(0))) return prompt_share;
+    const std::size_t F = head.features->features;
+    const T* phi = cache.prompt_phi.data() + row * cache.prompt_features;
+    gamma.resize(F);
+    for (std::size_t r = 0; r < F; ++r) {
+        if (phi[r] == T(0)) {
+            gamma[r] = T(0);
+            continue;
+        }
+        const T a = coef[0] * phi[r], b = coef[1] * delta * phi[r];
+        axpy(grad + r * D, a, g, D);  // (K2)
+        grad[cache.prompt_features * D + r] -= b;  // (K3)
+        gamma[r] = a * dot_lanes(head.b_kv.data() + r * D, g, D) - b * head.b_d[r];  // (K5)
+    }
+    kernel_features_backward(dx, x, gamma.data(), *head.features);
+    return prompt_share;
 }
 
 }  // namespace
@@ -128,6 +217,7 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
     const T scale = static_cast<T>(score_scale(shape, options));
     const SmallGemm sg = options.small_gemm;  // the per-(batch, head) products' kernel (model.small_gemm)
     const std::size_t J = product_keys(shape, options);  // keys [0, J) enter the products (product_keys)
+    resize_prompt_storage(cache, shape, options);
 #pragma omp parallel
     {
         // per-thread scratch kept between calls (no allocation inside a training step); every element is written
@@ -195,6 +285,7 @@ void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T*
                 if (prompt != nullptr) {  // the prompt's numerator, on the same scale
                     const T factor = std::exp(part.shift - highest) * inverse;
                     for (std::size_t d = 0; d < D; ++d) prompt_out[i * D + d] = factor * part.num[d];
+                    store_prompt_row(cache, bh * TT + i, prompt_out.data() + i * D, part, *prompt, highest, inverse, D);
                 }
             }
             // out = P v, written in place (the bits of the product into a buffer copied into out)
@@ -220,8 +311,16 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
                                 const AttentionShape& shape, const SoftmaxAttentionOptions<T>& options) {
     const profile::Scope scope(profile::Kind::attention);
     check_options(shape, options);
-    ICLAB_CHECK(options.prompt == nullptr, "softmax attention with a prompt term has no backward (inference only)");
     const std::size_t B = shape.batch, TT = shape.time, H = shape.heads, D = shape.head_dim, C = shape.width();
+    const std::size_t F = cache.prompt_features;
+    if (options.prompt != nullptr) {
+        for (const auto& head : *options.prompt)
+            ICLAB_CHECK(head.cache_length == 0, "softmax attention backward with an exact prompt cache (not implemented: kernel terms only)");
+        ICLAB_CHECK(cache.prompt_out.size() == B * H * TT * D && cache.prompt_phi.size() == B * H * TT * F,
+                    "softmax attention backward: the cache is not from a forward pass with this prompt");
+    }
+    // (K2)-(K3) per (b, h): b̂_kv (F, D) then b̂_d (F), summed into the heads' d_b_kv, d_b_d after the parallel region
+    std::vector<T> prompt_grads(options.prompt != nullptr ? B * H * F * (D + 1) : 0, T(0));
     const RopeTable* rope = options.rope;
     const std::size_t rotated_size = rope != nullptr ? B * H * TT * D : 0;
     ICLAB_CHECK(cache.probs.size() == B * H * TT * TT && cache.rot_q.size() == rotated_size && cache.rot_k.size() == rotated_size,
@@ -232,7 +331,9 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
 #pragma omp parallel
     {
         thread_local std::vector<T> d_rot_q, d_rot_k, d_probs;  // kept between calls; every element written before read
+        thread_local std::vector<T> d_kernel_x, gamma;         // prompt rows: ∂L/∂(the map's input) (T, D), γ (F)
         d_probs.resize(TT * TT);
+        if (options.prompt != nullptr) d_kernel_x.assign(TT * D, T(0));
         d_rot_q.resize(rope != nullptr ? TT * D : 0);
         d_rot_k.resize(rope != nullptr ? TT * D : 0);
 #pragma omp for schedule(static)
@@ -256,11 +357,19 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
                 for (std::size_t i = 0; i < TT; ++i) std::fill(d_probs.data() + i * TT + J, d_probs.data() + (i + 1) * TT, T(0));
                 for (std::size_t j = J; j < TT; ++j) std::fill(d_v + j * 3 * C, d_v + (j * 3 * C) + D, T(0));
             }
-            // softmax: d s_ij = p_ij (dP_ij − Σ_j' p_ij' dP_ij'); the scale folds into the next products
+            const SoftmaxPromptHead<T>* prompt = nullptr;
+            if (options.prompt != nullptr) prompt = &(*options.prompt)[options.prompt->size() == H ? h : bh];
+            const bool kernel_rotated = prompt != nullptr && (rope == nullptr || prompt->rotate_query);  // φ of R_i q_i
+            // softmax: d s_ij = p_ij (dP_ij − Σ_j' p_ij' dP_ij'); the scale folds into the next products. With a prompt
+            // (K4): the inner sum is δ_i = g_iᵀO_i, which adds the prompt's g_iᵀu_i; (K2)-(K3), (K5)-(K6) on the way
             for (std::size_t i = 0; i < TT; ++i) {
                 const T* p = probs + i * TT;
                 T* dp = d_probs.data() + i * TT;
-                const T inner = dot_lanes(p, dp, TT);
+                T inner = dot_lanes(p, dp, TT);
+                if (prompt != nullptr)
+                    inner += prompt_row_backward(prompt_grads.data() + bh * F * (D + 1), d_kernel_x.data() + i * D, gamma, cache,
+                                                 bh * TT + i, d_o + i * C, kernel_rotated ? rq + i * r_stride : q + i * 3 * C, inner,
+                                                 *prompt, D);
                 for (std::size_t j = 0; j < TT; ++j) dp[j] = p[j] * (dp[j] - inner);
             }
             // s = scale · rq rkᵀ:  d rq = scale · dS rk;  d rk = scale · dSᵀ rq;  then d q_t = R_tᵀ d rq_t (RoPE), or
@@ -273,6 +382,8 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
             gemm<T>(strided_matrix(out_k, J, D, out_stride), strided_matrix<const T>(d_probs.data(), TT, J, TT),
                     strided_matrix(rq, TT, D, r_stride), true, false, scale, T(0), sg);
             for (std::size_t j = J; j < TT; ++j) std::fill(out_k + j * out_stride, out_k + j * out_stride + D, T(0));  // d rk
+            if (kernel_rotated)  // (K6) into d(R_i q_i) (or d q_i without RoPE), before the inverse rotation
+                for (std::size_t i = 0; i < TT; ++i) axpy(out_q + i * out_stride, T(1), d_kernel_x.data() + i * D, D);
             if (rope != nullptr) {
                 rotate_rows(d_q, 3 * C, d_rot_q.data(), D, TT, *rope, true);
                 rotate_rows(d_k, 3 * C, d_rot_k.data(), D, TT, *rope, true);
@@ -282,8 +393,20 @@ void softmax_attention_backward(T* d_qkv, const T* d_out, const T* qkv, const So
                         d_k[t * 3 * C + d] += T(0);
                     }
             }
+            if (prompt != nullptr && !kernel_rotated)  // φ of the unrotated q_i (RopeConvention::unrotated)
+                for (std::size_t i = 0; i < TT; ++i) axpy(d_q + i * 3 * C, T(1), d_kernel_x.data() + i * D, D);
+            if (prompt != nullptr) std::fill(d_kernel_x.begin(), d_kernel_x.end(), T(0));
         }
     }
+    if (options.prompt != nullptr)  // (K2)-(K3) summed over the sequences sharing a head, in the order of b
+        for (std::size_t bh = 0; bh < B * H; ++bh) {
+            const SoftmaxPromptHead<T>& head = (*options.prompt)[options.prompt->size() == H ? bh % H : bh];
+            if (head.features == nullptr) continue;
+            const std::size_t Fh = head.features->features;
+            const T* grad = prompt_grads.data() + bh * F * (D + 1);
+            if (head.d_b_kv != nullptr) axpy(head.d_b_kv, T(1), grad, Fh * D);
+            if (head.d_b_d != nullptr) axpy(head.d_b_d, T(1), grad + F * D, Fh);
+        }
 }
 
 template <class T>

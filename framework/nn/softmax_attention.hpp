@@ -13,7 +13,21 @@
 //   kernel      : φ(q̃_i)ᵀ b_KV and φ(q̃_i)ᵀ b_D,  q̃_i = D^{-1/4} R_i q_i (kernel_features.hpp)
 //   O_i = [Σ_{j≤i} e^{s_ij} v_j + cache + kernel numerator] / [Σ_{j≤i} e^{s_ij} + cache + kernel denominator]
 // Everything is combined under one max shift in the log domain (b_D, b_KV stored as e^{log scale} × a vector of
-// max-abs 1), so no term overflows or underflows against another. Inference only: backward refuses a prompt.
+// max-abs 1), so no term overflows or underflows against another.
+//
+// Backward with a kernel prompt term (prompt baking into the kernel biases, framework/icl/prompt_baking.hpp): per row
+// i, with m_i the row's shift and Z_i its denominator in units of e^{m_i} (the forward's `highest`, 1/`inverse`),
+//   (K1) O_i = Σ_j p_ij v_j + u_i,   u_i = c^kv_i b̂_kvᵀ φ̂_i,   c^kv_i = e^{A_i + log_b_kv − m_i}/Z_i,
+//        c^d_i = e^{A_i + log_b_d − m_i}/Z_i   (φ(q̃_i) = e^{A_i} φ̂_i; b̂ the stored unit-scale vectors)
+// and with g_i = ∂L/∂O_i, δ_i = g_iᵀO_i:
+//   (K2) ∂L/∂b̂_kv = Σ_i c^kv_i φ̂_i g_iᵀ                (K3) ∂L/∂b̂_d = −Σ_i c^d_i δ_i φ̂_i
+//   (K4) ∂L/∂s_ij = p_ij (g_iᵀv_j − δ_i)                 (the window's softmax backward; δ_i includes g_iᵀu_i)
+//   (K5) ∂L/∂log φ_r(q̃_i) = φ̂_ir (c^kv_i (b̂_kv g_i)_r − c^d_i δ_i b̂_d,r), then through the map to q (K6, .cpp).
+// The log scales are held fixed: the gradients are those of the stored vectors b_kv, b_d, added (+=) into the
+// head's d_b_kv, d_b_d when set. The forward stores u_i, φ̂_i, c^kv_i, c^d_i (SoftmaxAttentionCache::prompt_*); the
+// backward reads them and recomputes nothing. Where φ(q̃_i)ᵀb_D = 0 exactly (a zero start) the kernel adds nothing
+// and (K2)-(K5) give the limit from φᵀb_D > 0; where it is < 0 (free b_D) the term is off and its gradient 0. The
+// exact prompt cache has no backward (refused).
 #include <cstddef>
 #include <vector>
 
@@ -36,6 +50,10 @@ struct SoftmaxPromptHead {
     std::vector<T> b_d;           // (F)    b_D  = e^{log_b_d} · b_d
     std::vector<T> b_kv;          // (F, D) b_KV = e^{log_b_kv} · b_kv
     T log_b_d = T(0), log_b_kv = T(0);
+    // Set by a caller that learns b_d, b_kv (prompt baking): softmax_attention_backward adds ∂L/∂b_d (F) and
+    // ∂L/∂b_kv (F, D) here, (K2)-(K3), summed over the sequences that share this head. Null: not wanted.
+    T* d_b_d = nullptr;
+    T* d_b_kv = nullptr;
 };
 
 template <class T>
@@ -66,13 +84,18 @@ struct SoftmaxAttentionCache {
         rot_k.resize(rotated ? rows * shape.head_dim : 0);
         probs.resize(rows * shape.time);
     }
+    // Forward with a prompt kernel term: per (b, h, i) u_i (D), φ̂_i (F = prompt_features, the largest of the heads'),
+    // (c^kv_i, c^d_i) of (K1); empty without a prompt. What the backward of the kernel biases reads.
+    std::size_t prompt_features = 0;
+    std::vector<T> prompt_out, prompt_phi, prompt_coef;
 };
 
 template <class T>
 void softmax_attention_forward(T* out, SoftmaxAttentionCache<T>& cache, const T* qkv, const AttentionShape& shape,
                                const SoftmaxAttentionOptions<T>& options);
 
-// d_qkv (B, T, 3C) = ∂/∂qkv of Σ d_out ⊙ out. d_qkv is overwritten (every element, in place per head: no gather or
+// d_qkv (B, T, 3C) = ∂/∂qkv of Σ d_out ⊙ out (with a kernel prompt term: (K4)-(K6), and (K2)-(K3) into the heads'
+// d_b_kv, d_b_d when set; a prompt with an exact cache is refused). d_qkv is overwritten (every element, in place per head: no gather or
 // scatter), with the values the accumulating form left in a zeroed d_qkv (0 + g; softmax_attention.cpp says where the
 // sign of a zero could differ).
 template <class T>
