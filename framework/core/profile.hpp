@@ -7,7 +7,13 @@
 // "elementwise", its GEMM "gemm_large"). A scope opened inside an OpenMP parallel region (the per-(batch, head)
 // GEMMs and RoPE of attention) counts its duration divided by the team size, the same wall-equivalent as
 // nn::GemmCounter, and that much is taken off the enclosing serial scope. Serial scopes nest up to kDepth.
+//
+// The clock: wall time (omp_get_wtime) unless `thread_cpu_clock` is set (`iclab bench` sets it when
+// ICLAB_PROFILE_CLOCK=thread_cpu): then the calling thread's CPU time, which other processes on a loaded machine do
+// not inflate (issue 44: the profile of a 1-thread step on a shared host). Meant for --threads 1: in a parallel
+// region each thread reads its own CPU clock, and the serial scopes' time is the main thread's.
 #include <omp.h>
+#include <time.h>
 
 #include <array>
 #include <cstddef>
