@@ -140,10 +140,19 @@ TEST_CASE("bias_training: curves of every (variant, seed) and a summary consiste
     CHECK(claims[1].claim.id == "000-F1 trainable_bias: lower final training loss");
     for (const auto& c : claims) {
         INFO(c.claim.id);
-        CHECK(c.claim.kind == iclab::io::ClaimKind::qualitative);
         CHECK(c.units == std::vector<std::int64_t>{0, 1});
         CHECK_FALSE(c.claim.provenance.empty());
     }
+    // the paper's variant gives paper claims, trainable_bias_nonnegative (ours, not in paper 000) own checks
+    CHECK(claims[0].claim.kind == iclab::io::ClaimKind::qualitative);
+    CHECK(claims[1].claim.kind == iclab::io::ClaimKind::qualitative);
+    CHECK(claims[2].claim.kind == iclab::io::ClaimKind::own_check);
+    CHECK(claims[3].claim.kind == iclab::io::ClaimKind::own_check);
+    CHECK_THAT(claims[2].claim.source, Catch::Contains("our variant"));
+    CHECK_THAT(claims[3].claim.source, Catch::Contains("our variant"));
+    // "faster" is a sign count over the seeds: 2 seeds are fewer than the 4 its 4/5 needs, so it cannot decide
+    CHECK(claims[0].claim.rule.test == iclab::io::ClaimRule::Test::count_above);
+    CHECK(claims[0].verdict == iclab::io::Verdict::inconclusive);
 }
 
 TEST_CASE("bias_training: Figure 1 claims pair each variant with no_bias of its seed, a NaN is never reproduced", "[bias_training]") {
@@ -157,6 +166,8 @@ TEST_CASE("bias_training: Figure 1 claims pair each variant with no_bias of its 
     auto claims = iclab::experiments::bias_claims::claims_of(runs, 0.9);
     REQUIRE(claims.size() == 2);
     CHECK(claims[0].claim.id == "000-F1 trainable_bias: faster to 90 % ICL accuracy");
+    CHECK(claims[0].claim.kind == iclab::io::ClaimKind::qualitative);
+    CHECK(claims[0].claim.rule.text() == "x > 0 in >= 4/5 of the values, at least 4");
     CHECK(claims[0].values[0] == Approx(std::log(1000.0 / 800.0)));
     CHECK(claims[0].verdict == iclab::io::Verdict::reproduced);
     CHECK(claims[1].verdict == iclab::io::Verdict::reproduced);
@@ -172,6 +183,46 @@ TEST_CASE("bias_training: Figure 1 claims pair each variant with no_bias of its 
     // no no_bias run: no claim
     std::vector<BiasRun> alone{{"trainable_bias", 0, 800.0, 0.4}};
     CHECK(iclab::experiments::bias_claims::claims_of(alone, 0.9).empty());
+}
+
+// Issue 45: evaluations every 50 steps make many pairs reach p % at the same evaluation (x = 0). A tie is not faster:
+// the quick profile's 0.0392, 0, 0, 0, 0 (one seed faster) is never reproduced, and 4 strictly faster seeds of 5 are.
+TEST_CASE("bias_training: faster is a sign count where ties count against, and the nonnegative variant is our own check", "[bias_training]") {
+    using iclab::experiments::bias_claims::BiasRun;
+    using iclab::io::Verdict;
+    const auto faster_claims = [](const std::vector<double>& variant_steps) {
+        std::vector<BiasRun> runs;
+        for (std::int64_t seed = 0; seed < 5; ++seed) {
+            runs.push_back({"no_bias", seed, 1000.0, 0.5});
+            runs.push_back({"trainable_bias", seed, variant_steps[seed], 0.4});
+            runs.push_back({"trainable_bias_nonnegative", seed, variant_steps[seed], 0.4});
+        }
+        return iclab::experiments::bias_claims::claims_of(runs, 0.9);
+    };
+    // one seed faster by one evaluation, four ties: the t-interval's case; 1 of 5 strictly faster
+    const auto tied = faster_claims({961.5, 1000.0, 1000.0, 1000.0, 1000.0});
+    REQUIRE(tied.size() == 4);
+    CHECK(tied[0].on_side == 1);
+    CHECK(tied[0].verdict != Verdict::reproduced);
+    // three strictly faster, two ties: still short of 4/5
+    const auto three = faster_claims({950.0, 950.0, 950.0, 1000.0, 1000.0});
+    CHECK(three[0].on_side == 3);
+    CHECK(three[0].verdict != Verdict::reproduced);
+    // four strictly faster, one tie: reproduced, for the paper's variant and ours alike
+    const auto four = faster_claims({950.0, 950.0, 900.0, 950.0, 1000.0});
+    CHECK(four[0].on_side == 4);
+    CHECK(four[0].verdict == Verdict::reproduced);
+    CHECK(four[2].verdict == Verdict::reproduced);
+    // every seed slower: not reproduced
+    CHECK(faster_claims({1050.0, 1100.0, 1050.0, 1050.0, 1100.0})[0].verdict == Verdict::not_reproduced);
+    // the kinds: trainable_bias is paper 000's variant, trainable_bias_nonnegative ours
+    CHECK(four[0].claim.kind == iclab::io::ClaimKind::qualitative);
+    CHECK(four[1].claim.kind == iclab::io::ClaimKind::qualitative);
+    CHECK(four[2].claim.id == "000-F1 trainable_bias_nonnegative: faster to 90 % ICL accuracy");
+    CHECK(four[2].claim.kind == iclab::io::ClaimKind::own_check);
+    CHECK(four[3].claim.kind == iclab::io::ClaimKind::own_check);
+    CHECK_THAT(four[2].claim.source, Catch::Contains("not in paper 000"));
+    CHECK(four[3].claim.rule.test == iclab::io::ClaimRule::Test::interval_above);  // the loss keeps its interval
 }
 
 TEST_CASE("bias_training: stopped inside a sub-run and resumed, it ends as an uninterrupted run", "[bias_training][cli][resume]") {

@@ -6,7 +6,9 @@
 
 #include <cmath>
 
+#include "experiments/decay_attention/claims.hpp"
 #include "framework/io/claims.hpp"
+#include "framework/io/claims_floor.hpp"
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
@@ -65,6 +67,47 @@ TEST_CASE("decay_attention: refuses model.decay set by the config and prompts to
         CHECK(result.status == 2);
         CHECK(!fs::exists(scratch.path / "out"));
     }
+}
+
+// Issue 45: decay-fade and decay-reach are the project's own hypotheses (issue 43), declared own checks, not paper claims;
+// being about trained models they keep the 5-seed floor (not deterministic checks that one value decides), and
+// decay-reach still pools one value per training seed and fails when one seed's model reads far back.
+TEST_CASE("decay_attention: fade and reach are own checks over trained models, one value per seed", "[decay]") {
+    namespace dc = iclab::experiments::decay_claims;
+    using iclab::io::Verdict;
+    const auto measured = [](std::int64_t seed, double reach) {
+        dc::GammaMeasured m;
+        m.gamma = 0.5, m.gamma_text = "0.5", m.seed = seed, m.reach_accuracy = reach;
+        m.pair_errors = {1e-16, 2e-16, 1e-16, 3e-16};
+        m.pair_fades = {1, 1, 1, 1};
+        return m;
+    };
+    const auto claims = dc::gamma_claims(measured(0, 0.02));
+    REQUIRE(claims.size() == 3);
+    for (const auto& c : claims) {
+        INFO(c.claim.id);
+        CHECK(c.claim.kind == iclab::io::ClaimKind::own_check);
+        CHECK(c.claim.paper == "issue 43");
+    }
+    CHECK(iclab::io::deterministic_check(claims[0].claim));  // the identity over pairs: one value decides
+    CHECK_FALSE(iclab::io::deterministic_check(claims[1].claim));
+    CHECK_FALSE(iclab::io::deterministic_check(claims[2].claim));
+    CHECK(iclab::io::min_values(claims[2].claim) == iclab::io::kMinValues);
+    const auto reach_over_seeds = [&](double seed3_reach) {
+        std::vector<std::pair<std::string, std::vector<iclab::io::ClaimResult>>> runs;
+        for (int seed = 0; seed < 5; ++seed)
+            runs.push_back({"seed" + std::to_string(seed), dc::gamma_claims(measured(seed, seed == 3 ? seed3_reach : 0.02 + 0.001 * seed))});
+        for (auto& r : iclab::io::pool_claims(runs, {0, 1, 2, 3, 4}))
+            if (r.claim.id == "decay-reach gamma=0.5") return r;
+        FAIL("no decay-reach claim");
+        return iclab::io::ClaimResult{};
+    };
+    const auto reach = reach_over_seeds(0.03);
+    CHECK(reach.claim.unit == "seed");
+    CHECK(reach.units == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+    CHECK(reach.values == std::vector<double>{0.02, 0.02 + 0.001, 0.02 + 0.002, 0.03, 0.02 + 0.004});  // one per seed, as measured
+    CHECK(reach.verdict == Verdict::reproduced);
+    CHECK(reach_over_seeds(0.9).verdict != Verdict::reproduced);  // one model reads far back: not every seed
 }
 
 }  // namespace iclab_test_decay_attention

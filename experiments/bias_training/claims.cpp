@@ -8,6 +8,13 @@
 
 namespace iclab::experiments::bias_claims {
 
+namespace {
+
+// The variant of paper 000 (§6.3: trainable b_KV, b_D); any other variant with biases is ours.
+const char* const kPaperVariant = "trainable_bias";
+
+}  // namespace
+
 std::vector<io::ClaimResult> claims_of(const std::vector<BiasRun>& runs, double threshold) {
     std::map<std::int64_t, const BiasRun*> baseline;
     std::vector<std::string> variants;
@@ -20,6 +27,8 @@ std::vector<io::ClaimResult> claims_of(const std::vector<BiasRun>& runs, double 
     char percent[16];
     std::snprintf(percent, sizeof percent, "%g", 100.0 * threshold);
     const std::string p = percent;
+    const std::string declared = "declared after the first runs (2026-11-29): issue 45 (every result judged); the README's "
+                                 "earlier runs (steps within one standard deviation) had been seen";
     for (const std::string& variant : variants) {
         std::vector<std::int64_t> seeds;
         std::vector<double> faster, lower;
@@ -30,22 +39,39 @@ std::vector<io::ClaimResult> claims_of(const std::vector<BiasRun>& runs, double 
             faster.push_back(std::log(base->second->steps_to / r.steps_to));  // NaN when either never reached p %
             lower.push_back(std::log(base->second->final_loss / r.final_loss));
         }
+        // The paper's variant is judged as the paper's claim; another (trainable_bias_nonnegative: b_D projected onto
+        // >= 0 after every step) is our variant, absent from paper 000: the same comparison is then our own check. Its id
+        // keeps "000-F1" so that it sits beside the paper's variant it is compared with; its kind and source say it is ours.
+        const bool ours = variant != kPaperVariant;
         io::Claim c;
         c.paper = "000";
-        c.source = "Figure 1 (§6.3)";
-        c.kind = io::ClaimKind::qualitative;
+        c.source = ours ? "Figure 1 (§6.3), our variant " + variant + " (not in paper 000): the paper's comparison on it"
+                        : "Figure 1 (§6.3)";
+        c.kind = ours ? io::ClaimKind::own_check : io::ClaimKind::qualitative;
         c.readme = "experiments/bias_training/README.md#claims";
-        c.rule = io::ClaimRule::interval_above(0.0);
-        c.provenance = "declared after the first runs (2026-11-29): issue 45 (every result judged); the README's earlier "
-                       "runs (steps within one standard deviation) had been seen";
+        // Faster: a sign count over the seeds (issue 45). The steps come from evaluations every eval.every steps, so two
+        // runs often reach p % at the same evaluation: x = 0 exactly (quick profile: 0.0392, 0, 0, 0, 0), where a t-interval
+        // over tied values decides nothing. Strictly faster (x > 0) on >= 4/5 of the seeds; a tie counts against. A fair
+        // coin per seed passes 4 of 5 with 19 % (the page's false-pass rate); with ties possible, a variant with no effect
+        // is strictly faster with probability (1 - P(tie)) / 2 < 1/2 per seed, so 19 % is an upper bound.
+        c.rule = io::ClaimRule::count_above(0.0, io::Fraction{4, 5});
+        c.provenance = declared + "; chosen after the first runs (2026-11-29): issue 45, the 95 % t-interval of the mean "
+                                  "over per-seed values that tie at the evaluation grid (0.0392, 0, 0, 0, 0) replaced by "
+                                  "strictly faster on >= 4/5 of the seeds, ties counting against";
         c.id = "000-F1 " + variant + ": faster to " + p + " % ICL accuracy";
         c.statement = "with trainable b_KV, b_D (" + variant + ") the model reaches " + p + " % held-out ICL accuracy in fewer "
-                      "steps than no_bias of the same seed (the paper: 'adding these bias terms makes training slightly faster')";
-        c.metric = "ln(steps to " + p + " % ICL accuracy of no_bias / of " + variant + "), one seed's pair of runs";
+                      "steps than no_bias of the same seed, strictly (a tie at the same evaluation counts against), on at "
+                      "least 4/5 of the seeds (the paper: 'adding these bias terms makes training slightly faster')";
+        if (ours) c.statement += "; " + variant + " is our variant, not the paper's";
+        c.metric = "ln(steps to " + p + " % ICL accuracy of no_bias / of " + variant + "), one seed's pair of runs (0: the "
+                   "same evaluation, a tie)";
         out.push_back(io::evaluate_claim(c, seeds, faster));
+        c.rule = io::ClaimRule::interval_above(0.0);
+        c.provenance = declared;
         c.id = "000-F1 " + variant + ": lower final training loss";
         c.statement = "with trainable b_KV, b_D (" + variant + ") the final training loss is below no_bias's of the same seed (the "
                       "paper: the new architecture 'accomplishes the induction head task better by itself')";
+        if (ours) c.statement += "; " + variant + " is our variant, not the paper's";
         c.metric = "ln(final training loss of no_bias / of " + variant + "), one seed's pair of runs";
         out.push_back(io::evaluate_claim(c, seeds, lower));
     }

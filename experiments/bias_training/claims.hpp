@@ -2,11 +2,15 @@
 // The claims of bias_training (paper 000 §6.3, Figure 1), declared from the config before the sub-runs train: the
 // paper plots the curves and says "adding these bias terms makes training slightly faster, which means that our new
 // architecture [...] accomplishes the induction head task better by itself" (no number). Per trained variant with
-// biases, two qualitative claims on one seed's pair of runs (the same initialization and batches as no_bias):
-//   "000-F1 <variant>: faster to <p> % ICL accuracy"  x = ln(steps of no_bias / steps of the variant)
-//   "000-F1 <variant>: lower final training loss"     x = ln(final loss of no_bias / final loss of the variant)
-// each judged by the 95 % t-interval of the mean over the seeds > 0 (a NaN, e.g. a seed that never reached <p> %:
-// inconclusive).
+// biases, two claims on one seed's pair of runs (the same initialization and batches as no_bias):
+//   "000-F1 <variant>: faster to <p> % ICL accuracy"  x = ln(steps of no_bias / steps of the variant); strictly faster
+//                                                     (x > 0) on >= 4/5 of the seeds, a tie (x = 0: the same
+//                                                     evaluation) counting against (a fair coin: 19 %, an upper bound)
+//   "000-F1 <variant>: lower final training loss"     x = ln(final loss of no_bias / final loss of the variant), the
+//                                                     95 % t-interval of the mean over the seeds > 0
+// A NaN (a seed that never reached <p> %): inconclusive. The paper's variant (trainable_bias) gives qualitative claims;
+// any other (trainable_bias_nonnegative, b_D projected onto >= 0: ours, not in paper 000) gives own checks, its source
+// naming it our variant.
 #include <cstdint>
 #include <string>
 #include <vector>

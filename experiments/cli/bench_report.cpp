@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <numeric>
@@ -27,7 +28,12 @@ using namespace iclab::run;
 
 namespace {
 
-double now_seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+// Wall time, or with ICLAB_PROFILE_CLOCK=thread_cpu the calling thread's CPU time (profile.hpp): then every timing of
+// the bench (steps, profile, square products) is CPU time, which a loaded host does not inflate; for --threads 1.
+double now_seconds() {
+    if (profile::profiler.thread_cpu_clock) return profile::now();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Durations of `iters` calls of `work` after `warmup` untimed ones.
 std::vector<double> time_calls(int warmup, int iters, const std::function<void()>& work) {
@@ -102,6 +108,10 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
     const char* dtype = dtype_name<T>();
     const auto& forward = subject.forward;
     const auto& train_step = subject.train_step;
+    const char* clock_name = std::getenv("ICLAB_PROFILE_CLOCK");
+    ICLAB_INPUT_CHECK(clock_name == nullptr || std::string(clock_name) == "wall" || std::string(clock_name) == "thread_cpu",
+                      "ICLAB_PROFILE_CLOCK must be wall or thread_cpu, got '" << clock_name << "'");
+    profile::profiler.thread_cpu_clock = clock_name != nullptr && std::string(clock_name) == "thread_cpu";
     const std::string load_before = load_average();
     const std::string start_time = io::now_iso8601();
     const std::vector<double> forward_s = time_calls(options.warmup, options.iters, forward);
@@ -235,7 +245,8 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
     std::printf("  %-34s %12.1f  %%\n", "model GEMM rate / BLAS rate", 100 * metric("gemm_over_blas"));
     std::printf("  %-34s %12.1f  %%\n", "whole-step rate / BLAS rate", 100 * metric("step_over_blas"));
     std::printf("  %-34s %12.3f  max/min    (%d timed steps)\n", "training step spread", metric("train_step_spread"), options.iters);
-    std::printf("\n  Profile of one training step by kind of operation (counted pass, exclusive times):\n");
+    std::printf("\n  Profile of one training step by kind of operation (counted pass, exclusive times%s):\n",
+                profile::profiler.thread_cpu_clock ? "; every time above and below in thread CPU time" : "");
     std::printf("  %-12s %9s %7s\n", "kind", "ms", "share");
     for (std::size_t k = 0; k < profile_kinds.size(); ++k)
         std::printf("  %-12s %9.3f %6.1f%%\n", profile_kinds[k].c_str(), profile_ms[k],
@@ -271,6 +282,7 @@ void report_bench(const config::Config& cfg, const BenchOptions& options, const 
     writer.set_attr("attention_form", subject.attention_form);
     writer.set_attr("blas_size", S);
     writer.set_attr("load_average_before", load_before);
+    writer.set_attr("clock", std::string(profile::profiler.thread_cpu_clock ? "thread_cpu" : "wall"));
     writer.set_attr("load_average_after", load_after);
     writer.set_attr("start_time", start_time);
     writer.set_attr("end_time", io::now_iso8601());

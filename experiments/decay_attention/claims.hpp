@@ -1,16 +1,19 @@
 #pragma once
 // Internal to the decay_attention experiment: its claims, declared before the first run (2026-11-29), all our own (no
-// paper has decayed attention), and the NaN-keeping values they judge (issue 45: no NaN passes a check).
+// paper has decayed attention; issue 43's hypotheses), each declared kind own_check, and the NaN-keeping values they
+// judge (issue 45: no NaN passes a check).
 //   "decay-D1 gamma=<g>"    own check, per (X', X) pair: the decayed ICLCA's adapter gives the logits of the model with
 //                           the prompt, relative logit error <= 1e-10 on every pair (Theorem D.1)
-//   "decay-fade gamma=<g>"  qualitative, γ <= 0.9: the prompt's influence on the logits at X's last position is below
+//   "decay-fade gamma=<g>"  own check, γ <= 0.9: the prompt's influence on the logits at X's last position is below
 //                           half its influence at X's first (ratio < 0.5) on >= 9/10 of the pairs, judged over the
 //                           trained models (seed_means: one value per training seed, its share of such pairs; the 95 %
 //                           t-interval of the shares above 0.9). Declared so on 2026-11-29 before the quick profile's
 //                           runs (issue 45, second audit: the pairs of every seed were pooled as if they were seeds);
 //                           the 9/10 share per model is the one declared first
-//   "decay-reach gamma=<g>" qualitative, γ <= 0.5, one value per seed: the induction head cannot read far back, ICL
-//                           accuracy at distances >= 12 below 0.5 (γ^12 < 2.5e-4 of a recent key's weight)
+//   "decay-reach gamma=<g>" own check, γ <= 0.5, one value per training seed (declared as one instance per run pooled
+//                           by seed means, so that `iclab claims` keeps the 5-seed floor of a claim on trained models):
+//                           the induction head cannot read far back, ICL accuracy at distances >= 12 below 0.5 on every
+//                           seed (γ^12 < 2.5e-4 of a recent key's weight)
 #include <cstdint>
 #include <string>
 #include <vector>

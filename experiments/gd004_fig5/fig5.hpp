@@ -73,8 +73,10 @@ RunMetrics run_metrics(const RunCurves& run, const RunCurves& baseline);
 
 // Writes /tables/004_fig5_<table> (curves), /tables/004_fig5_<table>_summary (per variant and claim: mean/std,
 // verdict by the seed-sign rule with the paired differences) and rows of /tables/004_fig5_runs; returns the
-// summary lines for stdout. Each claim of the table is appended to `claims` as a declared qualitative claim (the same
-// seed-sign rule over the per-seed paired differences; framework/io/claims.hpp).
+// summary lines for stdout. Each claim of a table of the reading of record ("reg", "aug", "neg"; summary.cpp) is
+// appended to `claims` as a declared qualitative claim (the same seed-sign rule over the per-seed paired differences;
+// framework/io/claims.hpp); the controls' rows ("reg_eq14", "reg_per_sequence") are reported with that rule's verdict
+// in their summary table and are no claims.
 std::string write_table(io::ResultsWriter& writer, const std::string& table, const std::vector<RunSpec>& specs,
                         const std::vector<RunCurves>& curves, const std::vector<std::int64_t>& seeds, double verdict_fraction,
                         std::vector<io::ClaimResult>& claims);

@@ -13,6 +13,7 @@
 #include "experiments/gd004_figures/figures.hpp"
 #include "framework/core/measure.hpp"
 #include "framework/icl/performer_error.hpp"
+#include "framework/io/rank_test.hpp"
 #include "framework/run/gd004_layer.hpp"
 #include "framework/tasks/regression.hpp"
 
@@ -30,6 +31,18 @@ double metric_of(const icl::ApproximationError& e, std::size_t m) {
 }
 
 }  // namespace
+
+double falls_p(const std::vector<double>& R, const std::vector<double>& curve) {
+    // below 5 values of R the smallest p, 1/n!, is not below kFallsP (4 values: 1/24): the rule could not pass
+    if (R.size() < 5 || R.size() != curve.size() || R.size() > 18) return std::nan("");
+    for (const double y : curve)
+        if (!std::isfinite(y)) return std::nan("");
+    std::vector<double> sorted = curve;
+    std::sort(sorted.begin(), sorted.end());
+    const bool ties = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+    if (ties && curve.size() > 9) return std::nan("");
+    return io::kendall_falls(R, curve).p;
+}
 
 PartOutcome run_dr_sweep(const run::RunContext& context, const run::RegressionTraining& training, run::RunFolder& run) {
     const config::Config& cfg = context.config;
@@ -159,14 +172,23 @@ PartOutcome run_dr_sweep(const run::RunContext& context, const run::RegressionTr
                 v_verdict.push_back(falls ? "reproduced" : "not reproduced");
                 if (weights == "trained") {
                     pass = pass && falls;
-                    // the claim over the training seeds: the slope's 95 % t-interval below 0 (a NaN: inconclusive)
-                    claims.push_back(figure_claim("004-F3 " + feature + " " + kMetrics[m] + ": error falls as R grows",
-                                                  "Figure 3 centre/right (§5.2)", io::ClaimKind::qualitative,
-                                                  "the " + std::string(kMetrics[m]) + " of the Performer (" + feature +
-                                                      ") attention against exact softmax attention on the trained layer falls as "
-                                                      "the number of random features R grows (the paper plots it, prints no number)",
-                                                  "log-log slope of the mean error over the repeats against R, all R",
-                                                  io::ClaimRule::interval_below(0.0), seed, slope_all));
+                    // The claim over the training seeds (issue 45): per seed, the mean error's Kendall test against R
+                    // over the whole grid, p < kFallsP on every seed (a NaN: inconclusive). The raw table above keeps
+                    // the log-log slope; as a claim, a slope below 0 passed any curve that fell at small R only.
+                    io::ClaimResult falls_claim = figure_claim(
+                        "004-F3 " + feature + " " + kMetrics[m] + ": error falls as R grows", "Figure 3 centre/right (§5.2)",
+                        io::ClaimKind::qualitative,
+                        "the " + std::string(kMetrics[m]) + " of the Performer (" + feature + ") attention against exact softmax "
+                            "attention on the trained layer falls as the number of random features R grows (the paper plots "
+                            "it, prints no number: 'the estimation error decreases as d_r grows'); tested: over the whole R "
+                            "grid the mean error ranks lower at larger R, Kendall's exact one-sided p < 0.01 on every seed",
+                        "exact one-sided p-value of Kendall's tau between R and the mean error over the repeats (every R of "
+                            "figures.features): small when the error falls as R grows",
+                        io::ClaimRule::count_below(kFallsP), seed, falls_p(x_all, curve));
+                    falls_claim.claim.provenance += "; chosen after the first runs (2026-11-29): issue 45, the 95 % t-interval "
+                                                    "of the log-log slope below 0 (which a curve falling at small R only passes) "
+                                                    "replaced by Kendall's test over every R, p < 0.01 on every seed";
+                    claims.push_back(std::move(falls_claim));
                 }
                 if (weights == "random" && m == 0) {  // §6 calibration bar (ours): slope over [120, 12000]
                     const bool in_bar = slope_fit >= kBarLow && slope_fit <= kBarHigh;

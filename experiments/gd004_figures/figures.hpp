@@ -30,6 +30,17 @@ struct PartOutcome {
 io::ClaimResult figure_claim(const std::string& id, const std::string& source, io::ClaimKind kind, const std::string& statement,
                              const std::string& metric, const io::ClaimRule& rule, std::int64_t seed, double value);
 
+// 004-F3's rule (issue 45): per seed, Kendall's exact one-sided test (framework/io/rank_test.hpp) that the mean error
+// over the repeats falls as R grows, over the whole R grid; the seed passes with p < kFallsP, and the claim asks every
+// seed. Under no trend (the errors' order independent of R) p < 0.01 has probability <= 1 % per seed (an exact test;
+// <= 1e-10 on 5 independent seeds); the page states the fair coin's 3.1 % for 5 of 5, an upper bound. A curve that falls
+// at small R and is flat or rising beyond fails: on 12 values of R, p < 0.01 needs tau <= -0.55 (S <= -36 of 66 pairs).
+constexpr double kFallsP = 0.01;
+// The exact one-sided p of Kendall's test that `curve` falls as R grows; NaN (the claim inconclusive) for a non-finite
+// value, fewer than 5 values of R (the smallest p, 1/n!, would not be below kFallsP), more than 18, or ties with more
+// than 9 (the exact computation's range).
+double falls_p(const std::vector<double>& R, const std::vector<double>& curve);
+
 // §6 (Fig. 3 centre/right, Figs. 4, 6, 7, 9): tables 004_dr_sweep, _mean, _slopes, _verdicts; group 004_heatmaps.
 PartOutcome run_dr_sweep(const run::RunContext& context, const run::RegressionTraining& training, run::RunFolder& run);
 // §8 (Fig. 10): tables 004_fig10, 004_fig10_summary, 004_fig10_traj.

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "framework/core/check.hpp"
+#include "framework/icl/feature_fit.hpp"
 #include "framework/icl/iclaa.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/induction_training.hpp"
@@ -101,17 +102,16 @@ void declare_keys(config::Schema& schema) {
 //   each learned fit, per step: the frozen model's fp64 forward of `batch` sequences of T tokens, and per layer-head
 //     and sequence with split s (uniform in split_min..split_max) the distillation sample (the exact causal softmax
 //     over every key, 4 D per query-key pair, and the exps) and the loss with its gradient (features 4 T D F, the
-//     kernel and its products (T − s) s (6 F + 4 D), T F exps);
+//     kernel and its products (T − s) s (6 F + 4 D), T F exps): icl::distillation_sample_work;
 //   the scoring, per pair (test and validation): the reference forward of [X'; X] and the prompt's forward, then per
 //     row the model's fp64 forward of X with the prompt's terms, and per kernel row (prf, orf with the two RoPE
 //     ablation rows at the largest F, elu1, learned, hybrid) the features of M + N tokens per layer-head, 4 D F + F
-//     exps each.
+//     exps each (icl::kernel_feature_work).
 // Everything after training runs as fp64 loops over small per-head blocks: counted at kFp64LoopWeight nominal FLOPs.
-// An exp counts kExpFlops. The model size comes from this config's model keys (with source.run_dir: the source's,
+// An exp counts icl::kEstimateExpFlops. The model size comes from this config's model keys (with source.run_dir: the source's,
 // assumed alike). Memory: the feature maps of every prf / orf row held at once (a (D, F) draw per layer and head,
 // feature_seeds draws per F) plus one sub-batch's prompt terms (F (D + 1) per layer and head).
 RunEstimate estimate(const config::Config& cfg) {
-    constexpr double kExpFlops = 20.0;
     const bool trains = cfg.get_string("source.run_dir").empty();
     RunEstimate e = trains ? estimate_training(cfg) : RunEstimate{};
     const double L = static_cast<double>(cfg.get_int("model.layers")), H = static_cast<double>(cfg.get_int("model.heads"));
@@ -139,13 +139,9 @@ RunEstimate estimate(const config::Config& cfg) {
             const double F = static_cast<double>(F_int);
             learned_features += fit_seeds * F, learned_rows += fit_seeds, largest = std::max(largest, F);
             smallest_learned = smallest_learned == 0 ? F : std::min(smallest_learned, F);
-            double per_sample = 0;  // mean over the splits of one sequence's work in one layer-head
-            for (std::int64_t split = split_min; split <= split_max; ++split) {
-                const double s = static_cast<double>(split), queries = T - s, pairs_seen = (T * (T + 1) - s * (s + 1)) / 2;
-                per_sample += pairs_seen * (4.0 * D + 2.0 * kExpFlops) + queries * (queries + 1) * D   // exact softmax
-                              + 4.0 * T * D * F + queries * s * (6.0 * F + 4.0 * D) + T * F * kExpFlops;  // loss and gradient
-            }
-            per_sample /= static_cast<double>(split_max - split_min + 1);
+            // mean over the splits of one sequence's work in one layer-head: the exact softmax, the loss and gradient
+            const icl::FitSampleWork sample = icl::distillation_sample_work(T, D, F, split_min, split_max);
+            const double per_sample = sample.products + sample.loops;
             fit_work += fit_seeds * steps * batch * (transformer_forward_flops(cfg, T, V) + LH * per_sample);
             forwards += fit_seeds * steps * batch * transformer_forward_flops(cfg, T, V);
         }
@@ -157,7 +153,7 @@ RunEstimate estimate(const config::Config& cfg) {
                                (uses("prf") ? 2.0 : 0.0) + (uses("elu1") ? 1.0 : 0.0) + learned_rows +
                                (hybrid > 0 ? keeps * fit_seeds : 0.0);
     const double rows = 2.0 + 2.0 * keeps + kernel_rows;
-    const double per_feature = (M + N) * LH * (4.0 * D + kExpFlops);
+    const double per_feature = (M + N) * LH * icl::kernel_feature_work(D);
     const double test_pair = transformer_forward_flops(cfg, M + N, V) + transformer_forward_flops(cfg, M, V) +
                              rows * transformer_forward_flops(cfg, N, V) +
                              (random_features + ablation + elu1 + learned_features + hybrid) * per_feature;

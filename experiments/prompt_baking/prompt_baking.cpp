@@ -155,15 +155,73 @@ double bake_rows(const config::Config& cfg) {
     return rows;
 }
 
+// Work (issue 44: the estimate counted every kernel row as one LoRA bake and nothing of the ICLAA rows, 2.19x short of
+// the softmax short run's counted GEMMs). f(T): the model's forward of one sequence of T tokens (transformer_forward_flops,
+// V = 52); each term is a product through nn::gemm (gemm_flops, what ICLAB_COUNT_WORK counts) unless said otherwise:
+//   training (without source.run_dir): estimate_training;
+//   the learned map's fit (softmax, learned among prompt_baking.iclaa.feature_maps): per step `learned_batch` frozen
+//     forwards f(T) of task.seq_len tokens, and per sequence and layer-head the distillation's products
+//     (icl::distillation_sample_work, splits 8 .. T − 16 as evaluate sets them); its softmax and exps are loops;
+//   per pair: the reference [X'; X] (a forward f(M + N) and the greedy decoder's prefill of the same, then G − 1 one-token
+//     steps f(1));
+//   per row (every method): its logits on X (f(N)) and its greedy continuation (prefill f(N), G − 1 steps f(1));
+//   per row that reads X' alone (iclca, cache, kernel, hybrid, bake kernel): the prompt's keys and values, f(M);
+//   per bake row (biases, lora, each kernel map x start): the teacher's probabilities on S continuations (S f(M + N);
+//     with continuations teacher also their sampling, S prefills f(M) and N − 1 steps f(1) each), the objective on
+//     all S before and after (2 S f(N)), and steps x batch student forwards + backwards (3 f(N) each);
+//   loops (flops only, at kFp64LoopWeight): the fit's distillation samples and the kernel features, F per token and
+//     layer-head (icl::kernel_feature_work) of the M + N tokens of every kernel and hybrid row, and of the N tokens of
+//     every forward of a kernel bake (F = D).
 RunEstimate estimate(const config::Config& cfg) {
     RunEstimate e = cfg.get_string("source.run_dir").empty() ? estimate_training(cfg) : RunEstimate{};
+    const auto f = [&](double tokens) { return transformer_forward_flops(cfg, tokens, tasks::kInductionVocab); };
+    const auto count = [](const std::vector<std::string>& list, const char* name) {
+        return static_cast<double>(std::count(list.begin(), list.end(), name));
+    };
     const double M = static_cast<double>(cfg.get_int("prompt_baking.prompt_length")), N = static_cast<double>(cfg.get_int("prompt_baking.input_length"));
     const double P = static_cast<double>(cfg.get_int("prompt_baking.pairs")), S = static_cast<double>(cfg.get_int("prompt_baking.samples"));
     const double steps = static_cast<double>(cfg.get_int("prompt_baking.steps") * cfg.get_int("prompt_baking.batch"));
-    const double targets = bake_rows(cfg);
-    // per pair and target: S teacher forwards of M + N, steps·batch student forward + backward (3 forwards) of N
-    e.flops += P * targets * (S * transformer_forward_flops(cfg, M + N, 52.0) + 3.0 * steps * transformer_forward_flops(cfg, N, 52.0));
-    e.keys = {"prompt_baking.pairs", "prompt_baking.steps", "train.steps"};
+    const double decode_steps = std::max(0.0, static_cast<double>(cfg.get_int("prompt_baking.generate")) - 1.0);
+    const double T = static_cast<double>(cfg.get_int("task.seq_len")), H = static_cast<double>(cfg.get_int("model.heads"));
+    const double LH = static_cast<double>(cfg.get_int("model.layers")) * H, D = static_cast<double>(cfg.get_int("model.width")) / H;
+    const bool linear = cfg.get_string("model.attention") == "linear";
+    // The rows of evaluate: before; iclca (linear) or the cache and ICLAA's kernel and hybrid rows (softmax); the bakes.
+    const auto maps = cfg.get_string_list("prompt_baking.iclaa.feature_maps");
+    const bool learned = !linear && count(maps, "learned") > 0;
+    double kernel_rows = 0.0, kernel_features = 0.0;  // closed-form kernel and hybrid rows, and their F summed
+    if (!linear) {
+        kernel_rows = count(maps, "prf") + count(maps, "orf") + count(maps, "elu1") + count(maps, "learned");
+        kernel_features = kernel_rows * D;
+        if (count(maps, "prf") > 0)
+            for (const auto F : cfg.get_int_list("prompt_baking.iclaa.random_features"))
+                if (static_cast<double>(F) != D) kernel_rows += 1.0, kernel_features += static_cast<double>(F);
+        if (learned) {
+            const double keeps = static_cast<double>(cfg.get_int_list("prompt_baking.iclaa.keep_tokens").size());
+            kernel_rows += keeps, kernel_features += keeps * D;
+        }
+    }
+    const double bakes = bake_rows(cfg);
+    const double kernel_bakes = count(cfg.get_string_list("prompt_baking.targets"), "kernel") *
+                                static_cast<double>(cfg.get_string_list("prompt_baking.kernel_maps").size() *
+                                                    cfg.get_string_list("prompt_baking.kernel_starts").size());
+    const double rows = 1.0 + (linear ? 1.0 : 1.0 + kernel_rows) + bakes;
+    const double prompt_reads = (linear ? 1.0 : 1.0 + kernel_rows) + kernel_bakes;
+    const bool teacher = cfg.get_string("prompt_baking.continuations") == "teacher";
+    const double per_bake = S * f(M + N) + (teacher ? S * (f(M) + (N - 1.0) * f(1.0)) : 0.0) + 2.0 * S * f(N) + 3.0 * steps * f(N);
+    const double per_pair = 2.0 * f(M + N) + decode_steps * f(1.0) + rows * (2.0 * f(N) + decode_steps * f(1.0)) + prompt_reads * f(M) +
+                            bakes * per_bake;
+    double fit_products = 0.0, fit_loops = 0.0;
+    if (learned) {
+        const double fit_sequences = static_cast<double>(cfg.get_int("prompt_baking.iclaa.learned_steps") * cfg.get_int("prompt_baking.iclaa.learned_batch"));
+        const std::int64_t split_max = cfg.get_int("task.seq_len") - 16;  // evaluate's fit.split_min, split_max
+        const icl::FitSampleWork sample = icl::distillation_sample_work(T, D, D, 8, std::max<std::int64_t>(split_max, 8));
+        fit_products = fit_sequences * (f(T) + LH * sample.products);
+        fit_loops = fit_sequences * LH * sample.loops;
+    }
+    const double feature_loops = P * LH * icl::kernel_feature_work(D) * (kernel_features * (M + N) + kernel_bakes * D * (2.0 * S + 3.0 * steps) * N);
+    e.gemm_flops += fit_products + P * per_pair;
+    e.flops += fit_products + P * per_pair + kFp64LoopWeight * (fit_loops + feature_loops);
+    e.keys = {"prompt_baking.pairs", "prompt_baking.steps", "prompt_baking.samples", "train.steps"};
     return e;
 }
 

@@ -7,7 +7,13 @@
 // "elementwise", its GEMM "gemm_large"). A scope opened inside an OpenMP parallel region (the per-(batch, head)
 // GEMMs and RoPE of attention) counts its duration divided by the team size, the same wall-equivalent as
 // nn::GemmCounter, and that much is taken off the enclosing serial scope. Serial scopes nest up to kDepth.
+//
+// The clock: wall time (omp_get_wtime) unless `thread_cpu_clock` is set (`iclab bench` sets it when
+// ICLAB_PROFILE_CLOCK=thread_cpu): then the calling thread's CPU time, which other processes on a loaded machine do
+// not inflate (issue 44: the profile of a 1-thread step on a shared host). Meant for --threads 1: in a parallel
+// region each thread reads its own CPU clock, and the serial scopes' time is the main thread's.
 #include <omp.h>
+#include <time.h>
 
 #include <array>
 #include <cstddef>
@@ -39,6 +45,7 @@ struct Profile {
     static constexpr int kKinds = static_cast<int>(Kind::count);
     static constexpr int kDepth = 16;
     bool enabled = false;
+    bool thread_cpu_clock = false;  // the clock of the scopes (see the top of this file)
     std::array<double, kKinds> seconds{};
     std::array<std::size_t, kKinds> calls{};
     // open serial scopes: their start and the time of the scopes inside them so far
@@ -59,6 +66,14 @@ struct Profile {
 };
 inline Profile profiler;  // the process's one profile (C++17 inline variable)
 
+// Seconds on the profile's clock: wall, or the calling thread's CPU time (Profile::thread_cpu_clock).
+inline double now() {
+    if (!profiler.thread_cpu_clock) return omp_get_wtime();
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // RAII: `profile::Scope scope(profile::Kind::norm);` at the top of a function.
 class Scope {
 public:
@@ -70,11 +85,11 @@ public:
             if (profiler.depth < Profile::kDepth) profiler.child_seconds[profiler.depth] = 0.0;
             ++profiler.depth;
         }
-        start_ = omp_get_wtime();
+        start_ = now();
     }
     ~Scope() {
         if (!active_) return;
-        const double elapsed = omp_get_wtime() - start_;
+        const double elapsed = now() - start_;
         const int k = static_cast<int>(kind_);
         if (parallel_) {
             const double wall = elapsed / omp_get_num_threads();

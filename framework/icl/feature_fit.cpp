@@ -296,6 +296,19 @@ LayerHeadMaps build_feature_maps(model::Transformer<double>& model, const Featur
     return fit_feature_maps(model, sample, time, settings, rng, report);
 }
 
+FitSampleWork distillation_sample_work(double T, double D, double F, std::int64_t split_min, std::int64_t split_max) {
+    FitSampleWork work;
+    for (std::int64_t split = split_min; split <= split_max; ++split) {
+        const double s = static_cast<double>(split), queries = T - s, pairs_seen = (T * (T + 1) - s * (s + 1)) / 2;
+        work.products += 4.0 * T * D * F + queries * s * (6.0 * F + 4.0 * D);
+        work.loops += pairs_seen * (4.0 * D + 2.0 * kEstimateExpFlops) + queries * (queries + 1) * D + T * F * kEstimateExpFlops;
+    }
+    const double splits = static_cast<double>(split_max - split_min + 1);
+    work.products /= splits;
+    work.loops /= splits;
+    return work;
+}
+
 SequenceSampler induction_sequence_sampler(const tasks::InductionHeadSpec& task) {
     return [task](std::vector<std::int32_t>& tokens, std::size_t batch, Rng& rng) {
         tasks::TokenBatch data;

@@ -66,6 +66,22 @@ struct FeatureFitReport {
 // Draws `batch` sequences of `time` tokens into tokens (batch·time) from rng.
 using SequenceSampler = std::function<void(std::vector<std::int32_t>& tokens, std::size_t batch, Rng& rng)>;
 
+// Arithmetic of the fit, for run estimates (experiments iclaa, prompt_baking: one equation in one place). Per
+// sequence of T tokens in one layer-head with F features, the mean over the splits s = split_min..split_max (uniform;
+// q = T − s queries after the split): products, the GEMMs of distillation_loss with its gradient (nn::gemm: what
+// ICLAB_COUNT_WORK counts): the features of x and y and dW (4 T D F), per query-key pair κ̂, κ̂V, gVᵀ, dA_x, dA_y
+// (6 F + 4 D); loops: make_distillation_sample's exact causal softmax over every key (4 D and two exps a query-key
+// pair, the weighted values) and the T F exps of the features. An exp counts kEstimateExpFlops. Not counted here: the
+// frozen model's forward of each sequence (the caller's transformer_forward_flops).
+constexpr double kEstimateExpFlops = 20.0;
+struct FitSampleWork {
+    double products = 0.0, loops = 0.0;
+};
+FitSampleWork distillation_sample_work(double T, double D, double F, std::int64_t split_min, std::int64_t split_max);
+// One token's feature of a kernel map in one layer-head (loops): the rotated q or k against a column of w (D multiply-
+// adds, counted 4 D with the rotation) and its exp.
+inline double kernel_feature_work(double D) { return 4.0 * D + kEstimateExpFlops; }
+
 // Fits every layer's and head's map independently (layers see the frozen model's own q, k, v). Empty maps when
 // settings.stop abandoned the fit.
 LayerHeadMaps fit_feature_maps(model::Transformer<double>& model, const SequenceSampler& sample, std::size_t time,

@@ -126,7 +126,18 @@ inline void head_features(T* phi, T* rot, const T* x, std::size_t x_stride, cons
     if (map.map == FeatureMap::performer || x_stride == D) {  // performer: one GEMM over the head's rows
         feature_map_forward(phi, contiguous_rows(x, x_stride, TT, D, x_rows), TT, D, map);
     } else {
-        for (std::size_t t = 0; t < TT; ++t) feature_map_forward(phi + t * F, x + t * x_stride, 1, D, map);
+        // In place, rows x_stride apart (3C: 768 B for the quick model), this is the step's first read of the rows the QKV
+        // product wrote; the rows kPrefetchRows ahead are fetched while this one is mapped (a hint: no value changes).
+        // Measured on an x86-64-v3 build (scripts/bench/head_features_ab.cpp): the q and k features 20 % faster.
+        constexpr std::size_t kPrefetchRows = 8;
+        for (std::size_t t = 0; t < TT; ++t) {
+            if (t + kPrefetchRows < TT) {
+                const T* ahead = x + (t + kPrefetchRows) * x_stride;
+                for (std::size_t d = 0; d < D; d += 64 / sizeof(T)) __builtin_prefetch(ahead + d);
+                __builtin_prefetch(ahead + D - 1);  // the row's last line when it does not start on one
+            }
+            feature_map_forward(phi + t * F, x + t * x_stride, 1, D, map);
+        }
     }
     const profile::Scope scope(options.rope != nullptr ? profile::Kind::rope : profile::Kind::attention);
     for (std::size_t t = 0; t < TT; ++t) {
