@@ -169,7 +169,8 @@ double bake_rows(const config::Config& cfg) {
 //   per bake row (biases, lora, each kernel map x start): the teacher's probabilities on S continuations (S f(M + N);
 //     with continuations teacher also their sampling, S prefills f(M) and N − 1 steps f(1) each), the objective on
 //     all S before and after (2 S f(N)), and steps x batch student forwards + backwards (3 f(N) each);
-//   loops (flops only, at kFp64LoopWeight): the fit's distillation samples and the kernel features, F per token and
+//   loops (flops only, at kFp64LoopWeight): the bakes' V-wide softmax and KL loops (icl::bake_work), the fit's
+//     distillation samples and the kernel features, F per token and
 //     layer-head (icl::kernel_feature_work) of the M + N tokens of every kernel and hybrid row, and of the N tokens of
 //     every forward of a kernel bake (F = D).
 RunEstimate estimate(const config::Config& cfg) {
@@ -207,7 +208,8 @@ RunEstimate estimate(const config::Config& cfg) {
     const double rows = 1.0 + (linear ? 1.0 : 1.0 + kernel_rows) + bakes;
     const double prompt_reads = (linear ? 1.0 : 1.0 + kernel_rows) + kernel_bakes;
     const bool teacher = cfg.get_string("prompt_baking.continuations") == "teacher";
-    const double per_bake = S * f(M + N) + (teacher ? S * (f(M) + (N - 1.0) * f(1.0)) : 0.0) + 2.0 * S * f(N) + 3.0 * steps * f(N);
+    const icl::BakeWork bake = icl::bake_work(f, S, M, N, steps, teacher, tasks::kInductionVocab);
+    const double per_bake = bake.products + bake.decode;
     const double per_pair = 2.0 * f(M + N) + decode_steps * f(1.0) + rows * (2.0 * f(N) + decode_steps * f(1.0)) + prompt_reads * f(M) +
                             bakes * per_bake;
     double fit_products = 0.0, fit_loops = 0.0;
@@ -220,7 +222,7 @@ RunEstimate estimate(const config::Config& cfg) {
     }
     const double feature_loops = P * LH * icl::kernel_feature_work(D) * (kernel_features * (M + N) + kernel_bakes * D * (2.0 * S + 3.0 * steps) * N);
     e.gemm_flops += fit_products + P * per_pair;
-    e.flops += fit_products + P * per_pair + kFp64LoopWeight * (fit_loops + feature_loops);
+    e.flops += fit_products + P * per_pair + kFp64LoopWeight * (fit_loops + feature_loops + P * bakes * bake.loops);
     e.keys = {"prompt_baking.pairs", "prompt_baking.steps", "prompt_baking.samples", "train.steps"};
     return e;
 }

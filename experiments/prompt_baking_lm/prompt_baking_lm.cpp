@@ -119,21 +119,64 @@ void declare_keys(config::Schema& schema) {
     });
 }
 
-// Training (estimate_lm_training) and per window and target: S teacher forwards of M + N, steps·batch student
-// forward + backward (3 forwards) of N; ICLAA rows: a forward of N each; the teacher probabilities S·N·V in memory.
+// Work (issue 44: the first estimate counted a bake's GEMMs only, ~2x short of the measured seed). f(T): the model's
+// forward of T tokens (transformer_forward_flops, V the vocabulary); a term is a product through nn::gemm unless said:
+//   training (without source.run_dir): estimate_lm_training;
+//   the learned map's fit (softmax, learned among iclaa.feature_maps): per sequence a frozen forward f(M + N) and per
+//     layer-head the distillation's products and loops (icl::distillation_sample_work over the config's splits);
+//   per window: the reference [X'; X] (f(M + N)) and its greedy continuation (prefill f(M + N), G - 1 one-token steps);
+//     per row its logits on X (f(N)) and greedy continuation (prefill f(N), G - 1 steps); per row that reads X' alone
+//     (iclca, cache, kernel, hybrid) f(M); per bake icl::bake_work (sampling, teacher, objective, steps);
+//   one-token steps (sampling and greedy) at kStreamingWeight: each reads every weight, the V x C read-out above all;
+//   loops at kFp64LoopWeight: a bake's V-wide softmax and KL loops, the fit's, the kernel rows' features.
+// Memory: the teacher's probabilities S N V and a step's logits and their gradient (6 batch N V), in fp64.
 RunEstimate estimate(const config::Config& cfg) {
     RunEstimate e = cfg.get_string("source.run_dir").empty() ? estimate_lm_training(cfg) : RunEstimate{};
-    const double V = static_cast<double>(cfg.get_int("task.vocab_size")), C = static_cast<double>(cfg.get_int("model.width"));
-    const double L = static_cast<double>(cfg.get_int("model.layers"));
+    const double V = static_cast<double>(cfg.get_int("task.vocab_size"));
+    const auto f = [&](double tokens) { return transformer_forward_flops(cfg, tokens, V); };
+    const auto count = [](const std::vector<std::string>& list, const char* name) {
+        return static_cast<double>(std::count(list.begin(), list.end(), name));
+    };
     const double M = static_cast<double>(cfg.get_int(key("prompt_length"))), N = static_cast<double>(cfg.get_int(key("input_length")));
     const double P = static_cast<double>(cfg.get_int(key("windows"))), S = static_cast<double>(cfg.get_int(key("samples")));
-    const double steps = static_cast<double>(cfg.get_int(key("steps")) * cfg.get_int(key("batch")));
-    const double targets = static_cast<double>(cfg.get_string_list(key("targets")).size());
-    const double per_token = 2.0 * (L * 12.0 * C * C + V * C);
-    e.flops += P * targets * (S * (M + N) + 3.0 * steps * N) * per_token + P * 12.0 * (M + 2.0 * N) * per_token;
-    e.gemm_flops = e.flops;
+    const double batch = static_cast<double>(cfg.get_int(key("batch"))), steps = static_cast<double>(cfg.get_int(key("steps"))) * batch;
+    const double decode_steps = std::max(0.0, static_cast<double>(cfg.get_int(key("generate"))) - 1.0);
+    const double H = static_cast<double>(cfg.get_int("model.heads")), LH = static_cast<double>(cfg.get_int("model.layers")) * H;
+    const double D = static_cast<double>(cfg.get_int("model.width")) / H;
+    const bool linear = cfg.get_string("model.attention") == "linear";
+    const auto maps = cfg.get_string_list(key("iclaa.feature_maps"));
+    const bool learned = !linear && count(maps, "learned") > 0;
+    double kernel_rows = 0.0, kernel_features = 0.0;  // as rows() builds them: one per map, prf also per extra F, hybrids
+    if (!linear) {
+        kernel_rows = count(maps, "prf") + count(maps, "orf") + count(maps, "elu1") + count(maps, "learned");
+        kernel_features = kernel_rows * D;
+        if (count(maps, "prf") > 0)
+            for (const auto F : cfg.get_int_list(key("iclaa.random_features")))
+                if (static_cast<double>(F) != D) kernel_rows += 1.0, kernel_features += static_cast<double>(F);
+        if (learned) {
+            const double keeps = static_cast<double>(cfg.get_int_list(key("iclaa.keep_tokens")).size());
+            kernel_rows += keeps, kernel_features += keeps * D;
+        }
+    }
+    const double bakes = static_cast<double>(cfg.get_string_list(key("targets")).size());
+    const double prompt_reads = 1.0 + kernel_rows;  // iclca, or the cache and the kernel rows
+    const double rows = 2.0 + prompt_reads + bakes;  // before, the reference's own row, those, the bakes
+    const icl::BakeWork bake = icl::bake_work(f, S, M, N, steps, cfg.get_string(key("continuations")) == "teacher", V);
+    const double products = P * (2.0 * f(M + N) + rows * 2.0 * f(N) + prompt_reads * f(M) + bakes * bake.products);
+    const double decode = P * ((1.0 + rows) * decode_steps * f(1.0) + bakes * bake.decode);
+    double fit_products = 0.0, fit_loops = 0.0;
+    if (learned) {
+        const double sequences = static_cast<double>(cfg.get_int(key("iclaa.learned.steps")) * cfg.get_int(key("iclaa.learned.batch")));
+        const icl::FitSampleWork sample = icl::distillation_sample_work(M + N, D, D, cfg.get_int(key("iclaa.learned.split_min")),
+                                                                        cfg.get_int(key("iclaa.learned.split_max")));
+        fit_products = sequences * (f(M + N) + LH * sample.products);
+        fit_loops = sequences * LH * sample.loops;
+    }
+    const double loops = P * bakes * bake.loops + fit_loops + P * LH * icl::kernel_feature_work(D) * kernel_features * (M + N);
+    e.gemm_flops += fit_products + products + decode;
+    e.flops += fit_products + products + kStreamingWeight * decode + kFp64LoopWeight * loops;
     const double gib = 1024.0 * 1024.0 * 1024.0;
-    e.memory_gib = std::max(e.memory_gib, (S * N * V * 8.0 + 6.0 * static_cast<double>(cfg.get_int(key("batch"))) * N * V * 8.0) / gib);
+    e.memory_gib = std::max(e.memory_gib, (S * N * V * 8.0 + 6.0 * batch * N * V * 8.0) / gib);
     e.keys = {key("windows"), key("samples"), key("steps"), "train.steps"};
     return e;
 }

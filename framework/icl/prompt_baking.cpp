@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "framework/core/check.hpp"
+#include "framework/icl/feature_fit.hpp"
 #include "framework/model/transformer_decode.hpp"
 
 namespace iclab::icl {
@@ -17,6 +18,16 @@ BakeTarget parse_bake_target(const std::string& name) {
 }
 
 const char* bake_target_name(BakeTarget target) { return target == BakeTarget::biases ? "biases" : "lora"; }
+
+BakeWork bake_work(const std::function<double(double)>& forward, double S, double M, double N, double step_sequences, bool teacher,
+                   double V) {
+    BakeWork work;
+    work.products = S * forward(M + N) + (teacher ? S * forward(M) : 0.0) + 2.0 * S * forward(N) + 3.0 * step_sequences * forward(N);
+    work.decode = teacher ? S * (N - 1.0) * forward(1.0) : 0.0;
+    const double softmax = kEstimateExpFlops + 3.0, objective = softmax + 2.0 * kEstimateExpFlops + 3.0;
+    work.loops = V * N * ((teacher ? S * softmax : 0.0) + S * softmax + 2.0 * S * objective + step_sequences * (objective + 2.0));
+    return work;
+}
 
 void check_baking_assumptions(const model::ModelSpec& spec, BakeTarget target) {
     if (spec.input != model::ModelSpec::Input::tokens) throw InputError("prompt baking distils token prompts; this model reads vectors");

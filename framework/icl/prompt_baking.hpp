@@ -16,6 +16,7 @@
 // (e.g. the task's own chain continuing X'): make_baking_data takes any tokens.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,22 @@ const char* bake_target_name(BakeTarget target);
 // Refuses (InputError naming why) what baking cannot do: a mask under which the prompt's states depend on the input,
 // shared layers (one δ per depth), vector inputs, and biases on softmax attention (it has no b_KV, b_D).
 void check_baking_assumptions(const model::ModelSpec& spec, BakeTarget target);
+
+// The work of one bake (bake_prompt on continuations made by sample_teacher_continuations and make_baking_data), for
+// the experiments' estimates (issue 44). forward(T): the FLOPs of one forward of T tokens; S continuations of N tokens
+// after a prompt of M; step_sequences = steps × batch; teacher: the continuations are sampled here (else drawn from
+// data); V the vocabulary.
+//   products: the teacher's forwards S f(M + N), with teacher sampling its S prefills f(M), the objective on all S
+//     before and after (2 S f(N)) and the steps' forwards + backwards (3 f(N) a sequence);
+//   decode: the sampling's S (N - 1) one-token steps f(1): the same arithmetic, but every weight is read once per
+//     token (memory-bound for a large vocabulary: the caller weights it);
+//   loops: the V-wide loops per position, at icl::kEstimateExpFlops an exp or log: the sampling's and the teacher's
+//     softmax (exp), the objective's softmax and KL (an exp and two logs), its gradient (a subtraction and a division).
+struct BakeWork {
+    double products = 0.0, decode = 0.0, loops = 0.0;
+};
+BakeWork bake_work(const std::function<double(double)>& forward, double S, double M, double N, double step_sequences, bool teacher,
+                   double V);
 
 // Values of the ICLCA bias adapter, Σ_l H·F·(D+1) (for any attention: the softmax model's elu1-sized kernel biases,
 // F = D); of a LoRA of rank r on W_Q, W_K, W_V, 6·C·r·L; and the largest r with lora ≤ bias values (0: none fits).

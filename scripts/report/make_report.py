@@ -61,6 +61,7 @@ SECTIONS = [
     ("vo_trained", "von Oswald 2023", "von Oswald et al. 2023 Figure 2: trained LSA against one GD step"),
     ("decay_attention", "beyond", "Beyond the papers: decayed linear attention (RetNet/GLA style) and its exact ICLCA"),
     ("prompt_baking", "beyond", "Beyond the papers: prompt baking beside ICLCA and ICLAA at equal bytes"),
+    ("prompt_baking_lm", "beyond", "Beyond the papers: prompt baking beside ICLCA and ICLAA on the KJV language models"),
 ]
 SECTION_OF = {name: (i, paper, title) for i, (name, paper, title) in enumerate(SECTIONS)}
 

@@ -111,4 +111,9 @@ assert lm is not None and {"lm", "tokenize"} <= lm and "induction_head" not in l
 assert {"induction_head", "decay_learned"} <= checkout.of_experiment("induction_head")
 assert "gpt2_import" in checkout.of_run({"experiment": "lm", "imported_from": "/x/hf"})
 assert checkout.of_experiment("no_such_experiment") is None
+# prompt_baking_lm (issue 43 on the KJV models, in the quick profile): both configs run its two families and read
+# tokenize's output; a measured block's command names the same families
+for config in ("configs/quick/prompt_baking_lm.yaml", "configs/quick/prompt_baking_lm_softmax.yaml"):
+    fams = checkout.of_subcommand("run", [config, "seed=0"])
+    assert fams == {"prompt_baking_lm", "prompt_baking_lm_softmax", "tokenize"}, (config, fams)
 print("families: runs and commands mapped to their fingerprint families; record_sentence judges each run by its own")
