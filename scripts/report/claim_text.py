@@ -274,8 +274,9 @@ def false_pass_text(c):
             text += f"; a fair coin would pass {k} of {n} seeds with {rate}, an upper bound"
         return text
     if point_band(c):
-        return (f"<= {rate} ({k} of {n} {unit} by a fair coin), an upper bound: x is a pick, and a uniform pick among "
-                "k >= 2 values hits the one claimed value with 1/k <= 1/2 each time (the rule's x gives its grid)")
+        return (f"<= {rate} ({k} of {n} {unit} by a fair coin), an upper bound for a pick by chance: a uniform pick "
+                "among k >= 2 values hits the one claimed value with 1/k <= 1/2 each time; what decides the pick, and "
+                "so what the data can fail, is in the rule's x")
     return f"{rate} ({k} of {n} {unit} by a fair coin)"
 
 

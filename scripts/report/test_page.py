@@ -155,7 +155,7 @@ assert false_pass_text(dict(constructed, min_values="5")) == "3.1 % (5 of 5 seed
 assert false_pass_text(dict(ROWS[0], rule="x > 0 for every value", min_values="5")) == "3.1 % (5 of 5 seeds by a fair coin)"
 # a point band (x a pick among a grid, 003-A3's eta argmin = 1.6): the coin's rate is an upper bound, and says why
 pick = dict(ROWS[0], kind="matches a printed number", test="count_within", rule="1.6 <= x <= 1.6 for every value", min_values="5")
-assert false_pass_text(pick).startswith("<= 3.1 % (5 of 5 seeds by a fair coin), an upper bound: x is a pick"), false_pass_text(pick)
+assert false_pass_text(pick).startswith("<= 3.1 % (5 of 5 seeds by a fair coin), an upper bound for a pick by chance"), false_pass_text(pick)
 assert not false_pass_text(dict(pick, rule="1.5 <= x <= 1.6 for every value")).startswith("<=")
 # two claims on one measurement (the same setting, seeds and values): the second names the first, the headline counts
 # distinct measurements (issue 45: each distinct measurement is one claim)
