@@ -90,14 +90,14 @@ TEST_CASE("nan counts: a NaN ICE curve does not pass lsa_gd's causal_ice_mse_inc
     CHECK(finite.verdict == "reproduced");
     for (const lsa::EtaRow& row : finite_rows) CHECK(row.ice_mse_increases >= 0);
     // a NaN eta makes every ICE MSE of its curves NaN: the count skipped them (0 increases, reproduced)
-    const auto [nan, nan_rows] = causal_increases({0.1, kNaN});
-    CHECK(std::isnan(nan.ours));
-    CHECK(nan.verdict == "inconclusive");
+    const auto [poisoned, nan_rows] = causal_increases({0.1, kNaN});
+    CHECK(std::isnan(poisoned.ours));
+    CHECK(poisoned.verdict == "inconclusive");
     bool marked = false;
     for (const lsa::EtaRow& row : nan_rows)
         if (std::isnan(row.eta)) marked = row.ice_mse_increases == -1;  // the table's "no count"
     CHECK(marked);
-    const auto claims = lsa::claims_of(lsa::Study{{nan}, {}, {}, {}, {}}, 0);
+    const auto claims = lsa::claims_of(lsa::Study{{poisoned}, {}, {}, {}, {}}, 0);
     REQUIRE(claims.size() == 1);
     CHECK(claims[0].verdict == iclab::io::Verdict::inconclusive);
 }
@@ -118,9 +118,9 @@ TEST_CASE("nan counts: a NaN stationary curve does not pass lsa_gd's fig2r_mu0_f
     for (std::size_t at : {1, 50, 115}) {  // before the crossing, and after it
         std::vector<double> with_nan = curve;
         with_nan[at] = kNaN;
-        const lsa::Check nan = first_n(with_nan);
-        CHECK(std::isnan(nan.ours));
-        CHECK(nan.verdict == "inconclusive");
+        const lsa::Check poisoned = first_n(with_nan);
+        CHECK(std::isnan(poisoned.ours));
+        CHECK(poisoned.verdict == "inconclusive");
     }
     std::vector<double> never(121, 1.0);  // never below 1e-2: n = 121, "more than 100"
     CHECK(first_n(never).ours == 121.0);
@@ -136,11 +136,11 @@ TEST_CASE("nan counts: a NaN rho does not pass lsa_gd's causal2 sequences_with_r
     const lsa::Causal2Stability unstable = lsa::causal2_stability(s, root, 1e3);
     CHECK(unstable.unstable == 6.0);  // every sequence of both replicates
     CHECK(unstable.worst > 1.0);
-    const lsa::Causal2Stability nan = lsa::causal2_stability(s, root, kNaN);  // "rho > 1" skipped it: 0, and "= 0" passed
-    CHECK(std::isnan(nan.unstable));
-    CHECK(std::isnan(nan.worst));
+    const lsa::Causal2Stability poisoned = lsa::causal2_stability(s, root, kNaN);  // "rho > 1" skipped it: 0, and "= 0" passed
+    CHECK(std::isnan(poisoned.unstable));
+    CHECK(std::isnan(poisoned.worst));
     lsa::Study study;
-    study.checks.push_back(lsa::gated("A7", "causal2_eta_nan_sequences_with_rho_S_above_1", "converges", nan.unstable, 0, 0, "= 0"));
+    study.checks.push_back(lsa::gated("A7", "causal2_eta_nan_sequences_with_rho_S_above_1", "converges", poisoned.unstable, 0, 0, "= 0"));
     CHECK(study.checks[0].verdict == "inconclusive");
 }
 
