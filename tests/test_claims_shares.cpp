@@ -57,7 +57,8 @@ TEST_CASE("claims shares: 2/3 of the seeds is 2 of 2 and 3, 4 of 5, 7 of 10, and
     // an absolute "2" would reproduce with 2 of 5 seeds: the share does not
     CHECK(evaluated(rule, {1, 2, -1, -1, -1}).verdict == Verdict::not_reproduced);
     CHECK(evaluated(rule, {1, 2, 3, -1, 1}).verdict == Verdict::reproduced);  // 4 of 5
-    CHECK(evaluated(rule, {1, 2, 3, -1, -1}).verdict == Verdict::inconclusive);  // 3 of 5 with a positive mean: see below
+    // 3 of 5 (4 needed) with a positive mean whose interval reaches below 0: the count decides (see below)
+    CHECK(evaluated(rule, {1, 2, 3, -1, -1}).verdict == Verdict::not_reproduced);
     const ClaimResult one = evaluated(rule, {1});
     CHECK(one.verdict == Verdict::inconclusive);
     CHECK(one.note == "1 values, the rule needs 2");
@@ -155,7 +156,9 @@ TEST_CASE("claims shares: values at the rule's edge are not judged against a mea
     CHECK(off.verdict == Verdict::not_reproduced);
     // off a band, values may lie on both sides of it and their mean inside: still judged by the mean
     CHECK(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {-5.0, 1.5, 2.0}).verdict == Verdict::not_reproduced);
-    CHECK(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {-5.0, 1.5, 4.0}).verdict == Verdict::inconclusive);
+    // and inside it, with an interval reaching out of it: the count (0 of 3) decides, the note says so
+    CHECK(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {-5.0, 1.5, 4.0}).verdict == Verdict::not_reproduced);
+    CHECK_THAT(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {-5.0, 1.5, 4.0}).note, Catch::Contains("the count decides"));
 }
 
 TEST_CASE("claims shares: the share survives the /claims round trip and pooling applies it to all seeds", "[claims]") {
@@ -183,7 +186,7 @@ TEST_CASE("claims shares: the share survives the /claims round trip and pooling 
     REQUIRE(pooled.size() == 1);
     CHECK(pooled[0].on_side == 3);
     CHECK(pooled[0].claim.rule.needed_of(5) == 4);
-    CHECK(pooled[0].verdict == Verdict::inconclusive);  // 3 of 5 (4 needed) with a positive mean
+    CHECK(pooled[0].verdict == Verdict::not_reproduced);  // 3 of 5 (4 needed), the positive mean's interval reaching below 0
     CHECK_THAT(pooled[0].note, Catch::Contains("3 of 5 values on the claimed side (4 needed)"));
     fs::remove_all(dir);
 }
