@@ -12,7 +12,7 @@ from verdicts import PAPER_TITLES
 
 VERDICT_CLASS = {"reproduced": "ok", "not reproduced": "bad", "inconclusive": "unsure", "not run": "na"}
 STYLE = ("table.claims td{text-align:left;max-width:38em} td.ok{background:#d9f2d9} td.bad{background:#f6cccc} "
-         "td.unsure{background:#fff2c6} td.na{background:#e4e4e4} ul.failures li{margin:2px 0} "
+         "td.unsure{background:#fff2c6} td.na{background:#e4e4e4} ul.failures{font-size:13px} ul.failures li{margin:2px 0} "
          "table.details td{text-align:left;max-width:60em} table.details th{text-align:left;position:static}")
 e = html.escape
 
