@@ -76,6 +76,25 @@ TEST_CASE("leave one seed out: a verdict one seed decides is fragile, a robust o
     CHECK(pool_claims({{"a", {evaluate_claim(instances, {0, 1, 2, 3}, {1.0, 1.1, 0.9, 1.0})}}})[0].leave_one_out.empty());
 }
 
+TEST_CASE("leave one seed out: a share's own minimum does not make every drop inconclusive", "[claims]") {
+    // paper 003's sign tests: "x <= -1 in >= 5/6 of the values, at least 5", 5 of 5 seeds. Without one seed the rule
+    // would need 5 of 4 (inconclusive for every drop: "fragile" by the rule alone); its n - 1 form asks 4 of 4.
+    Claim falls = above_zero("falls", ClaimRule::count_at_most(-1.0, {5, 6}));
+    const auto all_five = pool_claims(runs_of(falls, {-1.0, -1.0, -1.0, -1.0, -1.0}));
+    REQUIRE(all_five.size() == 1);
+    CHECK(all_five[0].verdict == Verdict::reproduced);
+    CHECK(all_five[0].leave_one_out == "holds");
+    // 4 of 5: not reproduced, and the one seed that fails it decides: without it, 4 of 4
+    const auto four = pool_claims(runs_of(falls, {-1.0, -1.0, 0.2, -1.0, -1.0}));
+    CHECK(four[0].verdict == Verdict::not_reproduced);
+    CHECK(four[0].leave_one_out == "fragile: without seed 2 → reproduced");
+    // the full set still needs its minimum: 4 seeds are 5/6 of 4 (4 of 4) by the share, but the rule asks 5
+    CHECK(evaluate_claim(falls, {0, 1, 2, 3}, {-1.0, -1.0, -1.0, -1.0}).verdict == Verdict::inconclusive);
+    // the declaration itself is unchanged by leave-one-out
+    CHECK(all_five[0].claim.rule.needed == 5);
+    CHECK(all_five[0].claim.rule.out_of == 6);
+}
+
 TEST_CASE("leave one seed out drops a seed's per-seed mean of a seed_means claim", "[claims]") {
     Claim c = above_zero("means", ClaimRule::interval_above(0.0));
     c.unit = "instance", c.pooling = ClaimPooling::seed_means;

@@ -1,7 +1,8 @@
 // Rules a coin cannot pass (issue 45, framework/io/claims.hpp): a count rule is a share of the values ("2/3 of the
 // seeds" is 2 of 3 and 4 of 5, never "any 2" of 5 and never decided by one seed), its text shows the share and the
-// count, the share survives the /claims round trip; a count verdict on the other side of its own mean is
-// inconclusive with both numbers in its note, except a failed rule for every value. The floor of `iclab claims`
+// count, the share survives the /claims round trip; a count verdict on the other side of its own mean carries its
+// reason in the note, and is inconclusive when the mean's whole interval is on the mean's side (except a failed rule
+// for every value). The floor of `iclab claims`
 // (framework/io/claims_floor.hpp): a deterministic check decides on one value, every other claim on 5.
 #include <unistd.h>
 
@@ -56,7 +57,8 @@ TEST_CASE("claims shares: 2/3 of the seeds is 2 of 2 and 3, 4 of 5, 7 of 10, and
     // an absolute "2" would reproduce with 2 of 5 seeds: the share does not
     CHECK(evaluated(rule, {1, 2, -1, -1, -1}).verdict == Verdict::not_reproduced);
     CHECK(evaluated(rule, {1, 2, 3, -1, 1}).verdict == Verdict::reproduced);  // 4 of 5
-    CHECK(evaluated(rule, {1, 2, 3, -1, -1}).verdict == Verdict::inconclusive);  // 3 of 5 with a positive mean: see below
+    // 3 of 5 (4 needed) with a positive mean whose interval reaches below 0: the count decides (see below)
+    CHECK(evaluated(rule, {1, 2, 3, -1, -1}).verdict == Verdict::not_reproduced);
     const ClaimResult one = evaluated(rule, {1});
     CHECK(one.verdict == Verdict::inconclusive);
     CHECK(one.note == "1 values, the rule needs 2");
@@ -79,23 +81,56 @@ TEST_CASE("claims shares: 2/3 of the seeds is 2 of 2 and 3, 4 of 5, 7 of 10, and
     CHECK_THROWS_AS(ClaimRule::count_above(0.0, {2, 0}), iclab::Error);
 }
 
-TEST_CASE("claims shares: a count verdict against its own mean is inconclusive, with both numbers", "[claims]") {
+TEST_CASE("claims shares: a count verdict against its own mean carries its reason, inconclusive only when the mean's interval is firm", "[claims]") {
     const ClaimRule rule = ClaimRule::count_above(0.0, {2, 3});
-    // the quick page's case: 2 of 3 seeds above 0, the mean below it
+    // the quick page's case: 2 of 3 seeds above 0, the mean below it, its interval reaching above 0: the count decides
     const ClaimResult against = evaluated(rule, {0.412, 1.2, -2.4});
     CHECK(against.on_side == 2);
     CHECK(against.interval.mean < 0.0);
-    CHECK(against.verdict == Verdict::inconclusive);
-    CHECK(against.note == "2 of 3 values on the claimed side (2 needed), but their mean -0.2627 is not: the count and the mean disagree");
-    // and the mirror: 1 of 3 above 0, the mean above it
+    CHECK(against.interval.high > 0.0);
+    CHECK(against.verdict == Verdict::reproduced);
+    CHECK_THAT(against.note, Catch::StartsWith("2 of 3 values on the claimed side (2 needed): the count decides; their mean -0.2627 is "
+                                               "not on the claimed side, but its 95 % interval [") &&
+                                 Catch::EndsWith("] reaches into it"));
+    // and the mirror: 1 of 3 above 0, the mean above it, its interval reaching below 0
     const ClaimResult mirror = evaluated(rule, {-0.1, -0.2, 5.0});
-    CHECK(mirror.verdict == Verdict::inconclusive);
-    CHECK_THAT(mirror.note, Catch::Contains("1 of 3 values on the claimed side (2 needed), but their mean 1.567 is:"));
-    // count and mean agree: decided as counted
+    CHECK(mirror.verdict == Verdict::not_reproduced);
+    CHECK_THAT(mirror.note, Catch::Contains("1 of 3 values on the claimed side (2 needed): the count decides; their mean 1.567 is on the "
+                                            "claimed side, but its 95 % interval [") && Catch::EndsWith("] reaches out of it"));
+    // the second audit's 000-F1 'faster': 1 of 5 seeds above 0 (4 needed), the mean 0.00784 above 0 with its interval
+    // [-0.0139, 0.0296] straddling: not reproduced (it read inconclusive, while the same pattern with a rule for every
+    // value read not reproduced)
+    const ClaimResult faster = evaluated(ClaimRule::count_above(0.0, {4, 5}), {0.0392, 0, 0, 0, 0});
+    CHECK(faster.interval.mean > 0.0);
+    CHECK(faster.interval.low < 0.0);
+    CHECK(faster.verdict == Verdict::not_reproduced);
+    CHECK_THAT(faster.note, Catch::Contains("the count decides"));
+    // the mean's whole interval on the claimed side while the count fails: the mean is evidence against the count
+    const ClaimResult firm = evaluated(ClaimRule::count_above(0.0, {4, 5}), {-0.01, -0.01, -0.01, -0.01, -0.01, 10.0, 10.0, 10.0, 10.0, 10.0});
+    CHECK(firm.on_side == 5);
+    CHECK(firm.interval.low > 0.0);
+    CHECK(firm.verdict == Verdict::inconclusive);
+    CHECK_THAT(firm.note, Catch::StartsWith("5 of 10 values on the claimed side (8 needed), but their mean 4.995 is, with its whole 95 % interval [") &&
+                              Catch::EndsWith("]: the count and the mean disagree"));
+    // and wholly off it while the count passes
+    const ClaimResult firm_off = evaluated(ClaimRule::count_above(0.0, {1, 3}), {0.01, 0.01, 0.01, 0.01, -10.0, -10.0, -10.0, -10.0, -10.0});
+    CHECK(firm_off.on_side == 4);
+    CHECK(firm_off.interval.high < 0.0);
+    CHECK(firm_off.verdict == Verdict::inconclusive);
+    // count and mean agree: decided as counted, no note
     CHECK(evaluated(rule, {0.4, 1.2, -0.5}).verdict == Verdict::reproduced);
+    CHECK(evaluated(rule, {0.4, 1.2, -0.5}).note.empty());
     CHECK(evaluated(rule, {-0.4, -1.2, 0.5}).verdict == Verdict::not_reproduced);
-    // a band: 2 of 3 inside [0, 1] but the mean outside it
-    CHECK(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {0.5, 0.9, 5.0}).verdict == Verdict::inconclusive);
+    // a band: 2 of 3 inside [0, 1], the mean outside it with its interval reaching in: the count decides
+    const ClaimResult band = evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {0.5, 0.9, 5.0});
+    CHECK(band.verdict == Verdict::reproduced);
+    CHECK_THAT(band.note, Catch::Contains("the count decides"));
+    // a band whose mean's interval lies wholly beyond its upper edge: off the band, inconclusive
+    const ClaimResult beyond = evaluated(ClaimRule::count_within(0.0, 1.0, {1, 3}),
+                                         {0.5, 0.5, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0});
+    CHECK(beyond.on_side == 2);
+    CHECK(beyond.interval.low > 1.0);
+    CHECK(beyond.verdict == Verdict::not_reproduced);  // 2 of 18 inside, 6 needed: count and mean agree (off)
     // a rule for every value fails on one value beyond it, whatever the mean, and says so
     const ClaimResult every = evaluated(ClaimRule::count_at_most(1.0), {0.1, 0.2, 1.5});
     CHECK(every.verdict == Verdict::not_reproduced);
@@ -121,7 +156,9 @@ TEST_CASE("claims shares: values at the rule's edge are not judged against a mea
     CHECK(off.verdict == Verdict::not_reproduced);
     // off a band, values may lie on both sides of it and their mean inside: still judged by the mean
     CHECK(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {-5.0, 1.5, 2.0}).verdict == Verdict::not_reproduced);
-    CHECK(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {-5.0, 1.5, 4.0}).verdict == Verdict::inconclusive);
+    // and inside it, with an interval reaching out of it: the count (0 of 3) decides, the note says so
+    CHECK(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {-5.0, 1.5, 4.0}).verdict == Verdict::not_reproduced);
+    CHECK_THAT(evaluated(ClaimRule::count_within(0.0, 1.0, {2, 3}), {-5.0, 1.5, 4.0}).note, Catch::Contains("the count decides"));
 }
 
 TEST_CASE("claims shares: the share survives the /claims round trip and pooling applies it to all seeds", "[claims]") {
@@ -149,7 +186,7 @@ TEST_CASE("claims shares: the share survives the /claims round trip and pooling 
     REQUIRE(pooled.size() == 1);
     CHECK(pooled[0].on_side == 3);
     CHECK(pooled[0].claim.rule.needed_of(5) == 4);
-    CHECK(pooled[0].verdict == Verdict::inconclusive);  // 3 of 5 (4 needed) with a positive mean
+    CHECK(pooled[0].verdict == Verdict::not_reproduced);  // 3 of 5 (4 needed), the positive mean's interval reaching below 0
     CHECK_THAT(pooled[0].note, Catch::Contains("3 of 5 values on the claimed side (4 needed)"));
     fs::remove_all(dir);
 }

@@ -223,8 +223,9 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
     }
 
     // A3: the η ablation of E.1, every replicate.
-    std::int64_t causal_increases = 0;
+    double causal_increases = 0;  // NaN once one causal ICE curve has a NaN (count_increases): "= 0" never passes on it
     std::vector<double> prefix_32, causal_32;  // query MSE at l = L and eta = 3.2, per swept replicate
+    std::vector<double> causal_at_eta;         // the same at eta = s.eta (the grid's 1.6), per swept replicate
     for (std::size_t r = 0; r < std::min(s.replicates, s.eta_sweep_replicates); ++r) {
         const RegressionSequences data = replicate_data(s, data_root, r, s.examples);
         double best_eta = kNaN, best_mse = kInf;
@@ -234,34 +235,60 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
                 const std::vector<double> radii = spectral_radii(data, mask, eta);
                 EtaRow row{icl::lsa_mask_name(mask), static_cast<std::int64_t>(r), eta, trace.ice_mse.back(), trace.query_mse.back(),
                            max_of(radii), min_of(radii), 0};
-                for (std::size_t l = 1; l < L; ++l) row.ice_mse_increases += trace.ice_mse[l] > trace.ice_mse[l - 1] ? 1 : 0;
-                if (mask == LsaMask::causal) causal_increases += row.ice_mse_increases;
+                const double increases = count_increases(trace.ice_mse);  // layers 1..L: the L - 1 steps l - 1 -> l
+                row.ice_mse_increases = std::isnan(increases) ? -1 : static_cast<std::int64_t>(increases);  // -1: a NaN ICE MSE
+                if (mask == LsaMask::causal) causal_increases += increases;
                 if (mask == LsaMask::prefix && row.spectral_radius_max < 1.0 && row.query_mse < best_mse) {
                     best_mse = row.query_mse;
                     best_eta = eta;
                 }
                 if (eta == 3.2) (mask == LsaMask::prefix ? prefix_32 : causal_32).push_back(row.query_mse);
+                if (eta == s.eta && mask == LsaMask::causal) causal_at_eta.push_back(row.query_mse);
                 study.etas.push_back(row);
             }
-        // Its value is a pick among the grid's etas, not a signed number: a claim no coin passes is one whose argmin a
-        // uniform pick would hit with 1/|grid| per seed (issue 45), (1/6)^5 = 0.013 % over 5 seeds for E.1's 6 etas.
-        const double pick = 1.0 / static_cast<double>(s.eta_sweep.size());
+        // Its value is the argmin over the grid's convergent etas, and no pick by chance (a "uniform pick among the 6"
+        // rate was printed here: only 5 have rho < 1). While rho < 1 the prefix query MSE at l = L falls as eta grows
+        // (the slowest mode's rate 1 - eta lambda_min / n shrinks), so the largest convergent eta of the doubling grid
+        // wins (1.6; 3.2 has rho ~2.2). What the data can fail is where rho crosses 1 (eta < 2n / lambda_max at 1.6,
+        // not at 3.2) and the fall of the MSE with eta below it.
         c.push_back(gated("A3", "eta_best_convergent_prefix_r" + std::to_string(r), "E.1: eta = 1.6 'converges the fastest without divergence'",
                           best_eta, 1.6, 1.6,
-                          "= 1.6: per seed, the argmin of the prefix query MSE at l = L over the " + std::to_string(s.eta_sweep.size()) +
-                              " etas of the grid with spectral radius < 1; pooled: the same argmin in every seed; a uniform pick "
-                              "among the etas passes one seed with " + text(pick) + ", 5 of 5 with " + text(std::pow(pick, 5.0)),
+                          "= 1.6: per seed, the argmin of the prefix query MSE at l = L over the etas of the " +
+                              std::to_string(s.eta_sweep.size()) +
+                              "-eta doubling grid with spectral radius < 1. Not a pick by chance, no coin's rate: below rho = 1 "
+                              "the MSE falls as eta grows, so the largest convergent eta wins by construction; the claim tests "
+                              "that the convergence edge eta = 2n / lambda_max lies between 1.6 and 3.2 (rho(1.6) < 1 < "
+                              "rho(3.2)) and that the MSE falls with eta below it, in every seed",
                           1.6));
     }
     const bool has32 = std::count(s.eta_sweep.begin(), s.eta_sweep.end(), 3.2) > 0;
     if (has32) {  // min_of / max_of keep a NaN loss: a NaN never passes "causal does not diverge" (std::max from 0 did)
         c.push_back(gated("A3", "eta3.2_prefix_query_mse_l50_min", "E.1: larger eta diverges (prefix)", min_of(prefix_32), 1e3, kInf,
                           "> 1e3 at l = L, every swept replicate"));
-        c.push_back(gated("A3", "eta3.2_causal_query_mse_l50_max", "causal does not diverge at eta = 3.2", max_of(causal_32), 0, 1.0,
-                          "<= 1 at l = L, every swept replicate"));
+        // Not the MSE itself: at l = L it is Prop 4's stationary MSE, which does not depend on eta, so it equals
+        // fig2_causal_query_mse_l50_min (eta 1.6) to 3-4 digits and would judge that measurement twice (issue 45).
+        // Its ratio to eta 1.6's is what "does not diverge at 3.2" adds: the largest factor from 1 over the replicates.
+        if (causal_at_eta.size() == causal_32.size()) {
+            double factor = 1.0;
+            for (std::size_t r = 0; r < causal_32.size(); ++r) {
+                const double ratio = causal_32[r] / causal_at_eta[r];
+                factor = max_or_nan(factor, max_or_nan(ratio, 1.0 / ratio));
+            }
+            c.push_back(gated("A3", "eta3.2_over_eta" + text(s.eta) + "_causal_query_mse_l50",
+                              "causal does not diverge at eta = 3.2: its query MSE at l = L is eta " + text(s.eta) +
+                                  "'s (Prop 4: the stationary MSE does not depend on eta)",
+                              factor, 1.0, 1.5, "within x1.5: max(ratio, 1/ratio) of the two MSEs at l = L, every swept replicate"));
+            c.back().provenance = "chosen after the first runs (2026-11-30): it was the MSE at eta 3.2 (band [0, 1]), equal to "
+                                  "003-A2 fig2_causal_query_mse_l50_min to 3-4 digits in every seed (a second audit: one "
+                                  "measurement counted twice); now its ratio to eta 1.6's, with the x1.5 band of "
+                                  "fig2r_n40_stationary_over_layer_plateau";
+        } else {
+            c.push_back(reported("A3", "eta3.2_causal_query_mse_l50_max", "causal query MSE at eta = 3.2", max_of(causal_32),
+                                 "eta " + text(s.eta) + " is not in the grid: no ratio to judge"));
+        }
     }
     c.push_back(gated("A3", "causal_ice_mse_increases", "causal ICE MSE decreases monotonically in l for every eta",
-                      static_cast<double>(causal_increases), 0, 0, "= 0 increases over all eta, layers, swept replicates"));
+                      causal_increases, 0, 0, "= 0 increases over all eta, layers, swept replicates"));
 
     // A4 through the LSA itself: at depth convergence_layers the causal query prediction is the stationary w*_n·x_q
     // (Prop 4) and the prefix one the least-squares w*·x_q (Prop 3), replicate 0.

@@ -54,6 +54,8 @@ double power_rate(std::vector<double> e, const std::vector<double>& m, std::size
 }
 
 
+}  // namespace
+
 // A6 / A7 gates on the stationary curves (index u·replicates + r; entry j = query MSE with n = j ICEs).
 void study_stationary_checks(const Settings& s, const std::vector<std::vector<double>>& causal,
                              const std::vector<std::vector<double>>& causal2, Study& study) {
@@ -69,11 +71,10 @@ void study_stationary_checks(const Settings& s, const std::vector<std::vector<do
         const std::size_t u0 = static_cast<std::size_t>(zero - s.mus.begin());
         double first = kInfinity, last = 0, at_n = 0;
         for (std::size_t r = 0; r < R; ++r) {
-            std::size_t crossing = N + 1;
-            for (std::size_t j = 1; j <= N && crossing > N; ++j)
-                if (causal[u0 * R + r][j] < 1e-2) crossing = j;
-            first = min_or_nan(first, static_cast<double>(crossing));
-            last = max_or_nan(last, static_cast<double>(crossing));
+            // N + 1 when the curve never reaches below 1e-2; NaN for a curve with a NaN (never "more than 100")
+            const double crossing = first_index_below(causal[u0 * R + r], 1, N, 1e-2);
+            first = min_or_nan(first, crossing);
+            last = max_or_nan(last, crossing);
             at_n = max_or_nan(at_n, causal[u0 * R + r][N]);
         }
         // "more than 100 examples" is qualitative: first n with MSE < 1e-2 above 100 (n >= 101) in every replicate.
@@ -107,7 +108,25 @@ void study_stationary_checks(const Settings& s, const std::vector<std::vector<do
                       "= 0 grid points (mu, n >= 40) with causalLM2 MSE <= causalLM MSE"));
 }
 
-}  // namespace
+Causal2Stability causal2_stability(const Settings& s, const Rng& data_root, double eta) {
+    const std::size_t d = s.dim, n = s.examples;
+    std::vector<double> rhos;  // max_j |1 - eta |x_j|^2 / j| per sequence of every replicate
+    Causal2Stability out;
+    for (std::size_t r = 0; r < s.replicates; ++r) {
+        const RegressionSequences rdata = replicate_data(s, data_root, r, n);
+        const std::size_t TT = rdata.time();
+        for (std::size_t b = 0; b < rdata.batch; ++b) {
+            const double* x = rdata.x.data() + b * TT * d;
+            double rho = 0;
+            for (std::size_t j = 0; j < n; ++j)
+                rho = max_or_nan(rho, std::abs(1 - eta * row_dot(x + j * d, x + j * d, d) / static_cast<double>(j + 1)));
+            rhos.push_back(rho);
+            out.worst = max_or_nan(out.worst, rho);
+        }
+    }
+    out.unstable = count_above(rhos, 1.0);  // NaN with a NaN rho: "= 0 sequences above 1" does not pass
+    return out;
+}
 
 void study_stationary(const Settings& s, const Rng& data_root, const Rng& stationary_root, Study& study) {
     auto& c = study.checks;
@@ -121,18 +140,8 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
     for (double eta : {0.3, s.eta})
         if (eta != s.eta_causal2) causal2_etas.push_back(eta);
     for (double eta : causal2_etas) {
-        double unstable = 0, worst = 0;
-        for (std::size_t r = 0; r < s.replicates; ++r) {
-            const RegressionSequences rdata = replicate_data(s, data_root, r, n);
-            for (std::size_t b = 0; b < rdata.batch; ++b) {
-                const double* x = rdata.x.data() + b * TT * d;
-                double rho = 0;
-                for (std::size_t j = 0; j < n; ++j)
-                    rho = max_or_nan(rho, std::abs(1 - eta * row_dot(x + j * d, x + j * d, d) / static_cast<double>(j + 1)));
-                unstable += rho > 1 ? 1 : 0;
-                worst = max_or_nan(worst, rho);
-            }
-        }
+        const Causal2Stability stability = causal2_stability(s, data_root, eta);
+        const double unstable = stability.unstable, worst = stability.worst;
         std::ostringstream name;
         name << "causal2_eta" << eta << "_sequences_with_rho_S_above_1";
         const double total = static_cast<double>(s.replicates * data.batch);

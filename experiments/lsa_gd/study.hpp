@@ -81,6 +81,17 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
 // A4 (Props 3, 4: stationary points, rates), A5 (Props 5, 8), A6 (Figure 2 right), A7 (App. D, causalLM2).
 void study_stationary(const Settings& s, const Rng& data_root, const Rng& stationary_root, Study& study);
 
+// A6 / A7's gates on the stationary query-MSE curves (curves[u · stationary_replicates + r][n], n = 0..stationary_examples,
+// for mus[u] and replicate r): Figure 2 right's first n below 1e-2, its MSE at n = N, the mu ordering, Figure 4.
+void study_stationary_checks(const Settings& s, const std::vector<std::vector<double>>& causal,
+                             const std::vector<std::vector<double>>& causal2, Study& study);
+// App. D / Prop 7: causalLM2's layer dynamics I − ηS over every sequence of every replicate, rho = max_j |1 − η|x_j|²/j|:
+// how many sequences have rho > 1 (NaN when any rho is NaN) and the largest rho.
+struct Causal2Stability {
+    double unstable = 0, worst = 0;
+};
+Causal2Stability causal2_stability(const Settings& s, const Rng& data_root, double eta);
+
 // One claim per gated check (count_within its band, one value: the run seed's); a NaN value is inconclusive.
 std::vector<io::ClaimResult> claims_of(const Study& study, std::int64_t seed);
 

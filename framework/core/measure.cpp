@@ -45,6 +45,29 @@ bool any_nan(const std::vector<double>& values) {
 }
 }  // namespace
 
+double count_above(const std::vector<double>& values, double bar) {
+    if (any_nan(values)) return kNaN;
+    double count = 0.0;
+    for (double v : values) count += v > bar ? 1.0 : 0.0;
+    return count;
+}
+
+double count_increases(const std::vector<double>& values) {
+    if (any_nan(values)) return kNaN;
+    double count = 0.0;
+    for (std::size_t i = 1; i < values.size(); ++i) count += values[i] > values[i - 1] ? 1.0 : 0.0;
+    return count;
+}
+
+double first_index_below(const std::vector<double>& values, std::size_t first, std::size_t last, double bar) {
+    ICLAB_CHECK(first <= last && last < values.size(), "first_index_below: [" << first << ", " << last << "] is not inside " << values.size() << " values");
+    for (std::size_t j = first; j <= last; ++j)
+        if (std::isnan(values[j])) return kNaN;
+    for (std::size_t j = first; j <= last; ++j)
+        if (values[j] < bar) return static_cast<double>(j);
+    return static_cast<double>(last) + 1.0;
+}
+
 double median_of(std::vector<double> values) {
     if (values.empty() || any_nan(values)) return kNaN;
     std::sort(values.begin(), values.end());

@@ -58,6 +58,15 @@ double median_of(std::vector<double> values);
 // the next; NaN for an empty list and when any value is NaN (as median_of). For q = 0.5 and an even count it is
 // a + 0.5 (b − a), not median_of's 0.5 (a + b): the two can differ in the last bit.
 double quantile_of(std::vector<double> values, double q);
+// Counts over measured values keep a NaN too (issue 45, second audit): a NaN is neither above nor below a bar, so a
+// count that skips it reads a NaN curve as 0 increases ("MSE(l) > MSE(l − 1)"), 0 unstable sequences ("rho > 1") or
+// "never below the bar", and a claim "= 0" or "> 100" passes. Each is NaN when any value it reads is NaN; for finite
+// values it is the count (exact in a double) or index of the loop it replaces, so no finite result changes by a bit.
+double count_above(const std::vector<double>& values, double bar);  // how many values > bar
+double count_increases(const std::vector<double>& values);         // how many i >= 1 with values[i] > values[i − 1]
+// The first j in [first, last] with values[j] < bar, last + 1 when there is none; NaN when any of values[first..last]
+// is NaN (a NaN curve never "reaches below" the bar, and has no crossing after it either).
+double first_index_below(const std::vector<double>& values, std::size_t first, std::size_t last, double bar);
 // The index of the largest of z[0..n), the first of equal ones (as std::max_element); n, no index, when any value
 // is NaN or n = 0, so that a prediction from NaN logits is no prediction (std::max_element and a running
 // `z[v] > z[best]` both drop a NaN and return a finite index: an all-NaN row predicts token 0).

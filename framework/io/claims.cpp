@@ -302,6 +302,20 @@ Interval t_interval95(const std::vector<double>& values) {
     return out;
 }
 
+namespace {
+
+// The whole interval [low, high] on the claimed side of the rule (on_side) or wholly off it; false below two values
+// (no interval). The claimed side is a half-line or an interval, so both ends on it put the whole interval on it; the
+// off side of a band [low, high] is two half-lines, and the interval must lie in one of them.
+bool interval_on_side(const ClaimRule& rule, const Interval& interval, bool on_side) {
+    if (std::isnan(interval.low) || std::isnan(interval.high)) return false;
+    if (on_side) return rule.on_claimed_side(interval.low) && rule.on_claimed_side(interval.high);
+    if (rule.test == ClaimRule::Test::count_within) return interval.high < rule.low || interval.low > rule.high;
+    return !rule.on_claimed_side(interval.low) && !rule.on_claimed_side(interval.high);
+}
+
+}  // namespace
+
 ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, std::vector<double> values) {
     check_claim(claim);
     ICLAB_CHECK(units.size() == values.size(), "claim " << claim.id << ": " << units.size() << " units for " << values.size() << " values");
@@ -353,12 +367,11 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
         r.note = std::to_string(n) + " values, the rule needs " + std::to_string(needed);
         return r;
     }
-    // The count decides, and must agree with the mean of the same values (claims.hpp, ClaimRule): a verdict on the
-    // other side of its own mean is inconclusive, except a failed rule for every value (one failing value fails it).
-    // Every claimed side is convex (a half-line or an interval), so the mean of values all on it lies on it, and the
-    // mean of values all off a half-line lies off it (the off side of an interval is not convex): there the count
-    // decides the mean's side, because the rounded mean of n values at the rule's edge can fall on the other side
-    // (0.1 + 0.1 + 0.1 = 0.30000000000000004, and its third is above 0.1).
+    // The count decides, and must agree with the mean of the same values (claims.hpp, ClaimRule). Every claimed side is
+    // convex (a half-line or an interval), so the mean of values all on it lies on it, and the mean of values all off a
+    // half-line lies off it (the off side of an interval is not convex): there the count decides the mean's side,
+    // because the rounded mean of n values at the rule's edge can fall on the other side (0.1 + 0.1 + 0.1 =
+    // 0.30000000000000004, and its third is above 0.1).
     const bool counted = r.on_side >= needed;
     const bool off_side_convex = rule.test != Test::count_within || std::isinf(rule.low) || std::isinf(rule.high);
     const bool mean_on_side = r.on_side == n                      ? true
@@ -368,13 +381,27 @@ ClaimResult evaluate_claim(const Claim& claim, std::vector<std::int64_t> units, 
                                      std::to_string(needed) + " needed)";
     if (counted == mean_on_side) {
         r.verdict = counted ? Verdict::reproduced : Verdict::not_reproduced;
-    } else if (!counted && needed == n) {
+        return r;
+    }
+    // They disagree. A rule for every value fails on one failing value, whatever the mean. Otherwise the mean overrides
+    // the count (inconclusive) only when its whole 95 % t-interval is on the mean's side; an interval that reaches the
+    // other side is no evidence against the count, which decides, and the note says why the verdict is on the other
+    // side of its mean (issue 45: the same pattern, 1 of 5 with the mean's interval straddling, read inconclusive in
+    // one claim and not reproduced in another).
+    const std::string interval_text = "[" + number(r.interval.low) + ", " + number(r.interval.high) + "]";
+    if (!counted && needed == n) {
         r.verdict = Verdict::not_reproduced;
         r.note = counted_text + ": the rule needs every value; their mean " + number(r.interval.mean) + " is on the claimed side";
-    } else {
-        r.note = counted_text + ", but their mean " + number(r.interval.mean) + (counted ? " is not" : " is") +
-                 ": the count and the mean disagree";
+        return r;
     }
+    if (interval_on_side(rule, r.interval, mean_on_side)) {
+        r.note = counted_text + ", but their mean " + number(r.interval.mean) + (counted ? " is not" : " is") + ", with its whole 95 % interval " +
+                 interval_text + ": the count and the mean disagree";
+        return r;  // inconclusive
+    }
+    r.verdict = counted ? Verdict::reproduced : Verdict::not_reproduced;
+    r.note = counted_text + ": the count decides; their mean " + number(r.interval.mean) + (counted ? " is not" : " is") +
+             " on the claimed side, but its 95 % interval " + interval_text + " reaches " + (counted ? "into" : "out of") + " it";
     return r;
 }
 

@@ -47,10 +47,12 @@ struct Fraction {
 
 // The decision rule over the values x_1..x_n of one claim, fixed before the run.
 //
-// A count rule is decided by the count of values on the claimed side, and a verdict must not contradict the values'
-// own mean: when the count says reproduced but the mean lies off the claimed side (2 of 3 seeds above 0 with mean
-// -0.17), or says not reproduced while the mean lies on it and the rule did not ask for every value, the verdict is
-// inconclusive and the note gives both numbers. A rule for every value (exactness over instances) stays not
+// A count rule is decided by the count of values on the claimed side, and a verdict on the other side of the values'
+// own mean always carries its reason in the note. When the count says reproduced but the mean lies off the claimed
+// side (2 of 3 seeds above 0 with mean -0.17), or says not reproduced while the mean lies on it: the verdict is
+// inconclusive when the mean's whole 95 % t-interval lies on the mean's side (the mean is evidence against the
+// count), and otherwise the count decides, noted "the count decides; their mean ... is (not) on the claimed side, but
+// its 95 % interval [lo, hi] reaches into (out of) it". A rule for every value (exactness over instances) stays not
 // reproduced when one value fails, whatever the mean: its note says so.
 struct ClaimRule {
     enum class Test {
@@ -196,8 +198,9 @@ std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, st
                                      const std::vector<std::int64_t>& run_seeds = {});
 
 // Leave-one-seed-out (issue 45, "Robustness shown"): for a result over seeds (claim.unit "seed": pooled seeds, paired
-// or ranked per-seed values, seed_means' per-seed means) with n >= 3 values, the same rule evaluated n times, each
-// time without one seed's value. "holds" when no drop changes the verdict; otherwise "fragile: without seed k →
+// or ranked per-seed values, seed_means' per-seed means) with n >= 3 values, the rule's n - 1 form evaluated n times,
+// each time without one seed's value: the same rule, a share's count on n - 1 values without the share's own minimum
+// (">= 5/6, at least 5" asks 4 of 4), and no floor (claims_floor.hpp), so that "fragile" means the data flips it. "holds" when no drop changes the verdict; otherwise "fragile: without seed k →
 // <verdict>" for each seed k whose drop changes it, joined by "; " in unit order ("fragile: without seed 2 → not
 // reproduced; without seed 4 → inconclusive"). Empty for a claim over instances or with fewer than 3 values. pool_claims
 // sets ClaimResult::leave_one_out to it.

@@ -1,4 +1,5 @@
 // Pooling declared claims over runs: seeds, per-seed means, paired and ranked arms (framework/io/claims.hpp pool_claims).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -70,14 +71,24 @@ ClaimResult pool_ranked(const Claim& claim, const std::map<std::int64_t, std::ma
 std::string leave_one_out_text(const ClaimResult& result) {
     const std::size_t n = result.values.size();
     if (result.claim.unit != "seed" || n < 3 || result.units.size() != n) return "";
+    // The rule's n - 1 form: a share's count on n - 1 values without the share's own minimum ("x in >= 5/6 of the
+    // values, at least 5" asks 4 of 4 without one of 5 seeds, not 5 of 4). The minimum keeps a coin from deciding the
+    // full set; on n - 1 values it would make every drop inconclusive, and "fragile" would say the rule, not the data.
+    // Neither is the floor of `iclab claims` (claims_floor.hpp) applied to the subsets: it judges the full set.
+    Claim reduced = result.claim;
+    if (reduced.rule.counts() && reduced.rule.out_of > 0) {
+        const std::size_t m = n - 1;
+        reduced.rule.needed = std::max<std::size_t>(1, (m * result.claim.rule.needed + result.claim.rule.out_of - 1) / result.claim.rule.out_of);
+        reduced.rule.out_of = 0;  // an absolute count of the m values
+    }
     std::string flips;
     for (std::size_t drop = 0; drop < n; ++drop) {
         std::vector<std::int64_t> units;
         std::vector<double> values;
         for (std::size_t i = 0; i < n; ++i)
             if (i != drop) units.push_back(result.units[i]), values.push_back(result.values[i]);
-        // the same declaration (pair.arm empty: the values are the combined ones), so the same rule on n - 1 values
-        const Verdict verdict = evaluate_claim(result.claim, units, values).verdict;
+        // the same declaration (pair.arm empty: the values are the combined ones), the rule's n - 1 form
+        const Verdict verdict = evaluate_claim(reduced, units, values).verdict;
         if (verdict != result.verdict)
             flips += (flips.empty() ? "" : "; ") + ("without seed " + std::to_string(result.units[drop]) + " \u2192 " + verdict_name(verdict));
     }

@@ -173,11 +173,20 @@ def ours_short(c):
     shared = f" (values of {c['same_values_as']})" if c.get("same_values_as") else ""
     if is_count(c):
         unit = "seeds" if c.get("unit") == "seed" else "instances"
-        return f"{side_text(c)} {unit}{shared}"
+        return f"{side_text(c)} {unit}{shared}{against_mean_text(c)}"
     low, high = c.get("ci95_low", "nan"), c.get("ci95_high", "nan")
     if finite(low) and finite(high):
         return f"{fmt(c['mean'])} [{fmt(low)}, {fmt(high)}]{shared}"
     return fmt(c["mean"]) + shared
+
+
+COUNT_DECIDES = ": the count decides; "  # framework/io/claims.cpp evaluate_claim's note, a verdict against its mean
+
+
+def against_mean_text(c):
+    """' (the mean is on the other side: the count decides)' for a count verdict on the other side of its own mean
+    (`iclab claims` noted why: the mean's interval reaches the count's side), so the row itself says it (issue 45)."""
+    return " (mean on the other side: the count decides)" if COUNT_DECIDES in column(c, "note") else ""
 
 
 def ours_full(c):
@@ -265,8 +274,9 @@ def false_pass_text(c):
             text += f"; a fair coin would pass {k} of {n} seeds with {rate}, an upper bound"
         return text
     if point_band(c):
-        return (f"<= {rate} ({k} of {n} {unit} by a fair coin), an upper bound: x is a pick, and a uniform pick among "
-                "k >= 2 values hits the one claimed value with 1/k <= 1/2 each time (the rule's x gives its grid)")
+        return (f"<= {rate} ({k} of {n} {unit} by a fair coin), an upper bound for a pick by chance: a uniform pick "
+                "among k >= 2 values hits the one claimed value with 1/k <= 1/2 each time; what decides the pick, and "
+                "so what the data can fail, is in the rule's x")
     return f"{rate} ({k} of {n} {unit} by a fair coin)"
 
 
@@ -298,6 +308,18 @@ def kind_short(c):
 
 def undecided(c):
     return c.get("verdict") in ("inconclusive", "not run")
+
+
+NO_VERDICT_TO_HOLD = "-"  # an undecided claim that stays undecided: no robustness to show (the page's legend says so)
+
+
+def robustness_detail(c, name, short):
+    """The details' leave-one-out or rounding text, saying what the compact column's '-' means for this claim."""
+    text = column(c, name)
+    if short == NO_VERDICT_TO_HOLD:
+        what = "without any one seed" if name == "leave_one_out" else "under the other rounding"
+        return f"- ({c['verdict']} {what} too: no decided verdict to hold; {text})"
+    return text
 
 
 def leave_one_out_short(c):
@@ -364,10 +386,14 @@ def details_fields(c):
               ("seeds" if c.get("unit") == "seed" else "instances", c.get("units", "")),
               ("per seed", c.get("values", "")), ("same values as", c.get("same_values_as", "")),
               ("on the claimed side", side_text(c)),
-              ("mean [95 % t-interval]", ours_full(c) if c["verdict"] != "not run" else ""),
+              # a count rule shows its count, and its mean without a t-interval (bounded values: Kendall's tau's
+              # interval reached below -1); an interval rule its mean and interval
+              ("mean" if is_count(c) else "mean [95 % t-interval]",
+               (fmt(c["mean"]) if is_count(c) else ours_full(c)) if c["verdict"] != "not run" else ""),
               ("paper", fmt(c["paper_value"]) if c.get("kind") == "matches a printed number" else ""),
               ("selection", selection_of(c)), ("note", column(c, "note")),
               (PROVENANCE_MARK + " provenance", column(c, "provenance")),
-              ("leave one seed out", column(c, "leave_one_out")), ("rounding", column(c, "rounding")),
+              ("leave one seed out", robustness_detail(c, "leave_one_out", leave_one_out_short(c))),
+              ("rounding", robustness_detail(c, "rounding", rounding_short(c))),
               ("excluded seeds (precondition not met)", column(c, "excluded"))]
     return [(k, v) for k, v in fields if v]

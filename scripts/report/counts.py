@@ -8,7 +8,7 @@ from verdicts import VERDICTS
 
 ROBUST_TEXT = "robust: hold without any one seed and under rounding"
 VERDICTS_TEXT = ("reproduced = the declared rule holds; not reproduced = it fails; inconclusive = the rule cannot decide "
-                 "(one seed, an interval straddling its edge, a count and a mean that disagree); not run = no value at all "
+                 "(one seed, an interval straddling its edge, a count against a mean whose whole interval disagrees); not run = no value at all "
                  "(e.g. a paired claim whose other arm never ran)")
 
 

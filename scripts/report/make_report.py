@@ -286,6 +286,27 @@ def section_key(run):
     return SECTION_OF.get(run.attrs.get("experiment", ""), (len(SECTIONS), "other", run.attrs.get("experiment", "?")))
 
 
+def section_title(run):
+    return section_key(run)[2]
+
+
+def section_anchor(title):
+    return "section-" + anchor(title)
+
+
+def navigation_html(claims, runs):
+    """The report's navigation: the claims' opening lists and per-paper tables, then one link per section of runs (a
+    section holds every run of its experiment: 572 runs of the quick profile are 16 links, not 572)."""
+    titles = []
+    for run in runs:  # runs come sorted by section
+        if section_title(run) not in titles:
+            titles.append(section_title(run))
+    return ("<nav><b>Claims:</b> <a href=\"#failures\">not reproduced</a> · <a href=\"#undecided\">undecided</a> · "
+            + " · ".join(f'<a href="#claims-{anchor(p)}">{html.escape(p)}</a>' for p, _ in by_paper(claims))
+            + "<br><b>Sections:</b> " + " · ".join(f'<a href="#{section_anchor(t)}">{html.escape(t)}</a>' for t in titles)
+            + "</nav>")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dirs", nargs="+")
@@ -349,24 +370,28 @@ def main():
     facts = run_facts(runs)
     md = [f"# {args.title}", ""] + claims_page_md(claims, gates, "") + ["## Machine and runs", ""]
     md += [f"- {k}: {v}" for k, v in facts] + [""]
-    body = [f"<h1>{html.escape(args.title)}</h1>", claims_page_html(claims, gates, "file://" + ROOT + "/", anchor)]
-    toc = ["<nav><b>Claims:</b> <a href=\"#failures\">not reproduced</a> · <a href=\"#undecided\">undecided</a> · "
-           + " · ".join(f'<a href="#claims-{anchor(p)}">{html.escape(p)}</a>' for p, _ in by_paper(claims)) + "<br><b>Sections:</b> "]
+    # the navigation after the claims that do not reproduce: the first screen shows them (issue 45, "a page read in a minute")
+    body = [f"<h1>{html.escape(args.title)}</h1>",
+            claims_page_html(claims, gates, "file://" + ROOT + "/", anchor, navigation_html(claims, runs))]
     unfinished = read_parts(args.unfinished)
     body.append(unfinished_html(unfinished))
     body.append("<h2>Machine and runs</h2><ul>" + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in facts)
                 + "</ul>")
     sections = []
     progress.stage(f"figures and raw tables of {len(runs)} runs")
+    title = None
     for done_runs, run in enumerate(runs, 1):
         progress.tick(done_runs - 1, len(runs), "runs")  # the runs finished before this one
         stem = os.path.basename(run.run_dir)
-        _, _, title = section_key(run)
+        if section_title(run) != title:  # one heading per section, one sub-heading per run
+            title = section_title(run)
+            md += [f"## {title}", ""]
+            sections += [f'<h2 id="{section_anchor(title)}">{html.escape(title)}</h2>']
         sid = anchor(stem)
-        toc.append(f'<a href="#{sid}">{html.escape(title)}</a> · ')
         where = f"{setting_of(run)}, seed {run.attrs.get('seed', '?')}, run folder {run.run_dir}, wall time {fmt(wall_seconds(run))} s"
-        md += [f"## {title}", "", where, ""]
-        sections += [f'<h2 id="{sid}">{html.escape(title)}</h2><p>{html.escape(where)}</p>']
+        md += [f"### {setting_of(run)}, seed {run.attrs.get('seed', '?')}", "", where, ""]
+        sections += [f'<h3 id="{sid}">{html.escape(setting_of(run))}, seed {html.escape(str(run.attrs.get("seed", "?")))}</h3>'
+                     f"<p>{html.escape(where)}</p>"]
         for caption, path in figures_of(run, figure_dir, stem):
             rel = os.path.relpath(path, out_dir)
             md += [f"![{caption}]({rel})", ""]
@@ -378,7 +403,6 @@ def main():
             sections += [f"<details><summary>/tables/{html.escape(name)} ({len(frame)} rows)</summary>{html_table(frame)}</details>"]
     progress.tick(len(runs), len(runs), "runs")
     progress.stage("writing the report and the page")
-    body.insert(1, "".join(toc) + "</nav>")
     body += sections
     style = ("body{font-family:sans-serif;margin:1.5em;max-width:1800px} .scroll{overflow-x:auto;max-width:100%} "
              "table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:12px} th,td{border:1px solid #bbb;padding:2px 6px;"

@@ -16,6 +16,7 @@ from claim_text import (assign_anchors, details_fields, id_text, kind_short, lea
                         ours_short, paper_text, readme_link, reason_text, rounding_short, short_statement)
 from counts import VERDICTS_TEXT, counts_text, headline_items, how_many, short_counts
 from gates import gate_claims
+from reasons import reason_line
 from verdicts import PAPER_ORDER, PAPER_TITLES, read_claims_csv, verdict_keys_block
 
 COMPACT_COLUMNS = ["claim", "statement", "kind", "ours", "paper", "verdict", "leave one out", "rounding"]
@@ -24,8 +25,12 @@ LEGEND = ("Ours: a count rule's values on the claimed side (\"2/3 seeds\"), an i
           "*qualitative* = reproduces a qualitative claim, *own* = our own check (no paper value); a claim counts as a paper "
           "claim only when its source is one of the papers (000, 002, 003, 004, von Oswald 2023): our own hypotheses "
           "(issue 43) are own checks whatever kind they declare; *gate* = a count of the spec over other rows. Leave one "
-          "out: *fragile* when dropping one seed flips the verdict. Rounding: *depends* when a rerun under another "
-          "rounding flips it. Robust = reproduced and neither fragile nor dependent on rounding (a check not made, e.g. "
+          "out: *fragile* when dropping one seed flips the verdict, *holds* when no drop does, *-* for an undecided "
+          "claim that stays undecided without any one seed (no decided verdict to hold), empty when not checked (fewer "
+          "than 3 seeds, or over instances). Rounding: *depends* when a rerun under another rounding flips it, *holds* "
+          "when it does not, *-* for an undecided claim that stays undecided under it, empty when not rerun. A count "
+          "verdict on the other side of its own mean says so under ours (\"the count decides\": the mean's 95 % "
+          "interval reaches the count's side). Robust = reproduced and neither fragile nor dependent on rounding (a check not made, e.g. "
           "over instances, counts as holding). Distinct measurements: claims on the same runs whose values are equal to "
           "the last bit (and not tied, as counts of 0 are) judge one measurement, counted once. † = rule or bar chosen "
           "after the first runs (date and reason in the claim's details).")
@@ -47,12 +52,18 @@ def by_paper(claims):
 
 
 def failure_line(c, link_prefix):
-    """One line of the page's opening list: id, short statement, ours vs the rule, the reason, the README section."""
+    """One line of the page's opening list: id, short statement, ours vs the rule, the rule's note, the README
+    section; for a claim that does not reproduce, the team's reading of why (docs/claim_reasons.yaml, reasons.py) or
+    "no reason recorded"."""
     label, link = readme_link(c, link_prefix)
     reason = reason_text(c)
     statement = "" if ": " in c["id"] else " " + short_statement(c, 50)  # an id with a ': ' names its statement
-    return (f"- [**{esc(id_text(c))}**](#{c['anchor']}){esc(statement)}: ours {esc(ours_short(c))}, rule "
+    line = (f"- [**{esc(id_text(c))}**](#{c['anchor']}){esc(statement)}: ours {esc(ours_short(c))}, rule "
             f"`{c['rule']}`" + (f"; {esc(reason)}" if reason else "") + (f" ([{label}]({link}))" if link else ""))
+    if c["verdict"] != "not reproduced":
+        return line
+    why, see = reason_line(c, link_prefix)
+    return line + f"; *{esc(why)}*" + (f" ([why]({see}))" if see else "")
 
 
 def failures_md(rows, link_prefix, heading="##"):

@@ -91,7 +91,7 @@ undecided = lines.index("## Inconclusive or not run (2)")
 assert failed < undecided < first_table, (failed, undecided, first_table)
 assert lines[failed + 2] == ("- [**003-T1 LR SL-L2: ratio >= 1.5**](#c-003-t1-lr-sl-l2--ratio----1-5): ours 2/5 seeds, rule "
                              "`x > 0 in >= 4/5 of the values, at least 4`; 2 of 5 values on the claimed side "
-                             "([x](../experiments/x/README.md#claims))"), lines[failed + 2]
+                             "([x](../experiments/x/README.md#claims)); *no reason recorded (docs/claim_reasons.yaml)*"), lines[failed + 2]
 undecided_lines = lines[undecided + 2:undecided + 4]
 assert undecided_lines[0].startswith("- [**002-T1 float32**](#c-002-t1-float32) exact dual (float32): ours 0.31 [-0.2, 0.8], "
                                      "rule `95 % t-interval of the mean > 0.99`; the interval straddles"), undecided_lines
@@ -155,7 +155,7 @@ assert false_pass_text(dict(constructed, min_values="5")) == "3.1 % (5 of 5 seed
 assert false_pass_text(dict(ROWS[0], rule="x > 0 for every value", min_values="5")) == "3.1 % (5 of 5 seeds by a fair coin)"
 # a point band (x a pick among a grid, 003-A3's eta argmin = 1.6): the coin's rate is an upper bound, and says why
 pick = dict(ROWS[0], kind="matches a printed number", test="count_within", rule="1.6 <= x <= 1.6 for every value", min_values="5")
-assert false_pass_text(pick).startswith("<= 3.1 % (5 of 5 seeds by a fair coin), an upper bound: x is a pick"), false_pass_text(pick)
+assert false_pass_text(pick).startswith("<= 3.1 % (5 of 5 seeds by a fair coin), an upper bound for a pick by chance"), false_pass_text(pick)
 assert not false_pass_text(dict(pick, rule="1.5 <= x <= 1.6 for every value")).startswith("<=")
 # two claims on one measurement (the same setting, seeds and values): the second names the first, the headline counts
 # distinct measurements (issue 45: each distinct measurement is one claim)
@@ -246,3 +246,82 @@ if head:  # a checkout (not an exported tarball)
     assert unknown.startswith("**Not one commit of record:** 1 run at 0000000"), unknown
     # (runs judged by their own families: scripts/report/test_families.py, on a repository made there)
 print("page: the commit of record named, dirty and foreign commits flagged OK")
+
+# Second audit of issue 45 (the quick page at 960b45b).
+from claim_text import details_fields, ours_short  # noqa: E402
+from page_md import LEGEND  # noqa: E402
+from reasons import NO_REASON, load_reasons, reason_line  # noqa: E402
+
+# (8) each not-reproduced claim's line gives the team's reading from docs/claim_reasons.yaml, with its link
+known = row("002-T1 float32", "not reproduced", paper="002", kind="own check", test="count_at_most", rule="x <= 1 for every value",
+            n="300", on_claimed_side="298", unit="instance", units="300 instances", values="")
+
+
+def as_read(rows):
+    with tempfile.TemporaryDirectory() as tmp:
+        write_csv(os.path.join(tmp, "c.csv"), rows, BASE + NEW)
+        return read_claims_csv(os.path.join(tmp, "c.csv"))
+
+
+reasons_page = page_of(as_read([known] + ROWS[2:]))
+reason_text_002, see_002 = load_reasons()["002-T1 float32"]
+line_002 = next(x for x in reasons_page.splitlines() if x.startswith("- [**002-T1 float32**]"))
+assert line_002.endswith(f"; *why: {reason_text_002}* ([why](../{see_002}))"), line_002
+assert reason_line(dict(known, id="no such claim"), "../") == (NO_REASON, "")
+html_reasons = claims_page_html(as_read([known] + ROWS[2:]), [], "file:///x/", lambda p: p)
+assert f"<i>why: {reason_text_002}</i>" in html_reasons.replace("&#x27;", "'")
+with tempfile.TemporaryDirectory() as tmp:  # a malformed file is refused, naming the claim
+    with open(os.path.join(tmp, "r.yaml"), "w") as f:
+        f.write("- ids: [a, b]\n  reason: r\n  see: x\n- ids: [a]\n  reason: r\n  see: x\n")
+    try:
+        load_reasons(os.path.join(tmp, "r.yaml"))
+        raise AssertionError("a claim named twice was accepted")
+    except ValueError as err:
+        assert "claim 'a' has two entries" in str(err), err
+
+# (7) the legend defines '-' (and empty) in both robustness columns; the details of an undecided claim whose twin stays
+# undecided say what '-' means instead of a bare "holds under rounding"
+assert "*-* for an undecided claim that stays undecided without any one seed" in LEGEND
+assert "*-* for an undecided claim that stays undecided under it" in LEGEND
+undecided_holds = dict(ROWS[3], leave_one_out="holds", rounding="holds under rounding")
+fields = dict(details_fields(undecided_holds))
+assert fields["rounding"] == ("- (inconclusive under the other rounding too: no decided verdict to hold; holds under "
+                              "rounding)"), fields["rounding"]
+assert fields["leave one seed out"].startswith("- (inconclusive without any one seed too"), fields
+assert dict(details_fields(ROWS[1]))["rounding"] == "holds under rounding"  # a decided claim: as `iclab claims` wrote it
+
+# (minor) a count rule's details show its count and mean, no t-interval (Kendall's tau's interval left [-1, 1])
+tau = row("003-T4-6 LR: errors grow", "reproduced", test="count_at_most", rule="x <= -1 in >= 5/6 of the values, at least 5",
+          mean="-0.9333", ci95_low="-1.118", ci95_high="-0.7482", on_claimed_side="5", values="-1, -1, -1, -0.667, -1")
+tau_fields = dict(details_fields(tau))
+assert tau_fields["mean"] == "-0.9333" and "mean [95 % t-interval]" not in tau_fields, tau_fields
+assert "-1.118" not in " ".join(tau_fields.values())
+assert "mean [95 % t-interval]" in dict(details_fields(ROWS[2]))  # an interval rule keeps its interval
+
+# (3) a count verdict on the other side of its mean says so on its row
+against = dict(ROWS[1], note="1 of 5 values on the claimed side (4 needed): the count decides; their mean 0.007844 is on "
+               "the claimed side, but its 95 % interval [-0.01393, 0.02962] reaches out of it")
+assert ours_short(against) == "2/5 seeds (mean on the other side: the count decides)", ours_short(against)
+assert ours_short(ROWS[1]) == "2/5 seeds"
+
+# (1) the HTML report's first screen: the failures above the navigation, one link per section (not one per run)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+from make_report import SECTIONS, navigation_html  # noqa: E402
+
+
+class FakeRun:
+    def __init__(self, experiment, k):
+        self.attrs = {"experiment": experiment}
+        self.run_dir = f"/r/{experiment}_{k}"
+
+
+runs = [FakeRun(name, k) for name, _, _ in SECTIONS for k in range(36)]  # 576 runs of 16 sections
+nav = navigation_html(new, runs)
+section_links = nav.split("<b>Sections:</b>")[1].count("<a href=")
+assert section_links == len(SECTIONS) == 16, section_links
+assert nav.count('href="#section-') == 16
+with_nav = claims_page_html(new, [], "file:///x/", lambda p: p, nav)
+assert with_nav.index('<h2 id="failures">') < with_nav.index("<nav>") < with_nav.index('<h2 id="undecided">'), "order"
+assert with_nav.index("<nav>") < with_nav.index('<table class="claims">')
+print("page: the second audit's items: reasons, '-' defined, counts without t-intervals, the count against its mean, "
+      "one link per section below the failures OK")

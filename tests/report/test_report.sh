@@ -120,6 +120,18 @@ rows = [r for r in csv.DictReader(open(tmp + "/report/claims.csv")) if r["id"] =
 assert len(rows) == 1 and rows[0]["n"] == "1", rows
 assert abs(float(rows[0]["mean"]) - python_p) <= 5e-4, (rows[0]["mean"], python_p)  # the script prints 3 decimals
 PY
+# the navigation (issue 45, second audit: 572 per-run links filled the first screen): below the claims that do not
+# reproduce, one link per section of runs (11 runs here, 3 sections), each to a section heading that exists
+/usr/bin/python3 - "$page" <<'PY'
+import re, sys
+page = open(sys.argv[1]).read()
+nav = page[page.index("<nav>"):page.index("</nav>")]
+assert page.index('<h2 id="failures">') < page.index("<nav>") < page.index('<table class="claims">')
+links = re.findall(r'<a href="#(section-[^"]+)">', nav.split("<b>Sections:</b>")[1])
+headings = re.findall(r'<h2 id="(section-[^"]+)">', page)
+assert links == headings and len(set(links)) == len(links) == 3, (links, headings)
+assert len(re.findall(r"<h3 id=", page)) == 11  # one sub-heading per run
+PY
 grep -q 'not reproduced' "$page"                      # a 30-step model is far from the paper's 99.95 %
 grep -q '<details><summary>/tables/table2' "$page"    # raw tables folded
 ! grep -q 'within band\|OUTSIDE band\|no paper value' "$page"  # one verdict vocabulary
@@ -137,6 +149,15 @@ if [ "${3:-}" = "--screenshot" ]; then
   dom="${shot%.png}.dom.html"
   [ "$(grep -o '<table' "$dom" | wc -l)" -ge 3 ]
   [ "$(grep -o '<table[^>]*>' "$dom" | head -n 1)" = '<table class="claims">' ]  # the top of the page: claims
+  # the first screen (1400 x 2400) shows the list of claims that do not reproduce: the page laid out by Chromium at
+  # that size, with a script that writes where the list and the navigation start into the rendered DOM
+  probe="$tmp/report/probe.html"
+  sed 's#</body>#<script>var f = document.getElementById("failures"), n = document.querySelector("nav"); document.body.setAttribute("data-tops", Math.round(f.getBoundingClientRect().top) + " " + Math.round(f.nextElementSibling.getBoundingClientRect().bottom) + " " + Math.round(n.getBoundingClientRect().top));</script></body>#' "$page" > "$probe"
+  tops=$(chromium --headless --no-sandbox --disable-gpu --no-first-run "--user-data-dir=$tmp/chromium" --window-size=1400,2400 \
+    --dump-dom "file://$probe" 2>/dev/null | grep -o 'data-tops="[0-9 -]*"' | grep -o '[0-9 -]*[0-9]')
+  read -r failures_top failures_bottom nav_top <<<"$tops"
+  [ "$failures_top" -ge 0 ] && [ "$failures_bottom" -le 2400 ] && [ "$failures_bottom" -le "$nav_top" ]
+  echo "report: first screen: the failures at y = $failures_top-$failures_bottom px, the navigation at $nav_top px"
   echo "report: screenshot $(stat -c %s "$shot") bytes, $(grep -o '<table' "$dom" | wc -l) tables rendered"
 fi
 echo "report: tables, verdicts and figures written"
