@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
         {"paper: W_o d_W", 128, 128, 4096, true, false},
         {"cpu2: QKV forward", 1920, 192, 64, false, false},
         {"cpu2: MLP down forward", 1920, 64, 256, false, false},
+        {"cpu2: MLP up forward", 1920, 256, 64, false, false},
+        {"cpu2: MLP down d_in", 1920, 256, 64, false, true},
         {"cpu2: MLP up d_W", 64, 256, 1920, true, false},
         {"square", 1024, 1024, 1024, false, false},
         // the per-(batch, head) attention products (full products here; the models skip the causal triangle's zeros)
