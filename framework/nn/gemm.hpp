@@ -78,6 +78,10 @@ constexpr std::size_t kGemmInnerBlock = 1024;
 // multiple of the tile's columns for float and double).
 constexpr std::size_t kBlockedMinRows = 32;
 constexpr std::size_t kBlockedColumns = 64;
+// The largest op(B) blocked_compute packs once for all its cells when its rows are far apart (32 MiB: a GPT-2 124M
+// layer's W, 768 × 3072 floats, is 9 MiB; the 50257-row embedding read as d_logits · W_te is left to the cells, which
+// copy a 512 × 256 block at a time, so that no call holds another copy of it). op(B)ᵀ is always packed once.
+constexpr std::size_t kSharedPackBytes = std::size_t(32) << 20;
 }  // namespace detail
 
 // ---- GEMM counter (`iclab bench`, `ICLAB_COUNT_WORK=1 iclab run`: experiments/cli/work_count.hpp) ---------
@@ -164,8 +168,8 @@ inline void run_side_parts(const GemmExtras<T>* extras) {
 // that the threads share, each one small_gemm_blocked call. Every element of C is Σ_p op(A)_ip op(B)_pj added in the
 // order p = 0..k-1 whichever cell computes it (small_gemm.hpp), so the split changes no bit: the results depend on
 // neither the thread count nor the cell sizes, which are chosen for balance (a weight gradient, m = C rows and k = B·T
-// terms, is split by columns instead of summing inner blocks). op(B)ᵀ is transposed once into a buffer kept per calling
-// thread, instead of once per cell. With an epilogue the cells are whole rows (a row is final when its cell is).
+// terms, is split by columns instead of summing inner blocks). op(B) is packed once for all the cells where each would
+// copy it (below), else op(B)ᵀ is transposed once into a buffer kept per calling thread. With an epilogue the cells are whole rows (a row is final when its cell is).
 template <class T>
 void blocked_compute(T* out, std::size_t ldc, const T* a, std::size_t lda, const T* b, std::size_t ldb, std::size_t m,
                      std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta,
@@ -195,7 +199,21 @@ void blocked_compute(T* out, std::size_t ldc, const T* a, std::size_t lda, const
                                   : epilogue || row_cells >= 8 ? n
                                                                : kBlockedColumns;
     const std::size_t col_cells = (n + cell_cols - 1) / cell_cols;
-    if (transpose_b && row_cells > 1) {
+    // op(B) packed once for all the cells (small_gemm_blocked's packed_b), by the team, where every row cell would
+    // otherwise copy it again (detail::copy_b_pays: rows far apart, read as op(B) or as its transposed copy below), up to
+    // kSharedPackBytes unless op(B) is transposed (the packed panels then replace the transposed copy, of the same size).
+    // The paper model's QKV product (n = 384) copied op(B) in each of its 32 row cells; the KJV model's logits (n = 50257)
+    // transposed W_te and then copied each 64-column slice again in each of 4 row cells (1.2-1.3x faster packed once,
+    // docs/performance.md). Copies only: no bit changes.
+    static_assert(kBlockedColumns % small_nr<T>() == 0, "column cells must start on a panel");
+    const std::size_t b_panels = (n + Nr - 1) / Nr, panel_stride = packed_b_stride<T>(k);
+    const bool cells_copy = copy_b_pays(cell_rows, cell_cols, k, (transpose_b ? n : ldb) * sizeof(T));
+    const bool shared_pack = !by_columns && row_cells > 1 && cells_copy &&
+                             (transpose_b || b_panels * panel_stride * sizeof(T) <= kSharedPackBytes);
+    thread_local std::vector<T> kept_pack;  // the calling thread's, kept between calls; shared with the team below
+    if (shared_pack && kept_pack.size() < b_panels * panel_stride) kept_pack.resize(b_panels * panel_stride);
+    T* const pack = shared_pack ? kept_pack.data() : nullptr;
+    if (transpose_b && row_cells > 1 && !shared_pack) {  // the cells read op(B) in place from its transposed copy
         thread_local std::vector<T> b_t;  // op(B) (k, n), rows n apart
         if (b_t.size() < k * n) b_t.resize(k * n);
         detail::transpose_copy(b_t.data(), n, b, ldb, n, k);
@@ -206,6 +224,10 @@ void blocked_compute(T* out, std::size_t ldc, const T* a, std::size_t lda, const
 #pragma omp parallel if (!omp_in_parallel() && row_cells * col_cells > 1)
     {
         run_side_parts(extras);
+        if (pack != nullptr) {
+#pragma omp for schedule(static)
+            for (std::size_t jp = 0; jp < b_panels; ++jp) pack_b_panels(pack, b, ldb, n, k, transpose_b, jp, jp + 1);
+        }  // (the loop's barrier: every panel is written before any cell reads it)
 #pragma omp for schedule(static)
         for (std::size_t cell = 0; cell < row_cells * col_cells; ++cell) {
             const std::size_t i0 = (cell / col_cells) * cell_rows, rows = std::min(cell_rows, m - i0);
@@ -213,7 +235,7 @@ void blocked_compute(T* out, std::size_t ldc, const T* a, std::size_t lda, const
             const T* a_cell = transpose_a ? a + i0 : a + i0 * lda;
             const T* b_cell = transpose_b ? b + j0 * ldb : b + j0;
             small_gemm_blocked(out + i0 * ldc + j0, ldc, a_cell, lda, b_cell, ldb, rows, cols, k, transpose_a, transpose_b,
-                               alpha, beta);
+                               alpha, beta, Triangle::none, pack != nullptr ? pack + (j0 / Nr) * panel_stride : nullptr);
             if (epilogue) run_epilogue(extras, i0, rows);
         }
     }

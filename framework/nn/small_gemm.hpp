@@ -210,6 +210,37 @@ inline bool copy_b_pays(std::size_t m, std::size_t n, std::size_t k, std::size_t
 }
 inline bool copy_a_pays(std::size_t m, std::size_t n, std::size_t k) { return copy_pays(m, n, k) && n >= 128; }
 
+// Elements from one panel of op(B) packed over its whole sum (k terms of kNr values) to the next (pack_b_panels).
+template <class T>
+inline std::size_t packed_b_stride(std::size_t k) {
+    return k * small_nr<T>() + kPanelPad;
+}
+
+// op(B) (k, n) into panels of kNr columns over the whole sum, the layout small_gemm_blocked's packed_b reads: panel jp
+// at out + jp·packed_b_stride(k), term p at p·kNr, the last panel's columns past n zero. op(B)[p, j] = b[p·ldb + j], or
+// b[j·ldb + p] when transposed. Panels [first, last) only, so that threads can share the panels of one product. Moves
+// values only: no sum changes.
+template <class T>
+inline void pack_b_panels(T* out, const T* b, std::size_t ldb, std::size_t n, std::size_t k, bool transpose_b,
+                          std::size_t first, std::size_t last) {
+    constexpr std::size_t Nr = small_nr<T>();
+    const std::size_t stride = packed_b_stride<T>(k);
+    for (std::size_t jp = first; jp < last; ++jp) {
+        const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
+        T* panel = out + jp * stride;
+        if (transpose_b) {
+            transpose_copy(panel, Nr, b + j0 * ldb, ldb, cols, k);
+        } else if (cols == Nr) {
+            for (std::size_t p = 0; p < k; ++p) std::memcpy(panel + p * Nr, b + p * ldb + j0, Nr * sizeof(T));
+        } else {
+            for (std::size_t p = 0; p < k; ++p) std::copy(b + p * ldb + j0, b + p * ldb + j0 + cols, panel + p * Nr);
+        }
+        if (cols < Nr)
+            for (std::size_t p = 0; p < k; ++p)
+                for (std::size_t c = cols; c < Nr; ++c) panel[p * Nr + c] = T(0);
+    }
+}
+
 }  // namespace detail
 
 // out (m, n, rows ldc apart) = alpha op(a) op(b) + beta out; a rows lda apart, b rows ldb apart. k >= 1.
@@ -220,10 +251,13 @@ inline bool copy_a_pays(std::size_t m, std::size_t n, std::size_t k) { return co
 // sequential row streams), or every kMr-row panel of a chunk copied once (op(A)ᵀ, detail::copy_a_pays), or the edge
 // panel copied, zero-padded. The copies live in per-thread buffers kept between calls (no allocation in a step) and change no sum.
 // triangle: the causal structure the product may use (Triangle above; none: the full product).
+// packed_b: op(B) already copied by the caller into panels of the whole sum (detail::pack_b_panels: the panel of columns
+// [jp·kNr, jp·kNr + kNr) at packed_b + jp·packed_b_stride(k), term p at p·kNr, zero-padded past n): then b and ldb are not
+// read and nothing of op(B) is copied here (gemm.hpp's blocked_compute packs op(B) once for all its cells).
 template <class T>
 void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, const T* b, std::size_t ldb, std::size_t m,
                         std::size_t n, std::size_t k, bool transpose_a, bool transpose_b, T alpha, T beta,
-                        Triangle triangle = Triangle::none) {
+                        Triangle triangle = Triangle::none, const T* packed_b = nullptr) {
     constexpr std::size_t Mr = detail::kSmallMr, Nr = detail::small_nr<T>();
     const std::size_t a_panels = (m + Mr - 1) / Mr, b_panels = (n + Nr - 1) / Nr;
     // Terms in chunks of kSmallKc (detail::kSmallKc), the tiles' partial sums kept between chunks; one chunk when the
@@ -233,7 +267,8 @@ void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, co
     // Columns in blocks of kSmallNc: one chunk of op(B)'s rows for a block's tiles (kSmallKc × kSmallNc) stays in L2 while
     // every row panel of op(A) passes over it. Only the order in which tiles are visited changes: no sum changes.
     const std::size_t block_tiles = std::max<std::size_t>(1, detail::kSmallNc / Nr);
-    const bool pack_b = transpose_b || detail::copy_b_pays(m, n, k, ldb * sizeof(T));
+    const bool pack_b = packed_b == nullptr && (transpose_b || detail::copy_b_pays(m, n, k, ldb * sizeof(T)));
+    const std::size_t full_stride = detail::packed_b_stride<T>(k);  // packed_b's panels apart
     const bool pack_a = transpose_a && detail::copy_a_pays(m, n, k);
     thread_local std::vector<T> a_pack, b_pack, partial;  // kept between calls: no allocation once sized
     const std::size_t a_slots = pack_a ? a_panels : 1;  // every row panel of a chunk, or the edge panel
@@ -270,7 +305,7 @@ void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, co
                     for (std::size_t jp = jb; jp < full_end; ++jp)
                         std::memcpy(b_pack.data() + (jp - jb) * b_stride + p * Nr, b + (kb + p) * ldb + jp * Nr, Nr * sizeof(T));
             }
-            for (std::size_t jp = jb; jp < jb_end; ++jp) {  // op(b)ᵀ panels and the edge panel
+            for (std::size_t jp = jb; jp < jb_end && packed_b == nullptr; ++jp) {  // op(b)ᵀ panels and the edge panel
                 const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
                 if (!transpose_b && cols == Nr) continue;
                 T* panel = b_pack.data() + (jp - jb) * b_stride;
@@ -308,8 +343,10 @@ void small_gemm_blocked(T* out, std::size_t ldc, const T* a, std::size_t lda, co
                 }
                 for (std::size_t jp = jb; jp < std::min(tiles, jb_end); ++jp) {
                     const std::size_t j0 = jp * Nr, cols = std::min(Nr, n - j0);
-                    const bool in_place = !pack_b && cols == Nr;
-                    const T* b_panel = in_place ? b + kb * ldb + j0 : b_pack.data() + (jp - jb) * b_stride;
+                    const bool in_place = packed_b == nullptr && !pack_b && cols == Nr;
+                    const T* b_panel = packed_b != nullptr ? packed_b + jp * full_stride + kb * Nr
+                                       : in_place          ? b + kb * ldb + j0
+                                                           : b_pack.data() + (jp - jb) * b_stride;
                     const std::size_t b_step = in_place ? ldb : Nr;
                     T* kept_sums = chunked ? partial.data() + (ip * b_panels + jp) * Mr * Nr : nullptr;
                     if (!first) std::copy(kept_sums, kept_sums + Mr * Nr, &acc[0][0]);
