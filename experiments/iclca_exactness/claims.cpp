@@ -48,6 +48,7 @@ std::vector<DeclaredClaim> declare_claims(const Settings& s, const std::vector<d
                 c.unit = "instance";
                 c.readme = kReadme;
                 c.rule = io::ClaimRule::count_at_most(icl::iclca_exact_bar(fp64));
+                c.deterministic = true;  // Table 1 / Theorem 4.1 / ... on every pair: one value decides
                 if (which == Case::table1) {
                     c.id = "000-T1 " + size.name + " " + dtype + ": ICLCA exact";
                     c.source = "Table 1, Algorithm 1";
@@ -80,6 +81,7 @@ std::vector<DeclaredClaim> declare_claims(const Settings& s, const std::vector<d
                 p.id = "000-T1 " + size.name + " fp32: mean error as printed";
                 p.source = "Table 1";
                 p.kind = io::ClaimKind::printed_number;
+                p.deterministic = false;  // a mean against a printed number, not an identity
                 p.paper_value = paper[i];
                 p.statement = "the fp32 mean relative logit error over the pairs at " + size.name + " is the paper's " + band +
                               "; both are fp32 rounding of models whose initialization and prompts differ";

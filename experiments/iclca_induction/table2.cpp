@@ -84,6 +84,7 @@ std::vector<io::ClaimResult> claims(const std::vector<double>& accuracy, const s
             c.metric = "per evaluation pair: ||M_new(X) - M_old([X'; X])|| / ||M_old([X'; X])|| over X's logits, float64";
             c.unit = "instance";
             c.rule = io::ClaimRule::count_at_most(exact_bar);
+            c.deterministic = true;  // Theorem 4.1 on every pair: one value decides
             c.provenance = std::string(kRuleDate) + "second audit: the identity judged by the conversion's exactness per pair; "
                            "equal correct counts per pair, the rule before, passed two NaN models and two models right on "
                            "different positions";
