@@ -87,6 +87,9 @@ std::vector<DeclaredClaim> declare_claims(const Settings& s, const std::vector<d
                               "; both are fp32 rounding of models whose initialization and prompts differ";
                 p.metric = "per random (X', X) pair: relative logit error, fp32 (the rule is on the mean)";
                 p.rule = io::ClaimRule::interval_within(paper[i] / kPaperFactor, paper[i] * kPaperFactor);
+                p.provenance = "chosen after the first runs (2026-11-23): the factor-3 band was the raw table's paper band "
+                               "from dfce7cd (2026-11-23), written when runs of this experiment existed; declared as this "
+                               "claim on 2026-11-26 (ab73b5c)";
                 out.push_back(d);
             }
         }
