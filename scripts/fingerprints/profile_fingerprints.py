@@ -7,6 +7,9 @@ stage stores): every dataset and numeric root attribute bit for bit, clock readi
                                                         <TAB>entries" (written beside FILE, then renamed over it)
     profile_fingerprints.py --check FILE SWEEP_DIR...   the runs' fingerprints against FILE: every run that differs,
                                                         is missing or is new is named; exit 1 when any differs
+    --ignore NAME (before the mode, repeatable): leave out of every run's fingerprint the datasets whose path inside
+        their file is NAME (e.g. /claims/deterministic), to compare runs of a later commit with a page written before
+        the commit added NAME: the other datasets are then compared bit for bit. Never used by scripts/reproduce.sh.
 
 A run is a folder of a sweep folder holding results.h5. Exit status: 0; 1 a difference (--check); 2 bad arguments.
 """
@@ -21,7 +24,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from fingerprint import combined, path_entries  # noqa: E402
 from script_io import usage_error  # noqa: E402
 
-USAGE = "usage: profile_fingerprints.py --write FILE SWEEP_DIR... | profile_fingerprints.py --check FILE SWEEP_DIR..."
+USAGE = ("usage: profile_fingerprints.py [--ignore NAME]... --write FILE SWEEP_DIR... | "
+         "profile_fingerprints.py [--ignore NAME]... --check FILE SWEEP_DIR...")
 HEADER = ("# One fingerprint per run of the profile (scripts/fingerprints/profile_fingerprints.py: every dataset and numeric\n"
           "# attribute of every .h5 file of the run, clocks left out). Written by scripts/reproduce.sh with the page;\n"
           "# `scripts/reproduce.sh --check` recomputes them and names every run that differs. Do not edit.\n")
@@ -41,10 +45,11 @@ def runs_of(sweep_dirs):
     return runs
 
 
-def fingerprints(runs):
+def fingerprints(runs, ignore=()):
+    """{run: (fingerprint, entries)}; an entry "file.h5:/path" whose /path is in `ignore` is left out."""
     out = {}
     for key, folder in runs.items():
-        entries = path_entries(folder)
+        entries = {name: e for name, e in path_entries(folder).items() if name.split(":", 1)[1] not in ignore}
         out[key] = (combined(entries), len(entries))
     return out
 
@@ -93,10 +98,16 @@ def main():
     if any(a in ("-h", "--help") for a in args):
         print(__doc__)
         sys.exit(0)
+    ignore = []
+    while len(args) >= 2 and args[0] == "--ignore":
+        if not args[1].startswith("/"):
+            usage_error(USAGE, f"--ignore takes a dataset path inside a file (/group/name), not '{args[1]}'")
+        ignore.append(args[1])
+        args = args[2:]
     if len(args) < 3 or args[0] not in ("--write", "--check"):
         usage_error(USAGE, "give --write or --check, a FILE and at least one SWEEP_DIR")
     mode, path, sweeps = args[0], args[1], args[2:]
-    computed = fingerprints(runs_of(sweeps))
+    computed = fingerprints(runs_of(sweeps), ignore)
     if mode == "--write":
         write_file(path, computed)
         print(f"profile_fingerprints: wrote {path} ({len(computed)} runs)", file=sys.stderr)

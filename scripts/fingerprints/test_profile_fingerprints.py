@@ -66,6 +66,18 @@ with tempfile.TemporaryDirectory() as tmp:
     check("... and names that run only", "reproduce_quick/seed-1: fingerprint" in ulp.stderr
           and "seed-0:" not in ulp.stderr and "seed-2:" not in ulp.stderr, ulp.stderr)
 
+    # A dataset added after the page (a new column): the run differs, unless --ignore leaves it out.
+    written = tool("--write", page, sweep)  # the page of the runs as they are now (seed-1 with its ulp)
+    with h5py.File(os.path.join(sweep, "seed-0", "results.h5"), "a") as f:
+        f["/claims/deterministic"] = np.array([1, 0], dtype=np.int64)
+    added = tool("--check", page, sweep)
+    check("a dataset added after the page fails --check", added.returncode == 1 and "seed-0: fingerprint" in added.stderr,
+          added.stderr)
+    ignored = tool("--ignore", "/claims/deterministic", "--check", page, sweep)
+    check("... and passes with --ignore of its path", ignored.returncode == 0, ignored.stderr)
+    check("--ignore of a path that is not /...: exit 2",
+          tool("--ignore", "claims/deterministic", "--check", page, sweep).returncode == 2)
+
     # A run missing and a run added.
     os.rename(os.path.join(sweep, "seed-2"), os.path.join(sweep, "seed-9"))
     moved = tool("--check", page, sweep)
