@@ -4,7 +4,9 @@
 // exp overflows.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "framework/core/measure.hpp"
 #include "framework/icl/iclaa.hpp"
@@ -223,6 +225,35 @@ TEST_CASE("ICLAA log-domain kernel terms stay finite in fp32 where a direct exp 
     double diff = 0.0;
     for (std::size_t r = 0; r < F; ++r) diff = std::max(diff, std::abs(static_cast<double>(p32[r]) - p64[r]));
     CHECK(diff <= 1e-5);
+}
+
+TEST_CASE("ICLAA closed form: a NaN prompt key makes its head's terms NaN, never 'no prompt'", "[iclaa][nan]") {
+    // issue 45: the shift G = max_p A_p and the tops of b_D, b_KV dropped a NaN (std::max, std::max_element), so the
+    // head's terms were zeroed as if the prompt were empty, the logits came out finite and the G claims scored them
+    const model::ModelSpec spec = softmax_spec(true, false, 0.4);
+    model::Transformer<double> net(spec, model::Transformer<double>::Mode::inference);
+    Rng rng(11);
+    net.init(rng);
+    const auto prompt = random_tokens(10, spec.vocab, rng);
+    auto kv = icl::capture_prompt_keys_values(net, prompt.data(), 1, prompt.size());
+    const auto maps = random_maps(spec, 16, false, rng);
+    auto clean = icl::empty_prompt_terms(spec.layers, spec.heads);
+    icl::add_kernel_terms(clean, 0, kv, 0, maps, net.rope(), icl::RopeConvention::rotate_then_map);
+    for (const auto& layer : clean)
+        for (const auto& head : layer) {
+            CHECK(std::isfinite(head.log_b_d));
+            for (double x : head.b_d) CHECK(std::isfinite(x));
+        }
+    kv.keys[0][2] = std::numeric_limits<double>::quiet_NaN();  // layer 0, head 0, position 0, coordinate 2
+    auto poisoned = icl::empty_prompt_terms(spec.layers, spec.heads);
+    icl::add_kernel_terms(poisoned, 0, kv, 0, maps, net.rope(), icl::RopeConvention::rotate_then_map);
+    const auto& head = poisoned[0].at(0);
+    CHECK(std::isnan(head.log_b_d));
+    CHECK(std::isnan(head.log_b_kv));
+    CHECK(std::all_of(head.b_d.begin(), head.b_d.end(), [](double x) { return std::isnan(x); }));
+    // the other heads are untouched
+    CHECK(std::isfinite(poisoned[0].at(1).log_b_d));
+    CHECK(poisoned[0].at(1).b_d == clean[0].at(1).b_d);
 }
 
 }  // namespace iclab_test_iclaa

@@ -150,8 +150,10 @@ RunOutcome run_bias_training(const RunContext& context) {
                                                  {"grad_norm", step_table.numbers("grad_norm")}});
         SubRunNumbers n;
         for (double threshold : thresholds) {
+            // the first evaluation at or above the threshold; NaN (never reached) when an evaluation before it is NaN:
+            // a NaN accuracy is no evidence of being below, and a later crossing is no "first" (issue 45)
             double first = kNaN;
-            for (std::size_t r = 0; r < steps.size() && std::isnan(first); ++r)
+            for (std::size_t r = 0; r < steps.size() && std::isnan(first) && !std::isnan(accuracy[r]); ++r)
                 if (accuracy[r] >= threshold) first = steps[r];
             n.steps_to.push_back(first);
         }

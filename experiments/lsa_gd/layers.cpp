@@ -229,6 +229,7 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
     for (std::size_t r = 0; r < std::min(s.replicates, s.eta_sweep_replicates); ++r) {
         const RegressionSequences data = replicate_data(s, data_root, r, s.examples);
         double best_eta = kNaN, best_mse = kInf;
+        bool nan_prefix_row = false;  // a NaN MSE or radius at any eta: no argmin (issue 45: a NaN row never loses)
         for (double eta : s.eta_sweep)
             for (LsaMask mask : {LsaMask::prefix, LsaMask::causal}) {
                 const Trace trace = run_lsa<double>(data, mask, eta, L, zero_w0, nullptr);
@@ -238,6 +239,7 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
                 const double increases = count_increases(trace.ice_mse);  // layers 1..L: the L - 1 steps l - 1 -> l
                 row.ice_mse_increases = std::isnan(increases) ? -1 : static_cast<std::int64_t>(increases);  // -1: a NaN ICE MSE
                 if (mask == LsaMask::causal) causal_increases += increases;
+                if (mask == LsaMask::prefix && (std::isnan(row.spectral_radius_max) || std::isnan(row.query_mse))) nan_prefix_row = true;
                 if (mask == LsaMask::prefix && row.spectral_radius_max < 1.0 && row.query_mse < best_mse) {
                     best_mse = row.query_mse;
                     best_eta = eta;
@@ -246,6 +248,7 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
                 if (eta == s.eta && mask == LsaMask::causal) causal_at_eta.push_back(row.query_mse);
                 study.etas.push_back(row);
             }
+        if (nan_prefix_row) best_eta = kNaN;
         // Its value is the argmin over the grid's convergent etas, and no pick by chance (a "uniform pick among the 6"
         // rate was printed here: only 5 have rho < 1). While rho < 1 the prefix query MSE at l = L falls as eta grows
         // (the slowest mode's rate 1 - eta lambda_min / n shrinks), so the largest convergent eta of the doubling grid

@@ -82,15 +82,17 @@ ProbeCurve probe_layers(model::Transformer<double>& model, const tasks::Regressi
     std::vector<double> sq(L + 1, 0.0), wrong(L + 1, 0.0), count(L + 1, 0.0), prediction(O);
     query_states(model, test, task, chunk, [&](std::size_t l, const double* state, const double* y) {
         std::size_t best = 0, label = 0;
+        bool nan_prediction = false;  // no class then: the error NaN, never a class-0 guess (issue 45)
         for (std::size_t o = 0; o < O; ++o) {
             double p = W[l][C * O + o];
             for (std::size_t c = 0; c < C; ++c) p += state[c] * W[l][c * O + o];
             prediction[o] = p;
+            nan_prediction = nan_prediction || std::isnan(p);
             sq[l] += (p - y[o]) * (p - y[o]);
             if (prediction[o] > prediction[best]) best = o;
             if (y[o] > y[label]) label = o;
         }
-        wrong[l] += best != label;
+        wrong[l] += nan_prediction ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(best != label);
         count[l] += 1.0;
     });
     ProbeCurve out;

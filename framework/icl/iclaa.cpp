@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "framework/core/check.hpp"
+#include "framework/core/measure.hpp"
 
 namespace iclab::icl {
 
@@ -119,7 +120,7 @@ void add_kernel_terms(PromptTerms& terms, std::size_t slot, const PromptKeysValu
                 rotate_prompt_key(y.data(), kv.key(l, b, h, p), p, M, D, rope, convention);
                 features[p].resize(F);
                 log_scale[p] = nn::kernel_features(features[p].data(), y.data(), map);
-                G = std::max(G, log_scale[p]);
+                G = max_or_nan(G, log_scale[p]);  // a NaN key makes the head NaN, never "no prompt" (issue 45)
             }
             head.b_d.assign(F, 0.0);
             head.b_kv.assign(F * D, 0.0);
@@ -132,10 +133,16 @@ void add_kernel_terms(PromptTerms& terms, std::size_t slot, const PromptKeysValu
                     for (std::size_t d = 0; d < D; ++d) head.b_kv[r * D + d] += f * v[d];
                 }
             }
-            const double top_d = *std::max_element(head.b_d.begin(), head.b_d.end());
+            double top_d = head.b_d.empty() ? 0.0 : head.b_d.front();
+            for (double x : head.b_d) top_d = max_or_nan(top_d, x);
             double top_kv = 0.0;
-            for (double x : head.b_kv) top_kv = std::max(top_kv, std::abs(x));
+            for (double x : head.b_kv) top_kv = max_or_nan(top_kv, std::abs(x));
             const auto normalize = [&](std::vector<double>& x, double top, double& log) {
+                if (std::isnan(top)) {  // NaN terms stay NaN: the adapter's error is then NaN, its claims not reproduced
+                    log = std::numeric_limits<double>::quiet_NaN();
+                    std::fill(x.begin(), x.end(), std::numeric_limits<double>::quiet_NaN());
+                    return;
+                }
                 if (!(top > 0.0)) {
                     log = -std::numeric_limits<double>::infinity();
                     std::fill(x.begin(), x.end(), 0.0);

@@ -99,13 +99,17 @@ InductionEvaluation evaluate_induction(model::Transformer<T>& model, const tasks
         for (std::size_t n = 0; n < rows * TT; ++n) {
             const T* z = logits + n * V;
             std::size_t best = 0;
-            for (std::size_t v = 1; v < V; ++v)
+            bool nan_logit = std::isnan(z[0]);
+            for (std::size_t v = 1; v < V; ++v) {
                 if (z[v] > z[best]) best = v;
+                nan_logit = nan_logit || std::isnan(z[v]);
+            }
             const bool correct = static_cast<std::int32_t>(best) == targets[n];
             for (KindMetrics* m : {&result.kinds[kinds[n]], &result.all}) {
                 ++m->positions;
                 m->loss_sum += losses[n];
                 m->correct += correct ? 1 : 0;
+                m->undefined = m->undefined || nan_logit;
             }
         }
     }

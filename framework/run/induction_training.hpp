@@ -25,8 +25,11 @@ struct KindMetrics {
     std::size_t positions = 0;
     double loss_sum = 0.0;
     std::size_t correct = 0;
+    bool undefined = false;  // a position with a NaN logit: no prediction, so no accuracy (NaN, never a token-0 guess)
     double loss() const { return positions ? loss_sum / positions : 0.0; }
-    double accuracy() const { return positions ? static_cast<double>(correct) / positions : 0.0; }
+    double accuracy() const {
+        return undefined ? std::numeric_limits<double>::quiet_NaN() : positions ? static_cast<double>(correct) / positions : 0.0;
+    }
 };
 struct InductionEvaluation {
     KindMetrics kinds[3];  // indexed by tasks::PositionKind

@@ -262,6 +262,7 @@ RegressionEvaluation evaluate_regression(model::Transformer<T>& model, const tas
     const std::size_t O = tasks::regression_output_dim(task);
     model.set_prefix_length(tasks::regression_prefix_length(task));
     std::size_t queries = 0, contexts = 0, correct = 0;
+    bool undefined = false;  // a query row with a NaN output: no prediction, the accuracy NaN (never a class-0 guess)
     double least_squares = 0.0;
     for (std::size_t first = 0; first < B; first += chunk_size) {
         const std::size_t rows = std::min(chunk_size, B - first);
@@ -273,7 +274,9 @@ RegressionEvaluation evaluate_regression(model::Transformer<T>& model, const tas
             const T* y = data.targets.data() + (first * TT + n) * O;
             double error = 0.0, norm = 0.0, target_norm = 0.0;
             std::size_t predicted = 0, label = 0;
+            bool nan_output = false;
             for (std::size_t o = 0; o < O; ++o) {
+                nan_output = nan_output || std::isnan(out[n * O + o]);
                 const double e = static_cast<double>(out[n * O + o]) - static_cast<double>(y[o]);
                 error += e * e;
                 norm += static_cast<double>(out[n * O + o]) * out[n * O + o];
@@ -286,6 +289,7 @@ RegressionEvaluation evaluate_regression(model::Transformer<T>& model, const tas
                 result.query_mse += error;
                 result.zero_mse += target_norm;
                 correct += predicted == label;
+                undefined = undefined || nan_output;
             } else {
                 ++contexts;
                 result.context_mse += error;
@@ -300,7 +304,9 @@ RegressionEvaluation evaluate_regression(model::Transformer<T>& model, const tas
     result.context_mse = contexts ? result.context_mse / contexts : 0.0;
     result.context_output_norm = contexts ? result.context_output_norm / contexts : 0.0;
     result.least_squares_mse = task.kind == tasks::RegressionKind::linear ? least_squares / std::max<std::size_t>(queries, 1) : kNaN;
-    result.query_accuracy = task.kind == tasks::RegressionKind::classification ? static_cast<double>(correct) / std::max<std::size_t>(queries, 1) : kNaN;
+    result.query_accuracy = task.kind == tasks::RegressionKind::classification && !undefined
+                                ? static_cast<double>(correct) / std::max<std::size_t>(queries, 1)
+                                : kNaN;
     return result;
 }
 
