@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "framework/core/check.hpp"
+#include "framework/core/measure.hpp"
 
 namespace iclab::experiments::iclaa_detail {
 
@@ -28,9 +29,12 @@ double icl_accuracy_with_prompt(model::Transformer<double>& net, const std::vect
             for (std::size_t t = 0; t < N; ++t) {
                 if (pair.kinds[t] != tasks::PositionKind::first_trigger) continue;
                 const double* z = net.logits() + (b * (M + N) + M + t) * V;  // (V) at X's position t
-                const auto best = static_cast<std::int32_t>(std::max_element(z, z + V) - z);  // the first of equal ones
+                // the first of equal ones; V (no prediction) for a NaN logit: the accuracy is then NaN, so a NaN model
+                // never meets the precondition by a token-0 guess, and is listed as excluded with its NaN (issue 45)
+                const std::size_t best = argmax_of(z, V);
+                if (best == V) return std::numeric_limits<double>::quiet_NaN();
                 ++scored;
-                correct += best == pair.targets[t];
+                correct += static_cast<std::int32_t>(best) == pair.targets[t];
             }
         }
     }
