@@ -252,7 +252,7 @@ TEST_CASE("claims floor: a declared identity decides on one value, every other c
     CHECK(kMinValues == 5);  // 5 of 5 by a fair coin: 3.1 %
 }
 
-TEST_CASE("claims floor: the declaration survives the /claims round trip; files before it are read by their shape", "[claims]") {
+TEST_CASE("claims floor: the declaration survives the /claims round trip, and files before it are read by their shape", "[claims]") {
     const fs::path dir = fs::temp_directory_path() / ("iclab_claims_det_" + std::to_string(::getpid()));
     fs::create_directories(dir);
     Claim identity = claim_of("identity", ClaimKind::own_check, ClaimRule::count_at_most(1e-12), "instance");
