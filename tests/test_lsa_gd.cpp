@@ -13,6 +13,7 @@
 #include "framework/icl/lsa_gd.hpp"
 #include "framework/io/claims.hpp"
 #include "framework/io/results_file.hpp"
+#include "experiments/lsa_gd/study.hpp"
 #include "tests/cli_helpers.hpp"
 
 namespace iclab_test_lsa_gd {  // this file's names (unity build: CMakeLists.txt)
@@ -179,6 +180,33 @@ TEST_CASE("lsa_gd: the quick config writes the checks table and one claim per ga
         CHECK(c.claim.id != "003-A2 fig2_causal_query_mse_l50_max");
     }
     CHECK(printed >= 1);  // eta = 1.6 (E.1) is the one number printed
+}
+
+// E.1's best eta (issue 45): the argmin of the prefix query MSE over the convergent etas; a NaN MSE or radius in any
+// prefix row makes it NaN (a NaN row never loses the argmin), causal rows never count, no convergent eta gives NaN.
+TEST_CASE("lsa_gd: the best convergent eta is the argmin over rho < 1, NaN with a NaN prefix row", "[lsa_gd][nan]") {
+    using iclab::experiments::lsa_study::EtaRow;
+    using iclab::experiments::lsa_study::best_convergent_prefix_eta;
+    const double nan = std::nan("");
+    const auto row = [](const char* mask, double eta, double query_mse, double radius) {
+        EtaRow r;
+        r.mask = mask, r.eta = eta, r.query_mse = query_mse, r.spectral_radius_max = radius;
+        return r;
+    };
+    std::vector<EtaRow> rows{row("prefix", 0.4, 1e-2, 0.9), row("causal", 0.4, 1e-9, 0.1), row("prefix", 0.8, 1e-3, 0.95),
+                             row("prefix", 1.6, 1e-4, 0.99), row("prefix", 3.2, 1e-9, 2.2)};
+    CHECK(best_convergent_prefix_eta(rows) == 1.6);  // 3.2's MSE is lower but rho > 1; the causal row is not a candidate
+    rows[2].query_mse = 1e-4;
+    CHECK(best_convergent_prefix_eta(rows) == 0.8);  // a tie: the first in grid order
+    for (auto broken : {&EtaRow::query_mse, &EtaRow::spectral_radius_max}) {
+        std::vector<EtaRow> with_nan = rows;
+        with_nan[0].*broken = nan;  // the worst row: before the fix it lost the argmin and 0.8 won
+        CHECK(std::isnan(best_convergent_prefix_eta(with_nan)));
+    }
+    std::vector<EtaRow> causal_nan = rows;
+    causal_nan[1].query_mse = nan;  // a causal row's NaN is not E.1's prefix argmin
+    CHECK(best_convergent_prefix_eta(causal_nan) == 0.8);
+    CHECK(std::isnan(best_convergent_prefix_eta({row("prefix", 3.2, 1e-9, 2.2)})));  // none converges
 }
 
 }  // namespace iclab_test_lsa_gd

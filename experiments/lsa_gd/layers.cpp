@@ -144,6 +144,20 @@ std::vector<double> spectral_radii(const RegressionSequences& data, LsaMask mask
 
 }  // namespace
 
+double best_convergent_prefix_eta(const std::vector<EtaRow>& rows) {
+    const std::string prefix = icl::lsa_mask_name(LsaMask::prefix);
+    double best_eta = kNaN, best_mse = kInf;
+    for (const EtaRow& row : rows) {
+        if (row.mask != prefix) continue;
+        if (std::isnan(row.spectral_radius_max) || std::isnan(row.query_mse)) return kNaN;
+        if (row.spectral_radius_max < 1.0 && row.query_mse < best_mse) {
+            best_mse = row.query_mse;
+            best_eta = row.eta;
+        }
+    }
+    return best_eta;
+}
+
 void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, Study& study) {
     const std::size_t L = s.layers;
     const std::vector<double> zero_w0;
@@ -228,8 +242,7 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
     std::vector<double> causal_at_eta;         // the same at eta = s.eta (the grid's 1.6), per swept replicate
     for (std::size_t r = 0; r < std::min(s.replicates, s.eta_sweep_replicates); ++r) {
         const RegressionSequences data = replicate_data(s, data_root, r, s.examples);
-        double best_eta = kNaN, best_mse = kInf;
-        bool nan_prefix_row = false;  // a NaN MSE or radius at any eta: no argmin (issue 45: a NaN row never loses)
+        std::vector<EtaRow> rows;  // this replicate's
         for (double eta : s.eta_sweep)
             for (LsaMask mask : {LsaMask::prefix, LsaMask::causal}) {
                 const Trace trace = run_lsa<double>(data, mask, eta, L, zero_w0, nullptr);
@@ -239,16 +252,12 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
                 const double increases = count_increases(trace.ice_mse);  // layers 1..L: the L - 1 steps l - 1 -> l
                 row.ice_mse_increases = std::isnan(increases) ? -1 : static_cast<std::int64_t>(increases);  // -1: a NaN ICE MSE
                 if (mask == LsaMask::causal) causal_increases += increases;
-                if (mask == LsaMask::prefix && (std::isnan(row.spectral_radius_max) || std::isnan(row.query_mse))) nan_prefix_row = true;
-                if (mask == LsaMask::prefix && row.spectral_radius_max < 1.0 && row.query_mse < best_mse) {
-                    best_mse = row.query_mse;
-                    best_eta = eta;
-                }
                 if (eta == 3.2) (mask == LsaMask::prefix ? prefix_32 : causal_32).push_back(row.query_mse);
                 if (eta == s.eta && mask == LsaMask::causal) causal_at_eta.push_back(row.query_mse);
+                rows.push_back(row);
                 study.etas.push_back(row);
             }
-        if (nan_prefix_row) best_eta = kNaN;
+        const double best_eta = best_convergent_prefix_eta(rows);
         // Its value is the argmin over the grid's convergent etas, and no pick by chance (a "uniform pick among the 6"
         // rate was printed here: only 5 have rho < 1). While rho < 1 the prefix query MSE at l = L falls as eta grows
         // (the slowest mode's rate 1 - eta lambda_min / n shrinks), so the largest convergent eta of the doubling grid

@@ -76,6 +76,12 @@ struct Study {
 icl::RegressionSequences replicate_data(const Settings& s, const Rng& root, std::size_t replicate, std::size_t examples,
                                         double mu = 0.0);
 
+// E.1's best eta of one replicate: over its prefix rows (in grid order), the eta of the lowest query MSE at l = L among
+// those with spectral radius < 1 (the first on a tie); NaN when no row converges, or when any prefix row has a NaN
+// query MSE or radius (issue 45: a NaN row never loses the argmin, so a NaN anywhere decides nothing). Causal rows are
+// left out.
+double best_convergent_prefix_eta(const std::vector<EtaRow>& rows);
+
 // A1 (Props 1, 2, 6: LSA == GD recursions), A2 (Figure 2 left/middle), A3 (η ablation), A4's LSA at depth 500.
 void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, Study& study);
 // A4 (Props 3, 4: stationary points, rates), A5 (Props 5, 8), A6 (Figure 2 right), A7 (App. D, causalLM2).

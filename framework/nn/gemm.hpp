@@ -376,6 +376,14 @@ void gemm_checked(MatrixRef<T> out, MatrixRef<const T> a, MatrixRef<const T> b, 
     if (counted) gemm_counter.record(m, n, k, transpose_a, transpose_b, omp_get_wtime() - start);
 }
 
+// Compiled once, in framework/nn/gemm.cpp, for float and double (issue 44, build time): every translation unit that
+// multiplies used to compile the whole machinery (the kernels, the cells, the dispatch) again, ~6 s of CPU a unit at
+// -O3, six units; the linker kept one copy. The code, and so every bit, is the same.
+extern template void gemm_checked<float>(MatrixRef<float>, MatrixRef<const float>, MatrixRef<const float>, bool, bool,
+                                         float, float, SmallGemm, const GemmExtras<float>*, Triangle);
+extern template void gemm_checked<double>(MatrixRef<double>, MatrixRef<const double>, MatrixRef<const double>, bool, bool,
+                                          double, double, SmallGemm, const GemmExtras<double>*, Triangle);
+
 }  // namespace detail
 
 // out = alpha * op(a) · op(b) + beta * out. transpose_a / transpose_b apply op = transpose.
