@@ -19,7 +19,7 @@ for target in ${TARGETS:-}; do
 done
 
 . scripts/lib/apt_ensure.sh
-apt_ensure setup g++ cmake make pkg-config git \
+apt_ensure setup g++ cmake make ninja-build pkg-config git \
   libxtensor-dev libxtensor-blas-dev libxsimd-dev xtl-dev libopenblas-dev \
   libhdf5-dev libyaml-cpp-dev libboost-program-options-dev catch2 python3 \
   pybind11-dev python3-pybind11 python3-dev python3-numpy python3-pandas python3-h5py python3-yaml
@@ -27,7 +27,8 @@ apt_ensure setup g++ cmake make pkg-config git \
 
 build_dir="${BUILD_DIR:-build}"
 jobs="${JOBS:-$(nproc)}"
+. scripts/lib/cmake_configure.sh
 # shellcheck disable=SC2086
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null
+cmake_configure "$build_dir" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
 cmake --build "$build_dir" -j "$jobs" "${targets[@]}" >&2
 echo "setup: built $build_dir/iclab (Python: export PYTHONPATH=$PWD/$build_dir/python; docs/python.md)" >&2

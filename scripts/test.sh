@@ -60,8 +60,9 @@ if [ "$mode" = "--x86-64-v3" ] || [ "$mode" = "--x86-64-v3-only" ]; then
   # them with tests/data/fingerprints.txt; the same check on an x86-64-v3 build compares the two (its --reference:
   # the native build's outputs, for the first differing element). It runs as on an AVX2 CPU: OpenBLAS's Haswell
   # kernels and glibc's variants without AVX-512 (libm's exp/log among them), whatever this CPU has.
-  cmake -S . -B build-v3 -DCMAKE_BUILD_TYPE=Release -DICLAB_NATIVE=OFF -DICLAB_BUILD_TESTS=OFF \
-    -DCMAKE_CXX_FLAGS=-march=x86-64-v3 >/dev/null
+  . scripts/lib/cmake_configure.sh
+  cmake_configure build-v3 -DCMAKE_BUILD_TYPE=Release -DICLAB_NATIVE=OFF -DICLAB_BUILD_TESTS=OFF \
+    -DCMAKE_CXX_FLAGS=-march=x86-64-v3
   cmake --build build-v3 -j "$(nproc)" --target iclab >&2
   reference=()
   [ -d build/fingerprints_work/out ] && reference=(--reference build/fingerprints_work)

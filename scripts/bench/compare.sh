@@ -53,7 +53,8 @@ if [ $# -gt 0 ]; then configs=("$@"); else configs=(configs/quick/induction_head
 
 scripts/bench/setup.sh
 if [ ! -x "$build/iclab" ] || [ -n "$(find experiments framework CMakeLists.txt -newer "$build/iclab" -print -quit)" ]; then
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  . scripts/lib/cmake_configure.sh
+  cmake_configure "$build" -DCMAKE_BUILD_TYPE=Release
   cmake --build "$build" -j "$threads" --target iclab >&2
 fi
 mkdir -p "$out"
