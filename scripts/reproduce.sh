@@ -14,6 +14,8 @@
 #   experiment's estimate of its memory and work, with each part's total, and write docs/reproduction_plan_<profile>.md.
 # --report-only: run nothing; the report, the page and the README blocks from the runs finished so far (a long
 #   profile run in parts); the title says how many of the profile's jobs had finished when some had not.
+# Without --check or --report-only, docs/ is written only when every job of the profile finished: a sweep that was
+#   stopped (SIGTERM, Ctrl-C) or had a failed job writes its report under results/report and leaves docs/ untouched.
 # ICLAB=PATH: use that iclab binary and skip scripts/setup.sh (the build); default build/iclab, built first.
 # Exit status: 0 done; 1 a run, the report or a step failed, or --check found a verdict that differs; 2 bad
 # arguments (a usage line on stderr) or a profile the sweep refuses, with nothing written.
@@ -133,6 +135,12 @@ else
   for sweep in "${sweeps[@]}"; do [ -d "$sweep" ] || started=0; done
   [ "$started" -eq 1 ] || { echo "reproduce: the profile's sweeps did not start (exit $status)" >&2; exit "$status"; }
 fi
+# docs/ (the page, its fingerprints, the README blocks) is written only from a sweep whose every job finished, or on
+# request (--report-only, which marks a partial page so): a sweep stopped (SIGTERM, Ctrl-C, a session's end) or with
+# a failed job leaves docs/ as committed and writes its report under results/report only.
+write_docs=1
+[ "$check" -eq 0 ] || write_docs=0
+[ "$report_only" -eq 1 ] || [ "$status" -eq 0 ] || write_docs=0
 title="iclab reproduction: profile $profile, commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ' (dirty)')"
 if [ "$report_only" -eq 1 ]; then
   [ "${#sweeps[@]}" -gt 0 ] || { echo "reproduce: --report-only: no run of profile $profile has started" >&2; exit 1; }
@@ -169,6 +177,11 @@ print(f"reproduce --check: {len(measured)} claims, {len(differences)} verdicts d
 sys.exit(1 if differences else 0)
 PY
   [ "$values_status" -eq 0 ] || exit 1
+elif [ "$write_docs" -eq 0 ]; then
+  echo "reproduce: the sweep ended with status $status (stopped, or a job failed): docs/ left as it was; the report is" \
+       "results/report; resume with the same command, or write a partial page with --report-only" >&2
+  echo "reproduce: profile $profile, $wall s wall time; report results/report/index.html" >&2
+  exit "$status"
 else
   page_tmp=$(mktemp "$(dirname "$page")/.$(basename "$page").XXXXXX")
   cp results/report/reproduction.md "$page_tmp" && chmod 644 "$page_tmp" && mv -f "$page_tmp" "$page"
