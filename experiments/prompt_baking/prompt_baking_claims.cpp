@@ -78,24 +78,24 @@ std::vector<ClaimSpec> claim_specs(bool linear, std::size_t D, const std::vector
                              "error on X against M_old on [X'; X]",
                              io::ClaimRule::count_at_most(0.0), per_seed, kPerModelProvenance});
             specs.push_back({"bake-lin G>0 " + row, "baking into " + std::string(target) + " brings the model without the prompt closer to the model with it",
-                             "per pair: G = 1 - err(" + row + ") / err(no prompt)", io::ClaimRule::interval_above(0.0), per_seed});
+                             "per pair: G = 1 - err(" + row + ") / err(no prompt)", io::ClaimRule::interval_above(0.0), per_seed, ""});
         }
         if (has(targets, "biases") && has(targets, "lora"))
             specs.push_back({"bake-lin biases<lora",
                              "baking into b_KV, b_D (the parameters ICLCA sets) reaches a lower error than a LoRA on W_Q, W_K, W_V of "
                              "equal bytes",
-                             "per pair: err(bake biases) - err(bake lora)", io::ClaimRule::interval_below(0.0), per_seed});
+                             "per pair: err(bake biases) - err(bake lora)", io::ClaimRule::interval_below(0.0), per_seed, ""});
     } else if (has(targets, "lora")) {
         specs.push_back({"bake-soft G>0 bake lora", "baking into a LoRA brings the softmax model without the prompt closer to the model with it",
-                         "per pair: G = 1 - err(bake lora) / err(no prompt)", io::ClaimRule::interval_above(0.0), per_seed});
+                         "per pair: G = 1 - err(bake lora) / err(no prompt)", io::ClaimRule::interval_above(0.0), per_seed, ""});
         if (has(maps, "prf"))
             specs.push_back({"bake-soft lora>prf", "on softmax models baking (LoRA) closes more of the gap than ICLAA with PRF features at "
                              "equal bytes (F = D = " + std::to_string(D) + ")",
-                             "per pair: G(bake lora) - G(" + prf_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed});
+                             "per pair: G(bake lora) - G(" + prf_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed, ""});
         if (has(maps, "learned"))
             specs.push_back({"bake-soft lora>learned", "on softmax models baking (LoRA) closes more of the gap than ICLAA with the learned "
                              "feature map at equal bytes (F = D = " + std::to_string(D) + ")",
-                             "per pair: G(bake lora) - G(" + learned_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed});
+                             "per pair: G(bake lora) - G(" + learned_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed, ""});
     }
     // Baking into ICLAA's kernel biases (declared 2026-11-29 before the first run with them): per map from its closed
     // form, against that closed form (same map, same bytes); and the learned map's against the LoRA.
@@ -106,14 +106,14 @@ std::vector<ClaimSpec> claim_specs(bool linear, std::size_t D, const std::vector
                              "on softmax models baking into ICLAA's kernel biases of the " + m + " map (F = D = " + std::to_string(D) +
                                  ", started at its closed form) closes more of the gap than the closed-form biases of the same map "
                                  "(same bytes)",
-                             "per pair: G(" + row + ") - G(" + map_label(m, D) + ")", io::ClaimRule::interval_above(0.0), per_seed});
+                             "per pair: G(" + row + ") - G(" + map_label(m, D) + ")", io::ClaimRule::interval_above(0.0), per_seed, ""});
         }
         if (has(kernel_maps, "learned") && has(targets, "lora"))
             specs.push_back({"bake-soft kernel learned>lora",
                              "on softmax models baking into ICLAA's kernel biases of the learned map closes more of the gap than "
                              "baking into a LoRA on W_Q, W_K, W_V of equal bytes",
                              "per pair: G(" + bake_kernel_label(learned_equal_label(D), false) + ") - G(bake lora)",
-                             io::ClaimRule::interval_above(0.0), per_seed});
+                             io::ClaimRule::interval_above(0.0), per_seed, ""});
     }
     return specs;
 }
