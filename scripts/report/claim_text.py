@@ -143,9 +143,15 @@ def kind_of(c):
 
 
 def is_robust(c):
-    """Reproduced, and neither fragile (dropping one seed flips it) nor dependent on rounding (its +1 ulp twin flips it);
-    a check that was not made (instances, no twin) counts as holding."""
-    return c.get("verdict") == "reproduced" and not is_fragile(c) and not depends_on_rounding(c)
+    """Reproduced, and both checks made and held: no single seed's removal flips it, and its +1 ulp twin does not flip
+    it. A check that was not made (instances, no twin) does not count as holding (second audit of issue 45):
+    unchecked(c) counts those."""
+    return c.get("verdict") == "reproduced" and leave_one_out_short(c) == "holds" and rounding_short(c) == "holds"
+
+
+def unchecked(c):
+    """Reproduced, neither fragile nor dependent on rounding, but without one of the two checks (not robust, not flagged)."""
+    return c.get("verdict") == "reproduced" and not is_robust(c) and not is_fragile(c) and not depends_on_rounding(c)
 
 
 def is_count(c):

@@ -3,10 +3,11 @@ when its source is a paper, claim_text.is_paper_claim), the spec's gates apart, 
 reproduced claims (claim_text.mark_shared_values), how many reproduced claims are robust, and how many rules were chosen
 after the first runs, are fragile to one seed or depend on rounding."""
 from claim_text import (PAPER_KINDS, PROVENANCE_MARK, chosen_after, column, depends_on_rounding, is_fragile, is_paper_claim,
-                        is_robust, kind_of, mark_shared_values, measurement_of)
+                        is_robust, kind_of, mark_shared_values, measurement_of, unchecked)
 from verdicts import VERDICTS
 
 ROBUST_TEXT = "robust: hold without any one seed and under rounding"
+UNCHECKED_TEXT = "without both checks (one value per instance of one draw, or no rounding twin)"
 VERDICTS_TEXT = ("reproduced = the declared rule holds; not reproduced = it fails (a rule that needs every value fails on any value "
                  "outside it, whatever the mean: \"the rule needs every value\" under ours); inconclusive = the rule cannot decide "
                  "(one seed, an interval straddling its edge, a count against a mean whose whole interval disagrees); not run = no value at all "
@@ -32,6 +33,9 @@ def reproduced_text(claims, robust=False, explain=True):
         notes.append(f"{distinct} distinct measurements")
     if robust and counts["reproduced"]:
         notes.append(f"{sum(is_robust(c) for c in claims)} " + (ROBUST_TEXT if explain else "robust"))
+        missing = sum(unchecked(c) for c in claims)
+        if missing:
+            notes.append(f"{missing} " + (UNCHECKED_TEXT if explain else "unchecked"))
     return f"{counts['reproduced']} reproduced" + (f" ({'; '.join(notes)})" if notes else "")
 
 
