@@ -135,6 +135,14 @@ def is_paper_claim(c):
     return c.get("kind") in PAPER_KINDS and paper_group(c.get("paper", "")) in PAPERS
 
 
+def is_control(c):
+    """A negative control: a check that an exactness check can fail (the experiments state it so: "the negative control
+    of …", "negative control: …"). Reproduced means the control failed as it must; the page counts them apart from the
+    own checks (second audit of issue 45), as evidence that the checks can fail, not as findings."""
+    statement = c.get("statement", "")
+    return statement.startswith("the negative control of ") or statement.startswith("negative control:")
+
+
 def kind_of(c):
     """The kind the page shows and counts: the declared one, except that a paper kind whose source is no paper is an own
     check."""

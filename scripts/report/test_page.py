@@ -220,6 +220,12 @@ items = dict(headline_items([dict(r) for r in new] + [hypothesis], []))
 assert items["Paper claims"].startswith("2 of 3 reproduced"), items
 assert items["Own checks"] == ("1 of 3 reproduced (1 robust), 1 inconclusive, 1 not run (of them 1 declared as paper kinds "
                                "whose source is no paper)"), items
+# negative controls are counted apart from the own checks (second audit of issue 45)
+control = dict(ROWS[2], id="002-T1 float64 control", kind="own check", paper="002",
+               statement="the negative control of 002-T1 fails (float64)")
+items = dict(headline_items([dict(r) for r in new] + [hypothesis, control], []))
+assert items["Own checks"].startswith("1 of 3 reproduced"), items
+assert items["Negative controls"].startswith("1 of 1 reproduced (reproduced: the control failed"), items
 hyp_page = "\n".join(claims_page_md([dict(r) for r in new] + [hypothesis], [], "../"))
 assert "| decay-fade gamma=0.9 |" in hyp_page and "| own | 4/5 seeds |" in hyp_page, hyp_page
 assert "kind: own check (declared: reproduces a qualitative claim; it names no paper as its source)" in hyp_page
