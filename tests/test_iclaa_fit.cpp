@@ -22,6 +22,20 @@ std::vector<double> normals(std::size_t n, double sd, Rng& rng) {
     return x;
 }
 
+// The frozen model the fits below distil: 2 softmax layers of 2 heads, width 16, 24 positions, no MLP.
+model::ModelSpec small_softmax_spec() {
+    model::ModelSpec spec;
+    spec.vocab = 13;
+    spec.width = 16;
+    spec.heads = 2;
+    spec.layers = 2;
+    spec.max_seq_len = 24;
+    spec.mlp = false;
+    spec.attention = model::ModelSpec::Attention::softmax;
+    spec.init_std = 0.3;
+    return spec;
+}
+
 }  // namespace
 
 TEST_CASE("Distillation loss gradient matches central finite differences", "[iclaa]") {
@@ -101,15 +115,7 @@ TEST_CASE("Distillation loss is 0 where the map equals the exact kernel", "[icla
 }
 
 TEST_CASE("Fitting a learned map lowers the distillation loss on the model's own sequences", "[iclaa]") {
-    model::ModelSpec spec;
-    spec.vocab = 13;
-    spec.width = 16;
-    spec.heads = 2;
-    spec.layers = 2;
-    spec.max_seq_len = 24;
-    spec.mlp = false;
-    spec.attention = model::ModelSpec::Attention::softmax;
-    spec.init_std = 0.3;
+    const model::ModelSpec spec = small_softmax_spec();
     model::Transformer<double> net(spec, model::Transformer<double>::Mode::inference);
     Rng rng(4);
     net.init(rng);
@@ -138,15 +144,7 @@ TEST_CASE("Fitting a learned map lowers the distillation loss on the model's own
 TEST_CASE("Learned maps fitted together on shared sequences equal each fit alone, bit for bit", "[iclaa]") {
     // fit_feature_maps_together (issue 44: the frozen model's forward once per step for every F) against
     // fit_feature_maps of each F alone with a sampler that draws the same sequences from its own stream
-    model::ModelSpec spec;
-    spec.vocab = 13;
-    spec.width = 16;
-    spec.heads = 2;
-    spec.layers = 2;
-    spec.max_seq_len = 24;
-    spec.mlp = false;
-    spec.attention = model::ModelSpec::Attention::softmax;
-    spec.init_std = 0.3;
+    const model::ModelSpec spec = small_softmax_spec();
     model::Transformer<double> net(spec, model::Transformer<double>::Mode::inference);
     Rng rng(4);
     net.init(rng);
