@@ -150,9 +150,10 @@ TEST_CASE("bias_training: curves of every (variant, seed) and a summary consiste
     CHECK(claims[3].claim.kind == iclab::io::ClaimKind::own_check);
     CHECK_THAT(claims[2].claim.source, Catch::Contains("our variant"));
     CHECK_THAT(claims[3].claim.source, Catch::Contains("our variant"));
-    // "faster" is a sign count over the seeds: 2 seeds are fewer than the 4 its 4/5 needs, so it cannot decide
+    // "faster" is a sign count over the seeds, every seed: never reproduced here (2 seeds, below `iclab claims`' floor of
+    // 5; at threshold 0 % both reach it at the first evaluation, a tie that counts against)
     CHECK(claims[0].claim.rule.test == iclab::io::ClaimRule::Test::count_above);
-    CHECK(claims[0].verdict == iclab::io::Verdict::inconclusive);
+    CHECK(claims[0].verdict != iclab::io::Verdict::reproduced);
 }
 
 TEST_CASE("bias_training: Figure 1 claims pair each variant with no_bias of its seed, a NaN is never reproduced", "[bias_training]") {
@@ -167,7 +168,7 @@ TEST_CASE("bias_training: Figure 1 claims pair each variant with no_bias of its 
     REQUIRE(claims.size() == 2);
     CHECK(claims[0].claim.id == "000-F1 trainable_bias: faster to 90 % ICL accuracy");
     CHECK(claims[0].claim.kind == iclab::io::ClaimKind::qualitative);
-    CHECK(claims[0].claim.rule.text() == "x > 0 in >= 4/5 of the values, at least 4");
+    CHECK(claims[0].claim.rule.text() == "x > 0 for every value");
     CHECK(claims[0].values[0] == Approx(std::log(1000.0 / 800.0)));
     CHECK(claims[0].verdict == iclab::io::Verdict::reproduced);
     CHECK(claims[1].verdict == iclab::io::Verdict::reproduced);
@@ -186,7 +187,8 @@ TEST_CASE("bias_training: Figure 1 claims pair each variant with no_bias of its 
 }
 
 // Issue 45: evaluations every 50 steps make many pairs reach p % at the same evaluation (x = 0). A tie is not faster:
-// the quick profile's 0.0392, 0, 0, 0, 0 (one seed faster) is never reproduced, and 4 strictly faster seeds of 5 are.
+// the quick profile's 0.0392, 0, 0, 0, 0 (one seed faster) is never reproduced, nor are 4 strictly faster seeds of 5
+// (a fair coin passes 4 of 5 with 19 %: second audit of issue 45); 5 of 5 are.
 TEST_CASE("bias_training: faster is a sign count where ties count against, and the nonnegative variant is our own check", "[bias_training]") {
     using iclab::experiments::bias_claims::BiasRun;
     using iclab::io::Verdict;
@@ -204,13 +206,17 @@ TEST_CASE("bias_training: faster is a sign count where ties count against, and t
     REQUIRE(tied.size() == 4);
     CHECK(tied[0].on_side == 1);
     CHECK(tied[0].verdict != Verdict::reproduced);
-    // three strictly faster, two ties: still short of 4/5
+    // three strictly faster, two ties: short of every seed
     const auto three = faster_claims({950.0, 950.0, 950.0, 1000.0, 1000.0});
     CHECK(three[0].on_side == 3);
     CHECK(three[0].verdict != Verdict::reproduced);
-    // four strictly faster, one tie: reproduced, for the paper's variant and ours alike
-    const auto four = faster_claims({950.0, 950.0, 900.0, 950.0, 1000.0});
-    CHECK(four[0].on_side == 4);
+    // four strictly faster, one tie: not reproduced (a tie counts against)
+    const auto four_tied = faster_claims({950.0, 950.0, 900.0, 950.0, 1000.0});
+    CHECK(four_tied[0].on_side == 4);
+    CHECK(four_tied[0].verdict == Verdict::not_reproduced);
+    // all five strictly faster: reproduced, for the paper's variant and ours alike
+    const auto four = faster_claims({950.0, 950.0, 900.0, 950.0, 990.0});
+    CHECK(four[0].on_side == 5);
     CHECK(four[0].verdict == Verdict::reproduced);
     CHECK(four[2].verdict == Verdict::reproduced);
     // every seed slower: not reproduced

@@ -183,7 +183,7 @@ TEST_CASE("iclca_induction: Table 2 with M_new equal to M_old with the prompt, e
             REQUIRE(claims.size() == 3);
             CHECK(claims[0].claim.kind == iclab::io::ClaimKind::printed_number);
             CHECK(claims[0].claim.paper_value == 0.9995);
-            CHECK(claims[1].claim.kind == iclab::io::ClaimKind::qualitative);
+            CHECK(claims[1].claim.kind == iclab::io::ClaimKind::own_check);  // a check of the evaluation (no prompt leak)
             CHECK(claims[1].claim.rule.test == iclab::io::ClaimRule::Test::interval_below);
             CHECK(claims[1].claim.rule.threshold == Approx((1.0 / 47 + 0.9995) / 2));
             CHECK_FALSE(claims[1].claim.rule.on_claimed_side(0.9995));  // a model with ICL fails it

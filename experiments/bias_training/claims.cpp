@@ -51,17 +51,19 @@ std::vector<io::ClaimResult> claims_of(const std::vector<BiasRun>& runs, double 
         c.readme = "experiments/bias_training/README.md#claims";
         // Faster: a sign count over the seeds (issue 45). The steps come from evaluations every eval.every steps, so two
         // runs often reach p % at the same evaluation: x = 0 exactly (quick profile: 0.0392, 0, 0, 0, 0), where a t-interval
-        // over tied values decides nothing. Strictly faster (x > 0) on >= 4/5 of the seeds; a tie counts against. A fair
-        // coin per seed passes 4 of 5 with 19 % (the page's false-pass rate); with ties possible, a variant with no effect
-        // is strictly faster with probability (1 - P(tie)) / 2 < 1/2 per seed, so 19 % is an upper bound.
-        c.rule = io::ClaimRule::count_above(0.0, io::Fraction{4, 5});
+        // over tied values decides nothing. Strictly faster (x > 0) on every seed; a tie counts against. A fair coin per
+        // seed passes 5 of 5 with 3.1 % (the page's false-pass rate); with ties possible, a variant with no effect is
+        // strictly faster with probability (1 - P(tie)) / 2 < 1/2 per seed, so 3.1 % is an upper bound. 4 of 5 (19 %)
+        // was refused everywhere else (prefix_vs_causal, gd004_example, gd004_fig5) and here too since 2026-11-30.
+        c.rule = io::ClaimRule::count_above(0.0);
         c.provenance = declared + "; chosen after the first runs (2026-11-29): issue 45, the 95 % t-interval of the mean "
                                   "over per-seed values that tie at the evaluation grid (0.0392, 0, 0, 0, 0) replaced by "
-                                  "strictly faster on >= 4/5 of the seeds, ties counting against";
+                                  "strictly faster on >= 4/5 of the seeds, ties counting against; 2026-11-30 (second audit "
+                                  "of issue 45): on every seed, as a fair coin passes 4 of 5 with 19 %";
         c.id = "000-F1 " + variant + ": faster to " + p + " % ICL accuracy";
         c.statement = "with trainable b_KV, b_D (" + variant + ") the model reaches " + p + " % held-out ICL accuracy in fewer "
-                      "steps than no_bias of the same seed, strictly (a tie at the same evaluation counts against), on at "
-                      "least 4/5 of the seeds (the paper: 'adding these bias terms makes training slightly faster')";
+                      "steps than no_bias of the same seed, strictly (a tie at the same evaluation counts against), on "
+                      "every seed (the paper: 'adding these bias terms makes training slightly faster')";
         if (ours) c.statement += "; " + variant + " is our variant, not the paper's";
         c.metric = "ln(steps to " + p + " % ICL accuracy of no_bias / of " + variant + "), one seed's pair of runs (0: the "
                    "same evaluation, a tie)";

@@ -68,13 +68,18 @@ std::vector<io::ClaimResult> claims(const std::vector<double>& accuracy, const s
         } else if (m == kOldNoIcl) {
             char text[400];
             std::snprintf(text, sizeof text,
-                          "M_old without the prompt (input X) shows no in-context learning: accuracy below %.4f, half-way "
-                          "between chance (1/47 = %.4f) and the printed ICL accuracy 0.9995, so a model with ICL fails; the "
-                          "paper prints 2.23 %% (Table 2)", no_icl_bar, chance);
-            c.kind = io::ClaimKind::qualitative;
+                          "a check of the evaluation, not a finding: M_old without the prompt (input X) scores below %.4f, "
+                          "half-way between chance (1/47 = %.4f) and the printed ICL accuracy 0.9995. The scored positions "
+                          "take their answer from X' only, so without X' every model is at chance by construction and this "
+                          "bar catches a prompt leak into X; the paper prints 2.23 %% (Table 2)", no_icl_bar, chance);
+            // An own check (second audit of issue 45): by construction it cannot fail for a model, only for a leaking
+            // evaluation, so it is no evidence about paper 000 and is not counted among its claims.
+            c.kind = io::ClaimKind::own_check;
+            c.source = "Table 2 (a check of the evaluation)";
             c.statement = text;
             c.rule = io::ClaimRule::interval_below(no_icl_bar);
-            c.provenance = std::string(kRuleDate) + "the band [0.0023, 0.0423] around chance could not fail";
+            c.provenance = std::string(kRuleDate) + "the band [0.0023, 0.0423] around chance could not fail; 2026-11-30 (second "
+                           "audit): an own check of the evaluation, was a qualitative claim of paper 000";
         } else {
             char text[400];
             std::snprintf(text, sizeof text,
