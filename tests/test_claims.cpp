@@ -274,14 +274,25 @@ TEST_CASE("claims: seed_means pooling judges the model seeds' mean instance valu
     CHECK(p.interval.mean == Approx(0.3));
     CHECK(p.interval.high - p.interval.mean == Approx(4.30265273 * 0.2 / std::sqrt(3.0)).epsilon(1e-6));
     CHECK(p.verdict == Verdict::inconclusive);
-    // control: the same twelve values pooled as instances (values pooling) give a narrow interval and "reproduced"
+    // control: the same twelve values pooled as instances (declared instances pooling) give a narrow interval and
+    // "reproduced"; undeclared (values pooling) a claim on instances that one value does not decide is refused
     Claim flat = c;
     flat.pooling = ClaimPooling::values;
+    CHECK_THROWS_WITH(check_claim(flat), Catch::Contains("would count one run's instances as seeds"));
+    flat.pooling = ClaimPooling::instances;
     const auto as_instances = pool_claims({{"s7", {evaluate_claim(flat, {0, 1, 2, 3}, {0.4, 0.6, 0.5, 0.5})}},
                                            {"s8", {evaluate_claim(flat, {0, 1, 2, 3}, {0.2, 0.4, 0.3, 0.3})}},
                                            {"s9", {evaluate_claim(flat, {0, 1, 2, 3}, {0.0, 0.2, 0.1, 0.1})}}});
     CHECK(as_instances[0].values.size() == 12);
     CHECK(as_instances[0].verdict == Verdict::reproduced);
+    CHECK_THAT(as_instances[0].claim.metric, Catch::StartsWith("per instance, every instance of every run a value (pooling declared 'instances'"));
+    flat.deterministic = true;  // an identity decided by one value pools by values; instances pooling is refused for it
+    CHECK_THROWS_AS(check_claim(flat), iclab::Error);
+    flat.pooling = ClaimPooling::values;
+    flat.kind = iclab::io::ClaimKind::own_check, flat.rule = ClaimRule::count_at_most(1e-12);
+    CHECK_NOTHROW(check_claim(flat));
+    flat = c;
+    flat.pooling = ClaimPooling::instances;
     CHECK_THAT(p.claim.metric, Catch::StartsWith("per training seed: the mean over its instances of [prefix MSE - causal MSE]"));
     CHECK(p.selection == "seed 7: F=32; seed 8: F=32; seed 9: F=64");
     // without seeds, the runs' indices are the units

@@ -73,6 +73,7 @@ TEST_CASE("leave one seed out: a verdict one seed decides is fragile, a robust o
     CHECK(pool_claims(runs_of(interval, {1.0, 1.1}))[0].leave_one_out.empty());
     Claim instances = interval;
     instances.unit = "instance";
+    instances.pooling = iclab::io::ClaimPooling::instances;
     CHECK(pool_claims({{"a", {evaluate_claim(instances, {0, 1, 2, 3}, {1.0, 1.1, 0.9, 1.0})}}})[0].leave_one_out.empty());
 }
 

@@ -333,7 +333,9 @@ TEST_CASE("claims floor: one value decides a deterministic check, not a timing o
     require_min_values(wrong, min_values(wrong.claim));
     CHECK(wrong.verdict == Verdict::not_reproduced);  // one wrong value fails an identity
 
-    ClaimResult timing = pooled(claim_of("faster", ClaimKind::qualitative, ClaimRule::count_above(1.0), "instance"), {9.0, 10.0});
+    Claim faster = claim_of("faster", ClaimKind::qualitative, ClaimRule::count_above(1.0), "instance");
+    faster.pooling = ClaimPooling::instances;  // declared: pooled as values
+    ClaimResult timing = pooled(faster, {9.0, 10.0});
     CHECK(timing.verdict == Verdict::reproduced);
     require_min_values(timing, min_values(timing.claim));
     CHECK(timing.verdict == Verdict::inconclusive);

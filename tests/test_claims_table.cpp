@@ -58,6 +58,7 @@ TEST_CASE("claims: the claims table lists the rule's test and the per-seed value
     p.claims.push_back(evaluate_claim(sign_claim(), {0, 1, 2}, {0.41234, 1.2, -2.4}));
     Claim instances = sign_claim();
     instances.id = "exact", instances.unit = "instance", instances.rule = ClaimRule::count_at_most(1e-5);
+    instances.pooling = iclab::io::ClaimPooling::instances;
     p.claims.push_back(evaluate_claim(instances, {0, 1, 2}, {1e-7, 2e-7, 3e-7}));
     p.claims.push_back(evaluate_claim(sign_claim(), {}, {}));
     const auto t = iclab::run::claims_table({p});

@@ -70,14 +70,15 @@ TEST_CASE("decay_attention: refuses model.decay set by the config and prompts to
 }
 
 // Issue 45: decay-fade and decay-reach are the project's own hypotheses (issue 43), declared own checks, not paper claims;
-// being about trained models they keep the 5-seed floor (not deterministic checks that one value decides), and
-// decay-reach still pools one value per training seed and fails when one seed's model reads far back.
+// being about trained models they keep the 5-seed floor (not deterministic checks that one value decides). decay-reach
+// pools one value per training seed, the accuracy near minus far, and fails when one seed's model reads far back, when
+// no model does ICL (chance near and far: the third audit's case), and when the models read as far as near (no decay).
 TEST_CASE("decay_attention: fade and reach are own checks over trained models, one value per seed", "[decay]") {
     namespace dc = iclab::experiments::decay_claims;
     using iclab::io::Verdict;
-    const auto measured = [](std::int64_t seed, double reach) {
+    const auto measured = [](std::int64_t seed, double reach, double near = 0.6) {
         dc::GammaMeasured m;
-        m.gamma = 0.5, m.gamma_text = "0.5", m.seed = seed, m.reach_accuracy = reach;
+        m.gamma = 0.5, m.gamma_text = "0.5", m.seed = seed, m.reach_accuracy = reach, m.near_accuracy = near;
         m.pair_errors = {1e-16, 2e-16, 1e-16, 3e-16};
         m.pair_fades = {1, 1, 1, 1};
         return m;
@@ -93,10 +94,11 @@ TEST_CASE("decay_attention: fade and reach are own checks over trained models, o
     CHECK_FALSE(iclab::io::deterministic_check(claims[1].claim));
     CHECK_FALSE(iclab::io::deterministic_check(claims[2].claim));
     CHECK(iclab::io::min_values(claims[2].claim) == iclab::io::kMinValues);
-    const auto reach_over_seeds = [&](double seed3_reach) {
+    const auto reach_over_seeds = [&](double seed3_reach, double near = 0.6) {
         std::vector<std::pair<std::string, std::vector<iclab::io::ClaimResult>>> runs;
         for (int seed = 0; seed < 5; ++seed)
-            runs.push_back({"seed" + std::to_string(seed), dc::gamma_claims(measured(seed, seed == 3 ? seed3_reach : 0.02 + 0.001 * seed))});
+            runs.push_back({"seed" + std::to_string(seed),
+                            dc::gamma_claims(measured(seed, seed == 3 ? seed3_reach : 0.02 + 0.001 * seed, near))});
         for (auto& r : iclab::io::pool_claims(runs, {0, 1, 2, 3, 4}))
             if (r.claim.id == "decay-reach gamma=0.5") return r;
         FAIL("no decay-reach claim");
@@ -105,9 +107,13 @@ TEST_CASE("decay_attention: fade and reach are own checks over trained models, o
     const auto reach = reach_over_seeds(0.03);
     CHECK(reach.claim.unit == "seed");
     CHECK(reach.units == std::vector<std::int64_t>{0, 1, 2, 3, 4});
-    CHECK(reach.values == std::vector<double>{0.02, 0.02 + 0.001, 0.02 + 0.002, 0.03, 0.02 + 0.004});  // one per seed, as measured
+    // one per seed, near - far as measured
+    CHECK(reach.values == std::vector<double>{0.6 - 0.02, 0.6 - (0.02 + 0.001), 0.6 - (0.02 + 0.002), 0.6 - 0.03, 0.6 - (0.02 + 0.004)});
     CHECK(reach.verdict == Verdict::reproduced);
-    CHECK(reach_over_seeds(0.9).verdict != Verdict::reproduced);  // one model reads far back: not every seed
+    CHECK(reach_over_seeds(0.9).verdict != Verdict::reproduced);   // one model reads far back: not every seed
+    CHECK(reach_over_seeds(0.02, 0.021).verdict != Verdict::reproduced);  // no ICL: chance (1/47) near and far, fails
+    CHECK(reach_over_seeds(0.85, 0.9).verdict != Verdict::reproduced);    // reads as far as near (gamma = 1's runs): fails
+    CHECK(reach_over_seeds(0.05, 0.3).verdict == Verdict::not_reproduced);  // a contrast of 0.25 or less is not enough
 }
 
 }  // namespace iclab_test_decay_attention

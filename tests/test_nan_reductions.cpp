@@ -386,7 +386,7 @@ TEST_CASE("nan reductions: decay_attention's table max and claims are never repr
     CHECK(std::isnan(dc::accuracy(0, 0, 0)));
     const auto measured = [](std::int64_t seed, double error, std::vector<double> fades, double reach) {
         dc::GammaMeasured m;
-        m.gamma = 0.5, m.gamma_text = "0.5", m.seed = seed, m.reach_accuracy = reach;
+        m.gamma = 0.5, m.gamma_text = "0.5", m.seed = seed, m.reach_accuracy = reach, m.near_accuracy = 0.6;
         m.pair_errors = {1e-16, error, 2e-16, 1e-16};
         m.pair_fades = std::move(fades);
         return m;
@@ -400,7 +400,7 @@ TEST_CASE("nan reductions: decay_attention's table max and claims are never repr
     CHECK(finite[1].claim.pooling == iclab::io::ClaimPooling::seed_means);
     CHECK(finite[2].verdict == Verdict::reproduced);
     CHECK(dc::gamma_claims(measured(0, kNaN, fading, 0.02))[0].verdict == Verdict::inconclusive);
-    // a NaN model predicts nothing at any position: decay-reach ("accuracy below 0.5") used to pass at accuracy ~0
+    // a NaN model predicts nothing at any position: decay-reach (once "accuracy below 0.5") used to pass at accuracy ~0
     CHECK(dc::gamma_claims(measured(0, 3e-16, fading, dc::accuracy(0, 40, 40)))[2].verdict == Verdict::inconclusive);
     CHECK(dc::gamma_claims(measured(0, 3e-16, {1, dc::fade_indicator(kNaN), 1, 1}, 0.02))[1].verdict == Verdict::inconclusive);
     // decay-fade over five trained models: one value per seed (its share of fading pairs)

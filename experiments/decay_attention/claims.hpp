@@ -22,8 +22,11 @@
 
 namespace iclab::experiments::decay_claims {
 
-constexpr double kExactBar = 1e-10, kFadeBar = 0.5, kFadeShare = 0.9, kReachBar = 0.5;
-constexpr std::int64_t kReachFrom = 12;  // decay-reach: distances >= this
+constexpr double kExactBar = 1e-10, kFadeBar = 0.5, kFadeShare = 0.9;
+// decay-reach: the accuracy near (distances < kNearBelow) minus the accuracy far (distances >= kReachFrom), at least
+// kReachContrast on every trained model (third audit of issue 45: "far accuracy < 0.5" alone passed a model without ICL).
+constexpr double kReachContrast = 0.25;
+constexpr std::int64_t kReachFrom = 12, kNearBelow = 3;
 
 // What one γ's trained model measured.
 struct GammaMeasured {
@@ -32,6 +35,7 @@ struct GammaMeasured {
     std::vector<double> pair_errors;   // per (X', X) pair: the conversion's relative logit error
     std::vector<double> pair_fades;    // per pair: fade_indicator of its influence ratio
     double reach_accuracy = 0.0;       // ICL accuracy at distances >= kReachFrom (accuracy(): NaN with a NaN logit)
+    double near_accuracy = 0.0;        // ICL accuracy at distances < kNearBelow (NaN when no bucket lies below it)
     std::int64_t seed = 0;
 };
 

@@ -30,6 +30,7 @@ namespace iclab::experiments {
 using namespace iclab::run;
 using decay_claims::accuracy;
 using decay_claims::kReachFrom;
+using decay_claims::kNearBelow;
 
 // This file's own names, apart from those of the files compiled with it (the unity build, CMakeLists.txt).
 namespace decay_attention_cpp {
@@ -219,15 +220,22 @@ RunOutcome run_decay_attention(const RunContext& context) {
             infl_position.push_back(static_cast<std::int64_t>(t));
             infl_change.push_back(change[t]);
         }
-        {  // decay-reach's value: the accuracy at distances >= kReachFrom; then the claims of this γ (claims.hpp)
-            std::int64_t positions = 0, correct = 0, undefined = 0;
-            for (std::size_t k = 0; k + 1 < edges.size(); ++k)
+        {  // decay-reach's values: the accuracy far (distances >= kReachFrom) and near (< kNearBelow); then the claims of this γ
+            std::int64_t positions = 0, correct = 0, undefined = 0, near_positions = 0, near_correct = 0, near_undefined = 0;
+            for (std::size_t k = 0; k + 1 < edges.size(); ++k) {
                 if (edges[k] >= kReachFrom) {
                     positions += d.positions[k];
                     correct += d.correct[k];
                     undefined += d.undefined[k];
                 }
+                if (edges[k + 1] <= kNearBelow) {
+                    near_positions += d.positions[k];
+                    near_correct += d.correct[k];
+                    near_undefined += d.undefined[k];
+                }
+            }
             measured.reach_accuracy = accuracy(correct, positions, undefined);
+            measured.near_accuracy = accuracy(near_correct, near_positions, near_undefined);
             for (io::ClaimResult& claim : decay_claims::gamma_claims(measured)) claims.push_back(std::move(claim));
         }
         acc_gamma.push_back(gammas[i]);

@@ -82,6 +82,9 @@ std::vector<DeclaredClaim> declare_claims(const Settings& s, const std::vector<d
                 p.source = "Table 1";
                 p.kind = io::ClaimKind::printed_number;
                 p.deterministic = false;  // a mean against a printed number, not an identity
+                // The paper's protocol: the mean over 100 prompt pairs of one (untrained) model; the claim is about those
+                // pairs, the fp32 rounding of the conversion, not about a population of models (third audit of issue 45).
+                p.pooling = io::ClaimPooling::instances;
                 p.paper_value = paper[i];
                 p.statement = "the fp32 mean relative logit error over the pairs at " + size.name + " is the paper's " + band +
                               "; both are fp32 rounding of models whose initialization and prompts differ";

@@ -36,7 +36,7 @@ std::string gap_claim_row_label(const std::string& map, std::size_t features);
 // Both pass io::check_claim.
 std::vector<io::Claim> gap_closed_claims(const std::string& experiment, const std::string& map, std::size_t features,
                                          const std::string& instance, const std::string& readme,
-                                         io::ClaimPooling pooling = io::ClaimPooling::values);
+                                         io::ClaimPooling pooling = io::ClaimPooling::seed_means);
 
 // The row a learned-map claim judges: the learned map at the F its run picked on validation instances.
 inline const std::string kLearnedValidationRow = "learned (F picked on validation)";

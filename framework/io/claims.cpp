@@ -109,7 +109,7 @@ ClaimKind claim_kind_from_name(const std::string& name) {
 }
 
 const char* claim_pooling_name(ClaimPooling pooling) {
-    return pooling == ClaimPooling::seed_means ? "seed_means" : "values";
+    return pooling == ClaimPooling::seed_means ? "seed_means" : pooling == ClaimPooling::instances ? "instances" : "values";
 }
 
 const char* combine_name(ClaimPair::Combine combine) {
@@ -266,6 +266,15 @@ void check_claim(const Claim& c) {
         ICLAB_CHECK(c.pair.arm.empty() && c.pair.first.empty() && c.pair.second.empty(), "claim " << c.id << ": arms without a pair key");
     if (c.pooling == ClaimPooling::seed_means)
         ICLAB_CHECK(c.unit == "instance" && !c.pair.paired(), "claim " << c.id << ": seed_means pooling is for unpaired claims on instances");
+    if (c.pooling == ClaimPooling::instances)
+        ICLAB_CHECK(c.unit == "instance" && !c.deterministic, "claim " << c.id << ": instances pooling is for claims on instances that "
+                                                                           "one value does not decide");
+    // Instances of one run never stand for seeds unless declared (third audit of issue 45): a claim on instances that one
+    // value does not decide pools seed means, or declares that its instances are what it is about.
+    if (c.unit == "instance" && !c.deterministic)
+        ICLAB_CHECK(c.pooling != ClaimPooling::values, "claim " << c.id << ": a claim on instances that one value does not decide "
+                                                                    "pools seed_means (one value per trained model) or declares "
+                                                                    "instances pooling; values would count one run's instances as seeds");
     ICLAB_CHECK(c.rule.out_of == 0 ? (c.rule.counts() || c.rule.needed == 0) : c.rule.counts() && c.rule.needed > 0 && c.rule.needed < c.rule.out_of,
                 "claim " << c.id << ": a share of " << c.rule.needed << " of " << c.rule.out_of << " values");
     if (c.deterministic)

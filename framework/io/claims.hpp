@@ -116,6 +116,10 @@ const char* combine_name(ClaimPair::Combine combine);
 // How `iclab claims` pools the values of one claim over several runs (the training seeds of one setting).
 enum class ClaimPooling {
     values,      // every run's values together (seeds, or the instances of every run), the rule on all of them
+    instances,   // unit "instance" only, declared: every instance of every run a value, for a claim about the instances
+                 // themselves (the paper's own protocol: its prompts on one model), not about trained models; pooled as
+                 // `values`, and the pooled metric says so. A claim that is not deterministic and has unit "instance" must
+                 // choose instances or seed_means (third audit of issue 45: instances of one run pooled as if seeds)
     seed_means,  // unit "instance" only: one value per run, the mean of its instances, with the run's training seed as
                  // its unit; the rule (interval, on_claimed_side) applies to these per-seed means. For claims on
                  // instances of a trained model (prompt pairs), whose instances of one model are not independent

@@ -146,9 +146,11 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
             if (comma == std::string::npos) break;
             from = comma + 1;
         }
-        ICLAB_INPUT_CHECK(pooling[i] == "values" || pooling[i] == "seed_means",
-                          file << ": /claims/pooling of " << c.id << " is '" << pooling[i] << "' (values or seed_means)");
-        c.pooling = pooling[i] == "seed_means" ? ClaimPooling::seed_means : ClaimPooling::values;
+        ICLAB_INPUT_CHECK(pooling[i] == "values" || pooling[i] == "seed_means" || pooling[i] == "instances",
+                          file << ": /claims/pooling of " << c.id << " is '" << pooling[i] << "' (values, seed_means or instances)");
+        c.pooling = pooling[i] == "seed_means" ? ClaimPooling::seed_means
+                    : pooling[i] == "instances" ? ClaimPooling::instances
+                                                : ClaimPooling::values;
         ICLAB_INPUT_CHECK(deterministic[i] == 0 || deterministic[i] == 1,
                           file << ": /claims/deterministic of " << c.id << " is " << deterministic[i] << " (0 or 1)");
         c.deterministic = has_deterministic ? deterministic[i] == 1

@@ -154,6 +154,9 @@ std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, st
             out.back().selection = selections[id];
             continue;
         }
+        if (claim.pooling == ClaimPooling::instances)  // declared: the instances are what the claim is about (pooled as values)
+            claim.metric = "per instance, every instance of every run a value (pooling declared 'instances': the claim is about "
+                           "these instances, not about training seeds): [" + claim.metric + "]";
         if (!claim.pair.paired()) {
             out.push_back(evaluate_claim(claim, values[id].first, values[id].second));
             continue;
