@@ -203,7 +203,7 @@ std::string write_table(io::ResultsWriter& writer, const std::string& table, con
     writer.write_columns("/tables/004_fig5_" + table, columns);
 
     // Summary: one row per (variant, claim); variants without a claim get one row.
-    std::vector<std::string> s_label, s_claim, s_metric, s_expected, s_verdict, s_diffs;
+    std::vector<std::string> s_label, s_claim, s_metric, s_expected, s_verdict, s_role, s_diffs;
     std::vector<double> s_final_mean, s_final_std, s_test_mean, s_test_std, s_auc_mean, s_auc_std, s_epochs, s_zeroed;
     std::vector<std::int64_t> s_seeds, s_match, s_needed;
     std::string text;
@@ -239,8 +239,10 @@ std::string write_table(io::ResultsWriter& writer, const std::string& table, con
                 values.push_back(d), units.push_back(seeds[specs[members[s]].seed_index]);
             }
             const std::size_t needed = rule.needed_of(metrics.size());
-            // The table's verdict is the claim's (one vocabulary); rows without a claim state none.
-            std::string verdict = specs[members.front()].baseline ? "baseline" : "no claim";
+            // The verdict column holds a claim's verdict only (one vocabulary, third audit of issue 45); what a row is
+            // stands in its own column: a claim, a control reading's rule (the same rule on another reading, no claim:
+            // its verdict stays empty), the paired baseline, or a variant without a claim.
+            std::string verdict, role = specs[members.front()].baseline ? "baseline" : "no claim";
             if (has_claim && !specs[members.front()].baseline) {
                 io::Claim c;
                 c.id = "004-F5 " + table + " " + label + ": " + claim.metric;
@@ -253,16 +255,21 @@ std::string write_table(io::ResultsWriter& writer, const std::string& table, con
                 c.readme = "experiments/gd004_fig5/README.md";
                 c.provenance = provenance_of(table, claim.metric, share);
                 io::ClaimResult judged = io::evaluate_claim(c, units, values);
-                verdict = io::verdict_name(judged.verdict);
-                // a control's row keeps the verdict the rule gives in its summary table, and is no claim (see above)
-                if (reading_of_record(table)) claims_out.push_back(std::move(judged));
+                if (reading_of_record(table)) {
+                    role = "claim", verdict = io::verdict_name(judged.verdict);
+                    claims_out.push_back(std::move(judged));
+                } else {
+                    const io::Verdict v = judged.verdict;
+                    role = std::string("control reading, no claim: the claim's rule is ") +
+                           (v == io::Verdict::reproduced ? "met" : v == io::Verdict::not_reproduced ? "not met" : "undecided");
+                }
             }
             const Spread f = spread_of(finals), t = spread_of(tests), a = spread_of(aucs);
             s_label.push_back(label), s_claim.push_back(claim.text), s_metric.push_back(claim.metric);
             s_expected.push_back(claim.sign > 0 ? "+" : claim.sign < 0 ? "-" : "comparable");
             s_seeds.push_back(static_cast<std::int64_t>(metrics.size()));
             s_match.push_back(static_cast<std::int64_t>(matching)), s_needed.push_back(static_cast<std::int64_t>(needed));
-            s_verdict.push_back(verdict), s_diffs.push_back(diffs);
+            s_verdict.push_back(verdict), s_role.push_back(role), s_diffs.push_back(diffs);
             s_final_mean.push_back(f.mean), s_final_std.push_back(f.std), s_test_mean.push_back(t.mean), s_test_std.push_back(t.std);
             s_auc_mean.push_back(a.mean), s_auc_std.push_back(a.std), s_epochs.push_back(median_of(epochs));
             s_zeroed.push_back(mean_of(zeroed));
@@ -278,7 +285,7 @@ std::string write_table(io::ResultsWriter& writer, const std::string& table, con
                           {"test_mse_mean", s_test_mean}, {"test_mse_std", s_test_std}, {"auc_mean", s_auc_mean},
                           {"auc_std", s_auc_std}, {"epochs_to_target_median", s_epochs}, {"test_mse_ctx_zeroed_mean", s_zeroed},
                           {"claim", s_claim}, {"metric", s_metric}, {"expected", s_expected}, {"seeds_matching", s_match},
-                          {"seeds_needed", s_needed}, {"verdict", s_verdict}, {"paired_differences", s_diffs}},
+                          {"seeds_needed", s_needed}, {"verdict", s_verdict}, {"role", s_role}, {"paired_differences", s_diffs}},
                          {{"paired_differences", "per seed, variant - baseline of the metric (final_loss: (variant - baseline) / "
                                                  "baseline; final_ratio: the comparable score, <= 1 within 1.5x with both arms learned)"},
                           {"seeds_matching", "seeds whose difference lies beyond the tolerance on the claimed side (the claim's rule: "

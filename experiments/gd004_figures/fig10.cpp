@@ -109,8 +109,9 @@ PartOutcome run_fig10(const run::RunContext& context, const run::RegressionTrain
         const bool paper_cell = std::abs(s_alpha[i] - 0.01) < 1e-12 && s_ncl[i] == 10;
         if (paper_cell) {
             const bool slight = s_median_rel[i] > kExactBar && s_median_rel[i] <= kSlightBar;
-            verdict[i] = std::isnan(s_median_rel[i]) ? "inconclusive" : slight ? "reproduced" : "not reproduced";
             if (s_split[i] != "per_sample") continue;  // the claim is on the spec's reading (A16); per_step is reported
+            // the verdict column: the claim's row only (third audit of issue 45: the per_step cell had one, no claim)
+            verdict[i] = std::isnan(s_median_rel[i]) ? "inconclusive" : slight ? "reproduced" : "not reproduced";
             paper_rel = s_median_rel[i];
             claims.push_back(figure_claim(
                 "004-F10 slight deviation at alpha 0.01, N_CL 10", "Figure 10 (§8 of the spec)",
