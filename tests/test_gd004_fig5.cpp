@@ -188,7 +188,8 @@ TEST_CASE("gd004_fig5 quick config runs and writes finite tables", "[gd004_fig5]
     CHECK(reader.read_column_double("/tables/004_fig5_runs/final_loss").size() == (7 + 5 + 10 + 7 + 7) * 5);
     // every claim row of the reading of record's summaries (reg: Eq. 15, one task; aug; neg) is a declared
     // qualitative claim with the summary's verdict (its count rule); the controls' rows (reg_eq14, reg_per_sequence:
-    // other readings of §5.3) keep a verdict in their summary and are no claim (issue 45: one statement, one claim)
+    // other readings of §5.3) are no claim and have no verdict, their role says whether the rule is met there (issue 45:
+    // one statement, one claim; the verdict column a claim's only)
     const auto claims = io::read_claims(reader);
     std::size_t claim_rows = 0, control_rows = 0;
     for (const std::string table : {"reg", "aug", "neg", "reg_eq14", "reg_per_sequence"}) {
@@ -196,17 +197,24 @@ TEST_CASE("gd004_fig5 quick config runs and writes finite tables", "[gd004_fig5]
         const auto variants = reader.read_column_string("/tables/004_fig5_" + table + "_summary/variant");
         const auto metrics = reader.read_column_string("/tables/004_fig5_" + table + "_summary/metric");
         const auto seeds = reader.read_column_int64("/tables/004_fig5_" + table + "_summary/seeds");
+        const auto roles = reader.read_column_string("/tables/004_fig5_" + table + "_summary/role");
         const bool control = table == "reg_eq14" || table == "reg_per_sequence";
         for (std::size_t i = 0; i < verdicts.size(); ++i) {
-            if (verdicts[i] == "baseline" || verdicts[i] == "no claim") continue;  // rows that state no verdict
             const std::string id = "004-F5 " + table + " " + variants[i] + ": " + metrics[i];
             const auto found = std::find_if(claims.begin(), claims.end(), [&](const io::ClaimResult& c) { return c.claim.id == id; });
-            INFO(id);
+            INFO(id << ", role " << roles[i]);
+            if (roles[i] == "baseline" || roles[i] == "no claim") {  // rows that state no verdict
+                CHECK(verdicts[i].empty());
+                continue;
+            }
             if (control) {
                 ++control_rows;
                 CHECK(found == claims.end());
+                CHECK(verdicts[i].empty());
+                CHECK_THAT(roles[i], Catch::StartsWith("control reading, no claim: the claim's rule is "));
                 continue;
             }
+            CHECK(roles[i] == "claim");
             ++claim_rows;
             REQUIRE(found != claims.end());
             if (table == "reg") CHECK_THAT(found->claim.statement, Catch::Contains("reading of record: Eq. 15, one task"));
