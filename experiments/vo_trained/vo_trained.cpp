@@ -125,6 +125,11 @@ RunOutcome run_vo_trained(const RunContext& context) {
     cos.metric = "mean cosine of dy/dx_q, trained LSA vs one GD step at eta*";
     cos.rule = io::ClaimRule::interval_above(min_cos);
     cos.readme = "experiments/vo_trained/README.md";
+    // Third audit of issue 45, from git history: declared as claims over the seeds after the README had shown five.
+    cos.provenance = "chosen after the first runs (2026-11-25, 3abc32b): the rule became the 95 % t-interval over the seeds "
+                     "after the README of 073c2e2 had shown five seeds (gap 0.35 %, cos 0.9990); before, each run passed or "
+                     "failed alone, with a printed band around an invented paper cosine 1.0; the bars (cos 0.99, gap 0.05) "
+                     "are spec gd_duals §11.2's, set before any run";
     io::Claim gap = cos;
     gap.id = "VO-T loss gap";
     gap.statement = "a trained one-layer LSA reaches the loss of one GD step at the best eta";
