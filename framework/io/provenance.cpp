@@ -7,16 +7,18 @@
 #include <fstream>
 #include <cstdio>
 #include <ctime>
-#include <optional>
-#include <vector>
 
-#include "framework/core/process.hpp"
 #include "framework/io/results_file.hpp"
 
-// Defined by CMake for the framework library; the fallbacks let this file compile on its own.
-#ifndef ICLAB_SOURCE_DIR
-#define ICLAB_SOURCE_DIR ""
+// The commit this binary was built from: written at every build by scripts/cmake/git_stamp.cmake (CMake target
+// iclab_git_stamp) into the build folder. Without it (this file compiled on its own) both are "unknown".
+#if __has_include("iclab_git_stamp.hpp")
+#include "iclab_git_stamp.hpp"
+#else
+#define ICLAB_GIT_COMMIT "unknown"
+#define ICLAB_GIT_DIRTY "unknown"
 #endif
+// Defined by CMake for the framework library; the fallbacks let this file compile on its own.
 #ifndef ICLAB_VERSION
 #define ICLAB_VERSION "unknown"
 #endif
@@ -45,20 +47,6 @@ namespace iclab::io {
 
 namespace {
 
-// Runs git with `arguments` in the source checkout (an argv, no shell) and returns its output, or nothing when it
-// could not run or failed ("not a git repository" stays off the console: the output is captured).
-std::optional<std::string> git_output(const std::vector<std::string>& arguments) {
-    const std::string source_dir = ICLAB_SOURCE_DIR;
-    if (source_dir.empty()) return std::nullopt;  // built without CMake: no way to know which checkout
-    // --no-optional-locks: status must not take .git/index.lock, which would make a concurrent
-    // git command in the same checkout fail.
-    std::vector<std::string> argv = {"git", "--no-optional-locks", "-C", source_dir};
-    argv.insert(argv.end(), arguments.begin(), arguments.end());
-    const ProcessResult result = run_process(argv);
-    if (result.exit_status != 0) return std::nullopt;
-    return result.output;
-}
-
 std::string trimmed(std::string text) {
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
     return text;
@@ -66,17 +54,11 @@ std::string trimmed(std::string text) {
 
 }  // namespace
 
-std::string git_commit() {
-    const std::optional<std::string> output = git_output({"rev-parse", "HEAD"});
-    const std::string commit = output ? trimmed(*output) : "";
-    return commit.empty() ? "unknown" : commit;
-}
+// Both from the build, not from the checkout at run time: a binary kept running while its checkout moves on (a long
+// sweep beside a session's commits) still names the source it was compiled from (issue 46).
+std::string git_commit() { return ICLAB_GIT_COMMIT; }
 
-std::string git_dirty() {
-    const std::optional<std::string> output = git_output({"status", "--porcelain"});
-    if (!output) return "unknown";
-    return output->empty() ? "false" : "true";
-}
+std::string git_dirty() { return ICLAB_GIT_DIRTY; }
 
 std::string openblas_core() {
     const char* name = openblas_get_corename();

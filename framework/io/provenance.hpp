@@ -7,8 +7,8 @@ namespace iclab::io {
 
 class ResultsWriter;
 
-std::string git_commit();       // HEAD of ICLAB_SOURCE_DIR, or "unknown" when not a git checkout
-std::string git_dirty();        // "true" (uncommitted or untracked files), "false", or "unknown"
+std::string git_commit();       // the commit the binary was built from (HEAD at build time), or "unknown" outside git
+std::string git_dirty();        // "true" (uncommitted or untracked files at build time), "false", or "unknown"
 std::string openblas_core();    // kernel OpenBLAS chose for this CPU, e.g. "SkylakeX"
 std::string openblas_config();  // build options, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY ..."
 int openblas_threads();
