@@ -14,6 +14,7 @@
 #include <fstream>
 #include <string>
 
+#include "framework/io/provenance.hpp"
 #include "framework/io/results_file.hpp"
 #include "tests/cli_helpers.hpp"
 
@@ -355,6 +356,22 @@ TEST_CASE("a config that cannot fit in memory is refused at validation, before t
         CHECK_THAT(run.err, Catch::Contains("GiB available") && Catch::Contains("needs about"));
         CHECK_FALSE(fs::exists(scratch.path / "results"));
     }
+}
+
+
+TEST_CASE("iclab version names the commit the binary was built from (as its results files do)", "[cli]") {
+    Scratch scratch;
+    for (const char* spelling : {"version", "--version"}) {
+        const auto r = run_iclab(spelling, scratch.path);
+        CHECK(r.status == 0);
+        // the same stamp as this test binary's (one build): git_commit() is what write_provenance records
+        CHECK_THAT(r.out, Catch::StartsWith("iclab ") && Catch::Contains(" commit " + iclab::io::git_commit()) &&
+                              Catch::Contains(iclab::io::simd_target()) && Catch::Contains("OpenBLAS core " + iclab::io::openblas_core()));
+        CHECK((iclab::io::git_dirty() == "true") == (r.out.find(iclab::io::git_commit() + "-dirty") != std::string::npos));
+    }
+    const auto extra = run_iclab("version now", scratch.path);
+    CHECK(extra.status == 2);
+    CHECK_THAT(extra.err, Catch::Contains("takes no arguments"));
 }
 
 }  // namespace iclab_test_cli

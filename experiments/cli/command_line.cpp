@@ -32,6 +32,7 @@ const char* const kUsage =
     "  iclab bench CONFIG [key.path=value ...] [--threads N] [--warmup K] [--iters K] [--out FILE.h5] [--export FILE.h5] [--overwrite]\n"
     "  iclab tokenize --tokenizer DIR (--text TEXT | --text-file FILE | --ids \"ID ...\" | --ids-file FILE)\n"
     "  iclab tokenize --tokenizer DIR --out tokens.h5 --train FILE... --heldout FILE... [--document-separator LINE] [--overwrite]\n"
+    "  iclab version   (also --version: the commit it was built from, compiler, vector set, OpenBLAS core)\n"
     "  iclab help\n";
 
 po::variables_map parse_command(const std::vector<std::string>& args, const po::options_description& flags,

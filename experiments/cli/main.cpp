@@ -30,6 +30,7 @@
 #include "framework/core/interrupt.hpp"
 #include "framework/core/memory.hpp"
 #include "framework/core/threads.hpp"
+#include "framework/io/provenance.hpp"
 
 namespace po = boost::program_options;
 using namespace iclab;
@@ -303,6 +304,17 @@ int command_list() {
     return 0;
 }
 
+// What a results file's provenance records of the binary (framework/io/provenance.hpp), one line: the commit is
+// the one the binary was built from (stamped at build time), "-dirty" when its tree had changes then.
+int command_version(const std::vector<std::string>& args) {
+    ICLAB_INPUT_CHECK(args.empty(), "iclab version takes no arguments, got '" << args.front() << "'\n" << kUsage);
+    const std::string dirty = io::git_dirty();
+    std::cout << "iclab " << io::iclab_version() << " commit " << io::git_commit()
+              << (dirty == "true" ? "-dirty" : dirty == "false" ? "" : " (tree state unknown)") << ", " << io::compiler() << ", "
+              << io::build_type() << ", " << io::simd_target() << ", OpenBLAS core " << io::openblas_core() << "\n";
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -329,6 +341,7 @@ int main(int argc, char** argv) {
         if (command == "show") return command_show(args);
         if (command == "sweep-job") return command_sweep_job(args);
         if (command == "tokenize") return cli::command_tokenize(args);
+        if (command == "version" || command == "--version") return command_version(args);
         if (command == "help" || command == "--help" || command == "-h") {
             std::cout << kUsage;
             return 0;
