@@ -6,6 +6,8 @@
 // (framework/io/claims_floor.hpp): a deterministic check decides on one value, every other claim on 5.
 #include <unistd.h>
 
+#include <hdf5.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <limits>
@@ -215,24 +217,69 @@ ClaimResult pooled(const Claim& c, const std::vector<double>& values) {
 
 using namespace floor_helpers;
 
-TEST_CASE("claims floor: an own check for every value is deterministic, every other claim needs 5 values", "[claims]") {
-    const Claim exact = claim_of("exact", ClaimKind::own_check, ClaimRule::count_at_most(1e-12), "instance");
+TEST_CASE("claims floor: a declared identity decides on one value, every other claim needs 5 values", "[claims]") {
+    Claim exact = claim_of("exact", ClaimKind::own_check, ClaimRule::count_at_most(1e-12), "instance");
+    // the shape alone decides nothing (issue 45): an own check over every value on a data draw (a convergence within L
+    // layers, a conditioning) keeps the floor
+    CHECK_FALSE(deterministic_check(exact));
+    CHECK(min_values(exact) == kMinValues);
+    exact.deterministic = true;
+    CHECK_NOTHROW(check_claim(exact));
     CHECK(deterministic_check(exact));
     CHECK(min_values(exact) == 1);
-    CHECK(deterministic_check(claim_of("identity over seeds", ClaimKind::own_check, ClaimRule::count_within(0.0, 1e-12))));
+    Claim over_seeds = claim_of("identity over seeds", ClaimKind::own_check, ClaimRule::count_within(0.0, 1e-12));
+    over_seeds.deterministic = true;
+    CHECK(min_values(over_seeds) == 1);
     // a share, an interval, a qualitative or printed claim: about trained models, data draws or timings
     CHECK(min_values(claim_of("share", ClaimKind::own_check, ClaimRule::count_at_most(1e-12, {2, 3}))) == kMinValues);
     CHECK(min_values(claim_of("interval", ClaimKind::own_check, ClaimRule::interval_above(0.0))) == kMinValues);
     CHECK(min_values(claim_of("qualitative", ClaimKind::qualitative, ClaimRule::count_above(0.0))) == kMinValues);
     CHECK(min_values(claim_of("printed", ClaimKind::printed_number, ClaimRule::count_within(1.0, 1.0))) == kMinValues);
+    // none of them can be declared deterministic: check_claim refuses a rule one value cannot decide
+    for (Claim c : {claim_of("share", ClaimKind::own_check, ClaimRule::count_at_most(1e-12, {2, 3})),
+                    claim_of("interval", ClaimKind::own_check, ClaimRule::interval_above(0.0)),
+                    claim_of("qualitative", ClaimKind::qualitative, ClaimRule::count_above(0.0))}) {
+        c.deterministic = true;
+        CHECK_THROWS_WITH(check_claim(c), Catch::Contains("a deterministic claim (one value decides)"));
+    }
     // per-seed means of a trained model's instances, and a comparison of two trained arms
     Claim means = exact;
     means.pooling = ClaimPooling::seed_means;
-    CHECK_FALSE(deterministic_check(means));
+    CHECK_THROWS_WITH(check_claim(means), Catch::Contains("a deterministic claim"));
     Claim paired = claim_of("paired", ClaimKind::own_check, ClaimRule::count_above(0.0));
     paired.pair.key = "model.mask", paired.pair.first = "prefix", paired.pair.second = "causal";
     CHECK_FALSE(deterministic_check(paired));
     CHECK(kMinValues == 5);  // 5 of 5 by a fair coin: 3.1 %
+}
+
+TEST_CASE("claims floor: the declaration survives the /claims round trip, and files before it are read by their shape", "[claims]") {
+    const fs::path dir = fs::temp_directory_path() / ("iclab_claims_det_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    Claim identity = claim_of("identity", ClaimKind::own_check, ClaimRule::count_at_most(1e-12), "instance");
+    identity.deterministic = true;
+    const Claim draw = claim_of("draw", ClaimKind::own_check, ClaimRule::count_at_most(1e-8));  // same shape, a draw
+    {
+        ResultsWriter w(dir / "results.h5");
+        write_claims(w, {evaluate_claim(identity, {0, 1}, {1e-15, 2e-15}), evaluate_claim(draw, {0}, {1e-9})});
+        w.commit();
+    }
+    const auto back = read_claims(ResultsReader(dir / "results.h5"));
+    REQUIRE(back.size() == 2);
+    CHECK(back[0].claim.deterministic);
+    CHECK_FALSE(back[1].claim.deterministic);
+    CHECK(ResultsReader(dir / "results.h5").read_column_int64("/claims/deterministic") == std::vector<std::int64_t>{1, 0});
+    // a file written before the declaration (no /claims/deterministic): both read as its readers did, by the shape
+    {
+        const hid_t file = H5Fopen((dir / "results.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        REQUIRE(file >= 0);
+        CHECK(H5Ldelete(file, "/claims/deterministic", H5P_DEFAULT) >= 0);
+        H5Fclose(file);
+    }
+    const auto old = read_claims(ResultsReader(dir / "results.h5"));
+    REQUIRE(old.size() == 2);
+    CHECK(old[0].claim.deterministic);
+    CHECK(old[1].claim.deterministic);
+    fs::remove_all(dir);
 }
 
 TEST_CASE("claims floor: a trained claim on fewer than 5 seeds is inconclusive with the rule's verdict in the note", "[claims]") {
@@ -275,12 +322,14 @@ TEST_CASE("claims floor: a trained claim on fewer than 5 seeds is inconclusive w
 }
 
 TEST_CASE("claims floor: one value decides a deterministic check, not a timing over 2 instances", "[claims]") {
-    ClaimResult exact = pooled(claim_of("exact", ClaimKind::own_check, ClaimRule::count_at_most(1e-12), "instance"), {3e-16});
+    Claim identity = claim_of("exact", ClaimKind::own_check, ClaimRule::count_at_most(1e-12), "instance");
+    identity.deterministic = true;
+    ClaimResult exact = pooled(identity, {3e-16});
     CHECK(min_values(exact.claim) == 1);
     require_min_values(exact, min_values(exact.claim));
     CHECK(exact.verdict == Verdict::reproduced);
     CHECK(exact.note.empty());
-    ClaimResult wrong = pooled(claim_of("exact", ClaimKind::own_check, ClaimRule::count_at_most(1e-12), "instance"), {0.3});
+    ClaimResult wrong = pooled(identity, {0.3});
     require_min_values(wrong, min_values(wrong.claim));
     CHECK(wrong.verdict == Verdict::not_reproduced);  // one wrong value fails an identity
 
@@ -293,7 +342,7 @@ TEST_CASE("claims floor: one value decides a deterministic check, not a timing o
 
 TEST_CASE("claims floor: a seed_means claim's floor is its declaration's, which pooling rewrites to seeds", "[claims]") {
     // an own check for every value on a trained model's instances, pooled by per-seed means: the pooled claim reads
-    // "unit seed, pooling values", which alone would look deterministic; its floor is the declaration's
+    // "unit seed, pooling values"; its floor is the declaration's, which travels with it
     Claim means = claim_of("means", ClaimKind::own_check, ClaimRule::count_above(0.0), "instance");
     means.pooling = ClaimPooling::seed_means;
     std::vector<std::pair<std::string, std::vector<ClaimResult>>> runs;
@@ -301,8 +350,8 @@ TEST_CASE("claims floor: a seed_means claim's floor is its declaration's, which 
     auto out = pool_claims(runs, {10, 11});
     REQUIRE(out.size() == 1);
     CHECK(out[0].claim.unit == "seed");
-    CHECK(deterministic_check(out[0].claim));  // the rewritten claim alone: why `iclab claims` reads the declarations
-    CHECK(min_values(means) == 5);             // the declaration's floor
+    CHECK_FALSE(deterministic_check(out[0].claim));  // declared, so the rewrite cannot make it look deterministic
+    CHECK(min_values(means) == 5);                   // the declaration's floor
     CHECK(out[0].verdict == Verdict::reproduced);
     require_min_values(out[0], min_values(means));
     CHECK(out[0].verdict == Verdict::inconclusive);

@@ -206,6 +206,15 @@ TEST_CASE("nan reductions: a NaN value in one run's claim keeps the pooled claim
     CHECK_THAT(written, !Catch::Contains(",reproduced,"));
 }
 
+TEST_CASE("nan reductions: first_index_reaching stops at a NaN before the crossing, not after it", "[nan]") {
+    using iclab::first_index_reaching;
+    CHECK(first_index_reaching({0.1, 0.5, 0.95, 0.97}, 0.9) == 2.0);
+    CHECK(first_index_reaching({0.1, 0.95, kNaN}, 0.9) == 1.0);  // a NaN after the crossing does not undo it
+    CHECK(std::isnan(first_index_reaching({0.1, kNaN, 0.95}, 0.9)));  // the loop it replaces returned 2
+    CHECK(std::isnan(first_index_reaching({0.1, 0.5}, 0.9)));  // never reached
+    CHECK(std::isnan(first_index_reaching({}, 0.9)));
+}
+
 TEST_CASE("nan reductions: median_of, quantile_of and the bootstrap interval are NaN with a NaN anywhere", "[nan]") {
     // std::sort over a NaN is undefined behaviour: the "middle" of such a list could come out finite
     for (std::size_t at = 0; at < 5; ++at) {

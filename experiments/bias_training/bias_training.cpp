@@ -150,12 +150,9 @@ RunOutcome run_bias_training(const RunContext& context) {
                                                  {"grad_norm", step_table.numbers("grad_norm")}});
         SubRunNumbers n;
         for (double threshold : thresholds) {
-            // the first evaluation at or above the threshold; NaN (never reached) when an evaluation before it is NaN:
-            // a NaN accuracy is no evidence of being below, and a later crossing is no "first" (issue 45)
-            double first = kNaN;
-            for (std::size_t r = 0; r < steps.size() && std::isnan(first) && !std::isnan(accuracy[r]); ++r)
-                if (accuracy[r] >= threshold) first = steps[r];
-            n.steps_to.push_back(first);
+            // the first evaluation at or above the threshold; NaN when never reached or after a NaN evaluation (issue 45)
+            const double first = first_index_reaching(accuracy, threshold);
+            n.steps_to.push_back(std::isnan(first) ? kNaN : steps[static_cast<std::size_t>(first)]);
         }
         n.final_train_loss = train_loss.back();
         n.final_icl_accuracy = accuracy.back();

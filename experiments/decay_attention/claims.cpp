@@ -37,6 +37,7 @@ std::vector<io::ClaimResult> gamma_claims(const GammaMeasured& m) {
     exact.metric = "relative logit error ||M_new(X) - M_old([X'; X])|| / ||M_old([X'; X])|| of one (X', X) pair";
     exact.unit = "instance";
     exact.rule = io::ClaimRule::count_at_most(kExactBar);
+    exact.deterministic = true;  // Theorem D.1 on every pair: one value decides
     exact.readme = kReadme;
     claims.push_back(io::evaluate_claim(exact, pair_units, m.pair_errors));
     if (m.gamma <= 0.9) {

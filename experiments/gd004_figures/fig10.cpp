@@ -126,11 +126,11 @@ PartOutcome run_fig10(const run::RunContext& context, const run::RegressionTrain
                                   "one full-batch step on the regularized contrastive loss equals Eq. 14's output (the paper: "
                                   "'strictly equivalent'; bar 1e-11), every alpha, N_CL, split and sequence",
                                   "max over the Fig. 10 cells of the full-batch error", io::ClaimRule::count_at_most(kExactBar), seed,
-                                  worst_full));
+                                  worst_full, /*deterministic=*/true));
     claims.push_back(figure_claim("004-F10 batch-1 loop = closed form", "spec gd_duals §8 (ours)", io::ClaimKind::own_check,
                                   "the batch-1 regularized GD-CL loop equals its closed form W^(S) (bar 1e-11), every cell",
                                   "max over the Fig. 10 cells of the closed-form error", io::ClaimRule::count_at_most(kExactBar), seed,
-                                  max_of(s_closed)));
+                                  max_of(s_closed), /*deterministic=*/true));
     w.write_columns("/tables/004_fig10_summary",
                     {{"alpha", s_alpha}, {"n_cl", s_ncl}, {"reg_split", s_split}, {"median_rel_deviation", s_median_rel},
                      {"max_rel_deviation", s_max_rel}, {"median_abs_delta", s_median_abs}, {"max_err_closed_form", s_closed},

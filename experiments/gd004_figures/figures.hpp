@@ -26,9 +26,11 @@ struct PartOutcome {
     std::vector<io::ClaimResult> claims;
 };
 
-// One claim on this run's value (unit: the run seed), for the parts' declarations.
+// One claim on this run's value (unit: the run seed), for the parts' declarations; deterministic: io::Claim's (an
+// identity on every cell, one value decides).
 io::ClaimResult figure_claim(const std::string& id, const std::string& source, io::ClaimKind kind, const std::string& statement,
-                             const std::string& metric, const io::ClaimRule& rule, std::int64_t seed, double value);
+                             const std::string& metric, const io::ClaimRule& rule, std::int64_t seed, double value,
+                             bool deterministic = false);
 
 // 004-F3's rule (issue 45): per seed, Kendall's exact one-sided test (framework/io/rank_test.hpp) that the mean error
 // over the repeats falls as R grows, over the whole R grid; the seed passes with p < kFallsP, and the claim asks every

@@ -15,8 +15,10 @@ namespace iclab::experiments {
 namespace gd004 {
 
 io::ClaimResult figure_claim(const std::string& id, const std::string& source, io::ClaimKind kind, const std::string& statement,
-                             const std::string& metric, const io::ClaimRule& rule, std::int64_t seed, double value) {
+                             const std::string& metric, const io::ClaimRule& rule, std::int64_t seed, double value,
+                             bool deterministic) {
     io::Claim c;
+    c.deterministic = deterministic;
     c.id = id, c.paper = "004", c.source = source, c.kind = kind, c.statement = statement, c.metric = metric, c.rule = rule;
     c.readme = "experiments/gd004_figures/README.md#claims";
     c.provenance = "declared after the first runs (2026-11-29): issue 45 (every result judged); the rules are the raw "

@@ -108,6 +108,7 @@ std::vector<io::ClaimResult> claims_of(const Results& results) {
         c.metric = bar_text;
         c.unit = "instance";
         c.rule = io::ClaimRule::count_at_most(1.0);
+        c.deterministic = true;  // a dual identity on every instance (and below, its negative control): one value decides
         c.readme = "experiments/gd_duals/README.md#measured";
         c.provenance = provenance_of(row);
         out.push_back(io::evaluate_claim(c, units, ratios));

@@ -198,20 +198,20 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
     }
     auto& c = study.checks;
     const std::string exact_band = "<= 1e-12 (max |LSA - recursion| / max(1,|y|), all layers, positions, replicates)";
-    c.push_back(gated("A1", "prop1_prefix_lsa_equals_gd_fp64", "Prop 1: prefix LSA output = GD Eq. 3 (w0 = 0)", exact[0], 0, 1e-12, exact_band));
-    c.push_back(gated("A1", "prop2_causal_lsa_equals_gd_fp64", "Prop 2: causal LSA output = GD Eq. 10", exact[1], 0, 1e-12, exact_band));
-    c.push_back(gated("A1", "eq18_causal2_lsa_equals_gd_fp64", "App. D: causalLM2 LSA = Eq. 18 (eta " + text(s.eta_causal2) + ")", exact[2], 0,
-                      1e-12, exact_band));
-    c.push_back(gated("A1", "prop6_prefix_w0_fp64", "Prop 6: w0 != 0, prefix LSA = Eq. 3 from w0", prop6[0], 0, 1e-12, "<= 1e-12, replicate 0"));
-    c.push_back(gated("A1", "prop6_causal_w0_fp64", "Prop 6 read for causal: w0 != 0, causal LSA = Eq. 10 from w0", prop6[1], 0, 1e-12,
-                      "<= 1e-12, replicate 0"));
-    c.push_back(gated("A1", "prop6_causal2_w0_fp64", "Prop 6 read for causalLM2: w0 != 0", prop6[2], 0, 1e-12, "<= 1e-12, replicate 0"));
+    c.push_back(identity(gated("A1", "prop1_prefix_lsa_equals_gd_fp64", "Prop 1: prefix LSA output = GD Eq. 3 (w0 = 0)", exact[0], 0, 1e-12, exact_band)));
+    c.push_back(identity(gated("A1", "prop2_causal_lsa_equals_gd_fp64", "Prop 2: causal LSA output = GD Eq. 10", exact[1], 0, 1e-12, exact_band)));
+    c.push_back(identity(gated("A1", "eq18_causal2_lsa_equals_gd_fp64", "App. D: causalLM2 LSA = Eq. 18 (eta " + text(s.eta_causal2) + ")", exact[2], 0,
+                      1e-12, exact_band)));
+    c.push_back(identity(gated("A1", "prop6_prefix_w0_fp64", "Prop 6: w0 != 0, prefix LSA = Eq. 3 from w0", prop6[0], 0, 1e-12, "<= 1e-12, replicate 0")));
+    c.push_back(identity(gated("A1", "prop6_causal_w0_fp64", "Prop 6 read for causal: w0 != 0, causal LSA = Eq. 10 from w0", prop6[1], 0, 1e-12,
+                      "<= 1e-12, replicate 0")));
+    c.push_back(identity(gated("A1", "prop6_causal2_w0_fp64", "Prop 6 read for causalLM2: w0 != 0", prop6[2], 0, 1e-12, "<= 1e-12, replicate 0")));
     if (s.fp32) {
-        c.push_back(gated("A1", "prop1_prefix_fp32", "Prop 1 in fp32", fp32_error[0], 0, 1e-4, "<= 1e-4, replicate 0"));
-        c.push_back(gated("A1", "prop2_causal_fp32", "Prop 2 in fp32", fp32_error[1], 0, 1e-4, "<= 1e-4, replicate 0"));
+        c.push_back(identity(gated("A1", "prop1_prefix_fp32", "Prop 1 in fp32", fp32_error[0], 0, 1e-4, "<= 1e-4, replicate 0")));
+        c.push_back(identity(gated("A1", "prop2_causal_fp32", "Prop 2 in fp32", fp32_error[1], 0, 1e-4, "<= 1e-4, replicate 0")));
     }
-    c.push_back(gated("A1", "control_causal_lsa_vs_prefix_gd", "negative control: causal LSA vs the prefix recursion must differ", control, 1e-4,
-                      kInf, ">= 1e-4 (the exactness check can fail)"));
+    c.push_back(identity(gated("A1", "control_causal_lsa_vs_prefix_gd", "negative control: causal LSA vs the prefix recursion must differ", control, 1e-4,
+                      kInf, ">= 1e-4 (the exactness check can fail)")));
     if (L >= 40 && s.layers == 50) {
         c.push_back(gated("A2", "fig2_prefix_query_mse_l50_max", "Fig. 2 left: prefix query MSE falls log-linearly (~1e-4 by l = 50)",
                           max_of(prefix_l50), 0, 1e-3, "<= 1e-3, every replicate"));

@@ -37,6 +37,7 @@ std::vector<io::ClaimResult> claims_of(const Study& study, std::int64_t seed) {
         c.rule = io::ClaimRule::count_within(check.lo, check.hi);
         c.readme = "experiments/lsa_gd/README.md";
         c.provenance = check.provenance;
+        c.deterministic = check.deterministic;
         out.push_back(io::evaluate_claim(c, {seed}, {check.ours}));
     }
     return out;

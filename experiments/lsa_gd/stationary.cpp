@@ -231,21 +231,21 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
         }
     }
     const std::string rate_at = "ratio ||e_l||/||e_(l-1)|| at l = " + std::to_string(s.rate_layer) + " (or where ||e_l|| < 1e-6 ||e_0||)";
-    c.push_back(gated("A4", "prop3_least_squares_is_task_w", "Prop 3: w* = least squares (noise-free: the task w)", prefix_truth, 0, 1e-10,
-                      "<= 1e-10 relative, LU solve"));
-    c.push_back(gated("A4", "prop3_rate_identity", "Prop 3: w(l) - w* = (w(l-1) - w*)(I - (eta/n) XX^T)", prefix_identity, 0, 1e-10,
-                      "<= 1e-10 relative, layers 1..L"));
+    c.push_back(identity(gated("A4", "prop3_least_squares_is_task_w", "Prop 3: w* = least squares (noise-free: the task w)", prefix_truth, 0, 1e-10,
+                      "<= 1e-10 relative, LU solve")));
+    c.push_back(identity(gated("A4", "prop3_rate_identity", "Prop 3: w(l) - w* = (w(l-1) - w*)(I - (eta/n) XX^T)", prefix_identity, 0, 1e-10,
+                      "<= 1e-10 relative, layers 1..L")));
     const std::string power_at = "|ratio/rho - 1| <= 1e-3, ratio of e <- eM/||eM|| after " + std::to_string(s.power_steps) + " steps";
     c.push_back(gated("A4", "prop3_asymptotic_rate_vs_rho", "Prop 3: linear rate rho = max|1 - (eta/n) lambda_i(XX^T)| (Jacobi eigenvalues)",
                       prefix_power, 0, 1e-3, power_at));
     c.push_back(reported("A4", "prop3_recursion_ratio_deviation", "Prop 3: the recursion's own ratio at a finite layer", prefix_rate_dev,
                          "max |ratio/rho - 1|, " + rate_at));
-    c.push_back(gated("A4", "prop4_a_star_forward_vs_lapack", "Prop 4: y = a*T by forward substitution = LU solve of T^T (partial pivoting)", causal_solve, 0, 1e-10,
-                      "<= 1e-10 relative"));
-    c.push_back(gated("A4", "prop4_form_w_equals_sum_a_x", "Prop 4: w_j(l) of Eq. 10 = sum_(i<=j) a_i(l) x_i of Eq. 15", causal_form, 0, 1e-10,
-                      "<= 1e-10 relative at l = L"));
-    c.push_back(gated("A4", "prop4_rate_identity", "Prop 4: a(l) - a* = (a(l-1) - a*)(I - (eta/n) T)", causal_identity, 0, 1e-10,
-                      "<= 1e-10 relative, layers 1..L"));
+    c.push_back(identity(gated("A4", "prop4_a_star_forward_vs_lapack", "Prop 4: y = a*T by forward substitution = LU solve of T^T (partial pivoting)", causal_solve, 0, 1e-10,
+                      "<= 1e-10 relative")));
+    c.push_back(identity(gated("A4", "prop4_form_w_equals_sum_a_x", "Prop 4: w_j(l) of Eq. 10 = sum_(i<=j) a_i(l) x_i of Eq. 15", causal_form, 0, 1e-10,
+                      "<= 1e-10 relative at l = L")));
+    c.push_back(identity(gated("A4", "prop4_rate_identity", "Prop 4: a(l) - a* = (a(l-1) - a*)(I - (eta/n) T)", causal_identity, 0, 1e-10,
+                      "<= 1e-10 relative, layers 1..L")));
     c.push_back(gated("A4", "prop4_converged_a", "Prop 4: a(l) -> a*", causal_converged, 0, 1e-8,
                       "||a(" + std::to_string(s.convergence_layers) + ") - a*|| / ||a*|| <= 1e-8"));
     c.push_back(gated("A4", "prop4_asymptotic_rate_vs_rho", "Prop 4: linear rate rho_T = max_j |1 - (eta/n)|x_j|^2| (T triangular)",
@@ -335,12 +335,12 @@ void study_stationary(const Settings& s, const Rng& data_root, const Rng& statio
             }
         }
     study_stationary_checks(s, causal_curve, causal2_curve, study);
-    c.push_back(gated("A5", "prop5_online_gd", "Prop 5: w*_(j+1) = w*_j - |x_(j+1)|^-2 grad L_j(w*_j)", prop5, 0, 1e-10,
-                      "<= 1e-10 relative, every j < " + std::to_string(N) + ", mu = 0, replicate 0"));
-    c.push_back(gated("A5", "prop8_online_gd_causal2", "Prop 8 (with Prop 7): the same with w~_j = (j/(j+1)) w*_j", prop8, 0, 1e-10,
-                      "<= 1e-10 relative, every j, mu = 0, replicate 0"));
-    c.push_back(gated("A6", "prefix_least_squares_mse_mu0", "prefix stationary = least squares, exact for n >= d without noise", prefix_ls_mu0, 0,
-                      1e-20, "<= 1e-20, mu = 0, every n >= d"));
+    c.push_back(identity(gated("A5", "prop5_online_gd", "Prop 5: w*_(j+1) = w*_j - |x_(j+1)|^-2 grad L_j(w*_j)", prop5, 0, 1e-10,
+                      "<= 1e-10 relative, every j < " + std::to_string(N) + ", mu = 0, replicate 0")));
+    c.push_back(identity(gated("A5", "prop8_online_gd_causal2", "Prop 8 (with Prop 7): the same with w~_j = (j/(j+1)) w*_j", prop8, 0, 1e-10,
+                      "<= 1e-10 relative, every j, mu = 0, replicate 0")));
+    c.push_back(identity(gated("A6", "prefix_least_squares_mse_mu0", "prefix stationary = least squares, exact for n >= d without noise", prefix_ls_mu0, 0,
+                      1e-20, "<= 1e-20, mu = 0, every n >= d")));
     c.push_back(reported("A6", "prefix_least_squares_mse_mu_gt0", "the same for mu > 0 (ill-conditioned XX^T)", prefix_ls_max,
                          "max over mu > 0, n >= d"));
     const auto fmt_g = [](double x) {

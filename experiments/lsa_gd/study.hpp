@@ -35,11 +35,19 @@ struct Check {
     std::string band, verdict;
     double lo = kNaN, hi = kNaN;  // gated rows: the band [lo, hi]
     std::string provenance;       // the claim's io::Claim::provenance: empty = declared before the runs
+    bool deterministic = false;   // the claim's io::Claim::deterministic: set by identity()
 };
 
 // reproduced when lo <= ours <= hi, inconclusive for a NaN ours, else not reproduced.
 Check gated(const std::string& section, const std::string& name, const std::string& claim, double ours, double lo, double hi,
             const std::string& band, double paper = kNaN);
+// `check` declared an identity on each data draw (io::Claim::deterministic: Props 1-8's equalities, their closed forms,
+// the negative control): one value decides. Gated checks that depend on the draw (convergence within L layers, a
+// plateau, a divergence, a condition number) stay undeclared and keep the floor of 5 seeds.
+inline Check identity(Check check) {
+    check.deterministic = true;
+    return check;
+}
 Check reported(const std::string& section, const std::string& name, const std::string& claim, double ours,
                const std::string& note, double paper = kNaN);
 

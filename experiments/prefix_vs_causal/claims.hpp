@@ -12,6 +12,7 @@
 // ln(causal / prefix) (MC: points); Kendall's tau (a bounded statistic) by a sign test in every seed. Issue 45's second
 // audit replaced the spec's "sign in >= 2/3 of seeds" (4 of 5 seeds: a fair coin passes 19 %); claims.cpp says why.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct Cell {
     std::int64_t x_dim = 8;
     std::int64_t examples = 0;                         // task.examples: the ICEs of the full test set
     double test_error = 0.0;                           // the full test set
+    // What no learning scores on the full test set: the zero predictor's query MSE (regression), or the error of a
+    // uniform guess among the classes, 100 (1 - 1/classes) % (classification). NaN: unknown (no learned gate).
+    double chance_error = std::numeric_limits<double>::quiet_NaN();
     std::vector<std::int64_t> fewer_examples;          // k of the fewer-ICE tests (Tables 4-6)
     std::vector<double> fewer_errors;
     std::vector<double> probe_errors;                  // Figure 3: the probe error per depth 0..L (empty: no probes)

@@ -210,6 +210,7 @@ RunOutcome run_prefix_vs_causal(const RunContext& context) {
         cell.shared = cfg.get_bool("model.shared_layers"), cell.l2 = cfg.get_float("train.context_output_l2") > 0.0;
         cell.permute_examples = cfg.get_string("train.permute_examples"), cell.x_dim = cfg.get_int("task.x_dim");
         cell.examples = cfg.get_int("task.examples");
+        cell.chance_error = classification ? 100.0 * (1.0 - 1.0 / static_cast<double>(cfg.get_int("task.classes"))) : rows.zero_mse[0];
         cell.probe_errors = classification ? probes.error_pct : probes.query_mse;
         const std::vector<double>& error = classification ? rows.error_pct : rows.query_mse;
         cell.test_error = error[0];

@@ -122,6 +122,9 @@ std::vector<io::Claim> declare_claims(const config::Config& cfg, const ClaimSett
         c.unit = "instance";
         c.rule = spec.rule;
         c.pooling = spec.pooling;
+        // Deterministic (io::Claim::deterministic: one value decides): only the exact methods' own errors on every window
+        // (ICLCA's biases, the exact prompt cache). "exact < bake" compares with a trained adapter: the floor of 5.
+        c.deterministic = spec.value == Value::error;
         c.readme = kReadme;
         if (spec.pooling == io::ClaimPooling::seed_means)
             c.statement += "; judged over the trained models: one value per model seed, its mean over the held-out windows";

@@ -68,6 +68,14 @@ double first_index_below(const std::vector<double>& values, std::size_t first, s
     return static_cast<double>(last) + 1.0;
 }
 
+double first_index_reaching(const std::vector<double>& values, double bar) {
+    for (std::size_t j = 0; j < values.size(); ++j) {
+        if (std::isnan(values[j])) return kNaN;
+        if (values[j] >= bar) return static_cast<double>(j);
+    }
+    return kNaN;
+}
+
 double median_of(std::vector<double> values) {
     if (values.empty() || any_nan(values)) return kNaN;
     std::sort(values.begin(), values.end());

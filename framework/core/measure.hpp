@@ -67,6 +67,10 @@ double count_increases(const std::vector<double>& values);         // how many i
 // The first j in [first, last] with values[j] < bar, last + 1 when there is none; NaN when any of values[first..last]
 // is NaN (a NaN curve never "reaches below" the bar, and has no crossing after it either).
 double first_index_below(const std::vector<double>& values, std::size_t first, std::size_t last, double bar);
+// The first i with values[i] >= bar (a curve reaching a level: bias_training's steps to p % ICL accuracy); NaN when a
+// NaN comes before it (a NaN evaluation is no evidence of being below, so a later crossing is not the first) or when no
+// value reaches the bar. A NaN after the crossing does not undo it.
+double first_index_reaching(const std::vector<double>& values, double bar);
 // The index of the largest of z[0..n), the first of equal ones (as std::max_element); n, no index, when any value
 // is NaN or n = 0, so that a prediction from NaN logits is no prediction (std::max_element and a running
 // `z[v] > z[best]` both drop a NaN and return a finite index: an all-NaN row predicts token 0).

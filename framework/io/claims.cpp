@@ -268,6 +268,11 @@ void check_claim(const Claim& c) {
         ICLAB_CHECK(c.unit == "instance" && !c.pair.paired(), "claim " << c.id << ": seed_means pooling is for unpaired claims on instances");
     ICLAB_CHECK(c.rule.out_of == 0 ? (c.rule.counts() || c.rule.needed == 0) : c.rule.counts() && c.rule.needed > 0 && c.rule.needed < c.rule.out_of,
                 "claim " << c.id << ": a share of " << c.rule.needed << " of " << c.rule.out_of << " values");
+    if (c.deterministic)
+        ICLAB_CHECK(c.kind == ClaimKind::own_check && c.rule.counts() && c.rule.needed == 0 && !c.pair.paired() &&
+                        c.pooling == ClaimPooling::values,
+                    "claim " << c.id << ": a deterministic claim (one value decides) is an own check whose count rule asks every "
+                             "value, unpaired, pooled by values");
     if (c.rule.test == ClaimRule::Test::interval_within || c.rule.test == ClaimRule::Test::count_within)
         ICLAB_CHECK(!std::isnan(c.rule.low) && !std::isnan(c.rule.high) && c.rule.low <= c.rule.high, "claim " << c.id << ": band [" << c.rule.low << ", " << c.rule.high << "] is empty");
     else

@@ -136,6 +136,12 @@ struct Claim {
     std::string readme;  // the README section that explains the claim: "experiments/gd_duals/README.md#anchor"
     ClaimPair pair;      // paired claims only
     ClaimPooling pooling = ClaimPooling::values;
+    // Declared by the experiment (issue 45), never inferred from the rule: true for an identity or closed form that
+    // holds on every value (an exactness bar, a negative control), where one value decides and a wrong computation
+    // misses the bar in every value; false for anything that depends on a training run or a data draw (convergence,
+    // conditioning, a trained model's accuracy), which keeps the floor of 5 seeds (framework/io/claims_floor.hpp).
+    // check_claim: a deterministic claim is an own check with a count rule over every value, unpaired, pooled by values.
+    bool deterministic = false;
     // Empty: the rule and its bars were declared before the runs. Otherwise "chosen after the first runs (YYYY-MM-DD):
     // <reason>": a rule or bar changed after seeing results, shown on the page and counted there.
     std::string provenance;

@@ -19,7 +19,7 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
     std::vector<std::string> id, paper, source, kind, statement, metric, unit, rule, test, seeds_text, verdict, note, readme;
     std::vector<std::string> pair_key, pair_first, pair_second, pair_combine, pair_arm, pair_arms, pooling, selection, provenance;
     std::vector<double> paper_value, threshold, low, high, mean, ci_low, ci_high;
-    std::vector<std::int64_t> needed, needed_out_of, n, on_side;
+    std::vector<std::int64_t> needed, needed_out_of, n, on_side, deterministic;
     std::vector<std::string> v_id;
     std::vector<std::int64_t> v_unit;
     std::vector<double> v_value;
@@ -38,6 +38,7 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
         pair_arms.push_back(std::accumulate(c.pair.arms.begin(), c.pair.arms.end(), std::string(),
                                             [](const std::string& a, const std::string& b) { return a.empty() ? b : a + "," + b; }));
         pooling.push_back(claim_pooling_name(c.pooling)), selection.push_back(r.selection), provenance.push_back(c.provenance);
+        deterministic.push_back(c.deterministic ? 1 : 0);
         n.push_back(static_cast<std::int64_t>(r.values.size())), on_side.push_back(static_cast<std::int64_t>(r.on_side));
         mean.push_back(r.interval.mean), ci_low.push_back(r.interval.low), ci_high.push_back(r.interval.high);
         verdict.push_back(verdict_name(r.verdict)), note.push_back(r.note);
@@ -56,7 +57,7 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
                      {"note", note}, {"readme", readme}, {"test", test}, {"threshold", threshold}, {"low", low}, {"high", high},
                      {"needed", needed}, {"needed_out_of", needed_out_of}, {"pair_key", pair_key}, {"pair_first", pair_first}, {"pair_second", pair_second},
                      {"pair_combine", pair_combine}, {"pair_arm", pair_arm}, {"pair_arms", pair_arms}, {"pooling", pooling}, {"selection", selection},
-                     {"provenance", provenance}},
+                     {"provenance", provenance}, {"deterministic", deterministic}},
                     {{"interval", "two-sided 95 % Student-t interval of the mean over the units (n >= 2)"},
                      {"verdicts", "reproduced: the declared rule holds; not reproduced: it fails; inconclusive: the rule cannot "
                                   "decide (interval straddles its edge, too few values, a non-finite value, a count that disagrees "
@@ -70,7 +71,9 @@ void write_claims(ResultsWriter& w, const std::vector<ClaimResult>& claims) {
                      {"pooling", "how `iclab claims` pools the runs of one setting: values (all values together) or seed_means "
                                  "(one value per run: the mean of its instances, the rule over the training seeds)"},
                      {"selection", "what a score on validation data picked for the claim in this run (empty: nothing)"},
-                     {"provenance", "empty: rule and bars declared before the runs; else when and why they were chosen after the first runs"}});
+                     {"provenance", "empty: rule and bars declared before the runs; else when and why they were chosen after the first runs"},
+                     {"deterministic", "1: declared an identity on every value (one value decides, no floor of 5 seeds); 0: about "
+                                       "trained models or data draws"}});
     w.write_columns("/claim_values", {{"id", v_id}, {"unit", v_unit}, {"value", v_value}});
 }
 
@@ -103,6 +106,12 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
     const auto selection = reader.has("/claims/selection") ? strings("selection") : none;
     const auto provenance = reader.has("/claims/provenance") ? strings("provenance") : none;  // absent before issue 45
     ICLAB_INPUT_CHECK(provenance.size() == rows, file << ": /claims/provenance differs in length");
+    // absent in files written before the declaration (issue 45): then inferred as those files' readers did, from the
+    // shape (an own check counting every value, unpaired, pooled by values), which also took some checks on a data draw
+    // for identities
+    const bool has_deterministic = reader.has("/claims/deterministic");
+    const auto deterministic = has_deterministic ? reader.read_column_int64("/claims/deterministic") : std::vector<std::int64_t>(rows, 0);
+    ICLAB_INPUT_CHECK(deterministic.size() == rows, file << ": /claims/deterministic differs in length");
     ICLAB_INPUT_CHECK(pooling.size() == rows && selection.size() == rows, file << ": /claims pooling / selection columns differ in length");
     for (const auto* column : {&paper, &source, &kind, &statement, &metric, &unit, &test, &readme})
         ICLAB_INPUT_CHECK(column->size() == rows, file << ": /claims columns differ in length");
@@ -140,6 +149,11 @@ std::vector<ClaimResult> read_claims(const ResultsReader& reader) {
         ICLAB_INPUT_CHECK(pooling[i] == "values" || pooling[i] == "seed_means",
                           file << ": /claims/pooling of " << c.id << " is '" << pooling[i] << "' (values or seed_means)");
         c.pooling = pooling[i] == "seed_means" ? ClaimPooling::seed_means : ClaimPooling::values;
+        ICLAB_INPUT_CHECK(deterministic[i] == 0 || deterministic[i] == 1,
+                          file << ": /claims/deterministic of " << c.id << " is " << deterministic[i] << " (0 or 1)");
+        c.deterministic = has_deterministic ? deterministic[i] == 1
+                                            : c.kind == ClaimKind::own_check && c.rule.counts() && c.rule.needed == 0 &&
+                                                  !c.pair.paired() && c.pooling == ClaimPooling::values;
         try {
             check_claim(c);
         } catch (const Error& e) {

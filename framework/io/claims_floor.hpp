@@ -2,16 +2,17 @@
 // The floor of `iclab claims` (issue 45: "rules a coin cannot pass", "each trained claim stands on >= 5 seeds"): the
 // fewest values a pooled claim decides on, by the classification claims.hpp already declares.
 //
-// A deterministic check decides on one value: an own check (ClaimKind::own_check: an identity the paper states
-// exactly, a closed form, a spec's bar on a constructed model, a negative control) whose count rule asks every value
-// (Fraction::all()), unpaired and pooled by values. One wrong value fails it, and a wrong computation misses its bar
-// in every value, not in half of them as the fair coin of the page's false-pass rate would.
+// A deterministic check decides on one value: a claim whose declaration says so (Claim::deterministic: an identity the
+// paper states exactly, a closed form, a spec's bar on a constructed model, a negative control; check_claim holds it to
+// an own check whose count rule asks every value, unpaired, pooled by values). One wrong value fails it, and a wrong
+// computation misses its bar in every value, not in half of them as the fair coin of the page's false-pass rate would.
 // Every other claim is about trained models, data draws or timings (a qualitative claim, a printed number, a share,
-// an interval, a paired or ranked comparison, per-seed means of a trained model's instances): on fewer than
-// kMinValues values its verdict is inconclusive, whatever the rule says on them (5 of 5 by a fair coin: 3.1 %; 1 of
-// 1: 50 %). io::pool_claims and run::pool_run_claims judge the rule alone; `iclab claims` (experiments/cli/inspect.cpp)
-// applies the floor to what it prints and writes, with the declaration's floor (a seed_means claim's pooled result
-// reads "unit seed, pooling values", its declaration does not).
+// an interval, a paired or ranked comparison, per-seed means of a trained model's instances, and an own check on a
+// draw: a convergence, a conditioning, a rate): on fewer than kMinValues values its verdict is inconclusive, whatever
+// the rule says on them (5 of 5 by a fair coin: 3.1 %; 1 of 1: 50 %). io::pool_claims and run::pool_run_claims judge
+// the rule alone; `iclab claims` (experiments/cli/inspect.cpp) applies the floor to what it prints and writes, with
+// the declaration's floor (a seed_means claim's pooled result reads "unit seed, pooling values", its declaration does
+// not).
 // Header-only: the pooling code and its file layout are unchanged.
 #include <cstddef>
 #include <string>
@@ -22,10 +23,7 @@ namespace iclab::io {
 
 constexpr std::size_t kMinValues = 5;
 
-inline bool deterministic_check(const Claim& claim) {
-    return claim.kind == ClaimKind::own_check && claim.rule.counts() && claim.rule.needed == 0 && !claim.pair.paired() &&
-           claim.pooling == ClaimPooling::values;
-}
+inline bool deterministic_check(const Claim& claim) { return claim.deterministic; }
 
 // 1 for a deterministic check, else kMinValues.
 inline std::size_t min_values(const Claim& claim) { return deterministic_check(claim) ? 1 : kMinValues; }

@@ -118,7 +118,8 @@ std::vector<ClaimResult> pool_claims(const std::vector<std::pair<std::string, st
                                   d.metric == c.metric && d.unit == c.unit && d.rule.text() == c.rule.text() &&
                                   (d.paper_value == c.paper_value || (std::isnan(d.paper_value) && std::isnan(c.paper_value))) &&
                                   d.pair.key == c.pair.key && d.pair.first == c.pair.first && d.pair.second == c.pair.second &&
-                                  d.pair.combine == c.pair.combine && d.pair.arms == c.pair.arms && d.pooling == c.pooling && d.provenance == c.provenance;
+                                  d.pair.combine == c.pair.combine && d.pair.arms == c.pair.arms && d.pooling == c.pooling && d.provenance == c.provenance &&
+                                  d.deterministic == c.deterministic;
                 ICLAB_INPUT_CHECK(same, "claim '" << c.id << "' is declared differently in " << first_run[c.id] << " and " << run);
             }
             ICLAB_INPUT_CHECK(!c.pair.paired() || !c.pair.arm.empty(), "claim '" << c.id << "' in " << run << " is paired already");

@@ -221,7 +221,8 @@ def needed_count(c):
 
 
 def deterministic(c):
-    """A deterministic check (column min_values 1, framework/io/claims.hpp deterministic_check): one value decides."""
+    """A deterministic check (column min_values 1: declared io::Claim::deterministic, framework/io/claims_floor.hpp):
+    one value decides."""
     return column(c, "min_values") in ("1", "1.0")
 
 
@@ -268,7 +269,7 @@ def false_pass_text(c):
     unit = "seeds" if c.get("unit") == "seed" else "instances"
     rate = coin_rate(k, n)
     if deterministic(c):
-        text = ("deterministic: one value decides (an own check held in every value; a wrong computation misses its bar "
+        text = ("deterministic: one value decides (declared an identity on every value; a wrong computation misses its bar "
                 "in every value, not in half of them as a coin would)")
         if c.get("unit") == "seed" and n > 1:
             text += f"; a fair coin would pass {k} of {n} seeds with {rate}, an upper bound"

@@ -3,8 +3,8 @@ reproduce configs (configs/reproduce/<profile>*.yaml), against the claims each e
 CSV that `iclab claims --out` wrote (results/report/claims.csv) or from the committed page (docs/reproduction.md: its
 verdict keys and details entries).
 
-A claim needs 5 seeds unless it is a deterministic check (framework/io/claims_floor.hpp: an own check whose count rule
-asks every value; one value decides it) or a claim over instances (its floor counts instances, not seeds: `iclab
+A claim needs 5 seeds unless it is a deterministic check (framework/io/claims_floor.hpp: declared so by its experiment,
+io::Claim::deterministic, an identity on every value; one value decides it) or a claim over instances (its floor counts instances, not seeds: `iclab
 claims` makes it inconclusive below 5). A setting's seeds: the `seed` of the reproduce file's grid (a range a:b or a
 list; absent: the config's one seed) times the seeds one run trains itself (a config key named `seeds`: a count, or a
 list), the fewest over the (non-rounding) reproduce files that list its config. Rounding twins make no rows of their
@@ -93,7 +93,8 @@ def profile_seeds(root, profile="quick"):
 
 def deterministic(kind, rule, min_values=""):
     """framework/io/claims_floor.hpp deterministic_check, from what a CSV or the page shows: the column min_values
-    when present, else an own check whose count rule asks every value (not per-seed means, not paired)."""
+    (or the page's false-pass rate) when present, else, for a CSV of an iclab before the column, the shape those
+    versions inferred it from: an own check whose count rule asks every value (not per-seed means, not paired)."""
     if min_values not in ("", None):
         return float(min_values) == 1
     return kind == "own check" and rule.endswith("for every value")
@@ -118,7 +119,7 @@ def claims_from_page(text):
             continue
         out.append({"setting": m["setting"], "id": m["id"].rstrip("\u2020"), "kind": m["kind"], "rule": m["rule"],
                     "metric": m["metric"], "unit": "seed" if m["unit"] == "seeds" else "instance",
-                    "min_values": "1" if (m["fp"] or "").startswith("deterministic") else ""})
+                    "min_values": "" if m["fp"] is None else "1" if m["fp"].startswith("deterministic") else "5"})
     return out
 
 

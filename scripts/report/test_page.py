@@ -140,16 +140,16 @@ assert false_pass_text(dict(ROWS[2], test="count_at_most", rule="x <= 1e-05 for 
 assert false_pass_text(dict(ROWS[2], test="count_below", rule="x < 0 for every value", n="2")) == \
     "25 % (2 of 2 instances by a fair coin)"  # a timing on 2 instances is no identity
 assert "a model with no effect passes" in false_pass_text(ROWS[2])
-# issue 45: a deterministic check (`iclab claims` column min_values 1: an own check for every value) is decided by one
+# issue 45: a deterministic check (`iclab claims` column min_values 1: declared an identity on every value) is decided by one
 # value, and says so instead of a coin's 50 %; over seeds the coin's rate is named an upper bound
 identity = dict(ROWS[2], kind="own check", test="count_at_most", rule="x <= 1e-12 for every value", n="1", min_values="1")
-assert false_pass_text(identity).startswith("deterministic: one value decides (an own check held in every value;"), \
+assert false_pass_text(identity).startswith("deterministic: one value decides (declared an identity on every value;"), \
     false_pass_text(identity)
 assert "coin would pass" not in false_pass_text(identity) and "50 %" not in false_pass_text(identity)
 constructed = dict(ROWS[0], kind="own check", test="count_within", rule="0 <= x <= 1 for every value", min_values="1")
 assert false_pass_text(constructed).startswith("deterministic: one value decides")
 assert false_pass_text(constructed).endswith("; a fair coin would pass 5 of 5 seeds with 3.1 %, an upper bound"), \
-    false_pass_text(constructed)  # 003-A3 'causal does not diverge' over 5 seeds
+    false_pass_text(constructed)  # a constructed model's bar over 5 seeds
 # a trained claim (min_values 5) keeps the coin's rate; so does a CSV written before the column
 assert false_pass_text(dict(constructed, min_values="5")) == "3.1 % (5 of 5 seeds by a fair coin)"
 assert false_pass_text(dict(ROWS[0], rule="x > 0 for every value", min_values="5")) == "3.1 % (5 of 5 seeds by a fair coin)"

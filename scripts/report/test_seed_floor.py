@@ -97,5 +97,8 @@ assert p["rule"] == "0 <= x <= 1 for every value" and p["setting"] == "configs/q
 # an entry without a false-pass rate (a count rule on fewer values than it needs) parses too
 bare = line.replace("false-pass rate: deterministic: one value decides (an own check held in every value; ...); ", "")
 assert seed_floor.claims_from_page(bare)[0]["min_values"] == "" and seed_floor.claims_from_page(bare)[0]["setting"] == p["setting"]
+# a count rule over every value with a coin's rate (an own check on a data draw, not declared an identity): 5 seeds
+coin = line.replace("deterministic: one value decides (an own check held in every value; ...)", "3.1 % (5 of 5 seeds by a fair coin)")
+assert seed_floor.claims_from_page(coin)[0]["min_values"] == "5", seed_floor.claims_from_page(coin)[0]
 print("seed_floor: seeds from grids, in-run seeds and inherit; trained claims below 5 fail; deterministic and instance "
       "claims pass; CSV and page read OK")
