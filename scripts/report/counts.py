@@ -7,7 +7,8 @@ from claim_text import (PAPER_KINDS, PROVENANCE_MARK, chosen_after, column, depe
 from verdicts import VERDICTS
 
 ROBUST_TEXT = "robust: hold without any one seed and under rounding"
-VERDICTS_TEXT = ("reproduced = the declared rule holds; not reproduced = it fails; inconclusive = the rule cannot decide "
+VERDICTS_TEXT = ("reproduced = the declared rule holds; not reproduced = it fails (a rule that needs every value fails on any value "
+                 "outside it, whatever the mean: \"the rule needs every value\" under ours); inconclusive = the rule cannot decide "
                  "(one seed, an interval straddling its edge, a count against a mean whose whole interval disagrees); not run = no value at all "
                  "(e.g. a paired claim whose other arm never ran)")
 
