@@ -22,6 +22,20 @@ std::vector<double> normals(std::size_t n, double sd, Rng& rng) {
     return x;
 }
 
+// The frozen model the fits below distil: 2 softmax layers of 2 heads, width 16, 24 positions, no MLP.
+model::ModelSpec small_softmax_spec() {
+    model::ModelSpec spec;
+    spec.vocab = 13;
+    spec.width = 16;
+    spec.heads = 2;
+    spec.layers = 2;
+    spec.max_seq_len = 24;
+    spec.mlp = false;
+    spec.attention = model::ModelSpec::Attention::softmax;
+    spec.init_std = 0.3;
+    return spec;
+}
+
 }  // namespace
 
 TEST_CASE("Distillation loss gradient matches central finite differences", "[iclaa]") {
@@ -101,15 +115,7 @@ TEST_CASE("Distillation loss is 0 where the map equals the exact kernel", "[icla
 }
 
 TEST_CASE("Fitting a learned map lowers the distillation loss on the model's own sequences", "[iclaa]") {
-    model::ModelSpec spec;
-    spec.vocab = 13;
-    spec.width = 16;
-    spec.heads = 2;
-    spec.layers = 2;
-    spec.max_seq_len = 24;
-    spec.mlp = false;
-    spec.attention = model::ModelSpec::Attention::softmax;
-    spec.init_std = 0.3;
+    const model::ModelSpec spec = small_softmax_spec();
     model::Transformer<double> net(spec, model::Transformer<double>::Mode::inference);
     Rng rng(4);
     net.init(rng);
@@ -133,6 +139,60 @@ TEST_CASE("Fitting a learned map lowers the distillation loss on the model's own
             CAPTURE(l, h, report.first_loss[l][h], report.final_loss[l][h]);
             CHECK(report.final_loss[l][h] < 0.5 * report.first_loss[l][h]);
         }
+}
+
+TEST_CASE("Learned maps fitted together on shared sequences equal each fit alone, bit for bit", "[iclaa]") {
+    // fit_feature_maps_together (issue 44: the frozen model's forward once per step for every F) against
+    // fit_feature_maps of each F alone with a sampler that draws the same sequences from its own stream
+    const model::ModelSpec spec = small_softmax_spec();
+    model::Transformer<double> net(spec, model::Transformer<double>::Mode::inference);
+    Rng rng(4);
+    net.init(rng);
+    const std::size_t T = 24;
+    const auto draw = [&](std::vector<std::int32_t>& tokens, std::size_t batch, Rng& r) {
+        tokens.resize(batch * T);
+        for (auto& t : tokens) t = static_cast<std::int32_t>(r.uniform_int(spec.vocab));
+    };
+    std::vector<icl::FeatureFitSettings> settings(3);
+    const std::size_t features[3] = {4, 8, 12};
+    for (std::size_t n = 0; n < 3; ++n) {
+        settings[n].features = features[n];
+        settings[n].steps = 6;
+        settings[n].batch = 3;
+        settings[n].split_min = 4 + n;  // each fit its own splits and lr
+        settings[n].split_max = 16;
+        settings[n].lr = 1e-2 * static_cast<double>(n + 1);
+    }
+    Rng data(11);
+    const icl::SequenceSource source = [&](std::vector<std::int32_t>& tokens, std::size_t batch) { draw(tokens, batch, data); };
+    std::vector<Rng> inits{Rng(20), Rng(21), Rng(22)};
+    std::vector<icl::FeatureFitReport> reports;
+    const auto together = icl::fit_feature_maps_together(net, source, T, settings, {&inits[0], &inits[1], &inits[2]}, &reports);
+    REQUIRE(together.size() == 3);
+    REQUIRE(reports.size() == 3);
+    for (std::size_t n = 0; n < 3; ++n) {
+        CAPTURE(n);
+        Rng alone_data(11), alone_init(20 + n);
+        const icl::SequenceSampler sample = [&](std::vector<std::int32_t>& tokens, std::size_t batch, Rng&) { draw(tokens, batch, alone_data); };
+        icl::FeatureFitReport report;
+        const auto alone = icl::fit_feature_maps(net, sample, T, settings[n], alone_init, &report);
+        REQUIRE(alone.size() == 2);
+        for (std::size_t l = 0; l < 2; ++l)
+            for (std::size_t h = 0; h < 2; ++h) {
+                CHECK(alone[l][h].features == features[n]);
+                CHECK(together[n][l][h].w == alone[l][h].w);  // exact equality of every parameter
+                CHECK(together[n][l][h].c == alone[l][h].c);
+                CHECK(reports[n].final_loss[l][h] == report.final_loss[l][h]);
+                CHECK(reports[n].first_loss[l][h] == report.first_loss[l][h]);
+            }
+    }
+    // a stop after the first step abandons every fit
+    settings[0].stop = [] { return true; };
+    Rng data2(11);
+    const icl::SequenceSource source2 = [&](std::vector<std::int32_t>& tokens, std::size_t batch) { draw(tokens, batch, data2); };
+    std::vector<Rng> again{Rng(20), Rng(21), Rng(22)};
+    CHECK(icl::fit_feature_maps_together(net, source2, T, settings, {&again[0], &again[1], &again[2]}, &reports).empty());
+    CHECK(reports[2].stopped);
 }
 
 }  // namespace iclab_test_iclaa_fit

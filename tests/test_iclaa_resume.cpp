@@ -126,7 +126,8 @@ TEST_CASE("iclaa: stopped after k learned fits and inside the scoring, resumed, 
     const fs::path full_dir = last_line(full.out);
     CHECK_FALSE(fs::exists(full_dir / "stages"));  // a completed run keeps no units
 
-    // 3 of the 4 fits, then the last fit, both validation chunks and the first test chunk, then the rest
+    // 3 of the 4 fits (both F of fit seed 0 together, then F=16 of fit seed 1 alone: the stop lands where it would fit
+    // by fit), then the last fit, both validation chunks and the first test chunk, then the rest
     const auto part = run_iclab("run " + config + " output.name=part --stop-after-units 3", scratch.path);
     INFO(part.err);
     REQUIRE(part.status == 0);
@@ -220,14 +221,16 @@ TEST_CASE("iclaa: a stored learned fit of another config is not used: ignored wi
     REQUIRE(full.status == 0);
     const auto part = run_iclab("run " + config + " output.name=part --stop-after-units 1", scratch.path);
     REQUIRE(part.status == 0);
-    const fs::path part_dir = last_line(part.out), unit = "stages/learned_fit_f16_seed1.h5";
+    // fits run fit seed by fit seed (the F of one fit seed together): --stop-after-units 2 stored F=16 and F=32 of fit
+    // seed 0, --stop-after-units 1 only F=16's
+    const fs::path part_dir = last_line(part.out), unit = "stages/learned_fit_f32_seed0.h5";
     REQUIRE_FALSE(fs::exists(part_dir / unit));
     fs::copy_file(fs::path(last_line(other.out)) / unit, part_dir / unit);
 
     const auto second = resume(part_dir, scratch, " --stop-after-units 1");
     INFO(second.err);
     REQUIRE(second.status == 0);
-    CHECK_THAT(read_file(part_dir / "log.txt"), Catch::Contains("learned_fit_f16_seed1.h5 ignored (written for another config"));
+    CHECK_THAT(read_file(part_dir / "log.txt"), Catch::Contains("learned_fit_f32_seed0.h5 ignored (written for another config"));
     // the unit was fitted again and replaced: its maps are this config's, not the foreign ones
     {
         const ResultsReader foreign(fs::path(last_line(other.out)) / unit), own(part_dir / unit);

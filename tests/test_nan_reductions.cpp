@@ -68,6 +68,11 @@ TEST_CASE("nan reductions: a NaN anywhere makes max, min, sum and mean NaN", "[n
     CHECK(std::isnan(iclab::max_or_nan(kNaN, 0.0)));
     CHECK(std::isnan(iclab::min_or_nan(kInf, kNaN)));
     CHECK(std::isnan(iclab::min_or_nan(kNaN, 1.0)));
+    CHECK(std::isnan(iclab::not_below(kNaN, 1.0)));  // "a < b on every instance": a NaN is no win and no loss
+    CHECK(std::isnan(iclab::not_below(1.0, kNaN)));
+    CHECK(iclab::not_below(1.0, 2.0) == 0.0);
+    CHECK(iclab::not_below(2.0, 2.0) == 1.0);  // a tie is no win
+    CHECK(iclab::not_below(3.0, 2.0) == 1.0);
     for (const std::vector<double>& values : {std::vector<double>{kNaN, 1.0, 2.0}, {1.0, kNaN, 2.0}, {1.0, 2.0, kNaN}, {kNaN}}) {
         CHECK(std::isnan(iclab::max_of(values)));
         CHECK(std::isnan(iclab::min_of(values)));

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "experiments/prefix_vs_causal/claims.hpp"
@@ -76,6 +77,11 @@ TEST_CASE("prefix_vs_causal claims: Kendall's tau and the last-third log-slope b
     // equal k are no pair: (4, 8) twice, both falling
     CHECK(iclab::io::kendall_tau({4, 8, 8}, {3, 2, 1}) == -1.0);
     CHECK(std::isnan(iclab::io::kendall_tau({8, 8}, {3, 2})));
+    // a NaN error is no tie: tau is NaN (the claim inconclusive), never a finite 0 or -1
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    CHECK(std::isnan(iclab::io::kendall_tau({4, 6, 8}, {nan, nan, nan})));
+    CHECK(std::isnan(iclab::io::kendall_tau({4, 6, 8}, {3, nan, 1})));
+    CHECK(std::isnan(iclab::io::kendall_tau({4, nan, 8}, {3, 2, 1})));
     // L = 3: depths 2..3; L = 6: depths 4..6 (two layers)
     CHECK(part_b::last_third_log_slope({1.0, 0.1, 0.01, 0.001}) == Approx(-1.0).epsilon(1e-12));
     CHECK(part_b::last_third_log_slope({1, 1, 1, 1, 1.0, 0.5, 0.01}) == Approx(-1.0).epsilon(1e-12));

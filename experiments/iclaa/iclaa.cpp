@@ -20,6 +20,7 @@
 #include "framework/core/check.hpp"
 #include "framework/core/interrupt.hpp"
 #include "framework/core/measure.hpp"
+#include "framework/core/progress.hpp"
 #include "framework/icl/feature_fit.hpp"
 #include "framework/run/config_keys.hpp"
 #include "framework/run/experiment.hpp"
@@ -125,45 +126,83 @@ Methods build_methods(const config::Config& cfg, model::Transformer<double>& net
              maps_of(icl::build_feature_maps(net, choice(Method::elu1, D), sample, T, unused, nullptr)), icl::kernel_bytes(D, D), 0.0});
     }
     const std::size_t fit_seeds = cfg.get_int("iclaa.learned.fit_seeds");
-    if (uses("learned"))
-        for (const auto F : cfg.get_int_list("iclaa.learned.features"))
-            for (std::size_t s = 0; s < fit_seeds; ++s) {
+    if (uses("learned")) {
+        const auto features = cfg.get_int_list("iclaa.learned.features");
+        // fitted[s][i]: fit seed s of features[i]. The fits of one fit seed share its sequences (one data stream per fit
+        // seed for every F), so those not stored yet run together (icl::fit_feature_maps_together: the frozen model's
+        // forward once per step for every F; each F's maps bit for bit those of its fit alone); each is stored as it was.
+        std::vector<std::vector<icl::LayerHeadMaps>> fitted(fit_seeds, std::vector<icl::LayerHeadMaps>(features.size()));
+        std::vector<std::vector<icl::FeatureFitReport>> reports(fit_seeds, std::vector<icl::FeatureFitReport>(features.size()));
+        std::vector<std::vector<bool>> loaded(fit_seeds, std::vector<bool>(features.size(), false));
+        for (std::size_t s = 0; s < fit_seeds; ++s) {
+            std::vector<std::size_t> todo;
+            for (std::size_t i = 0; i < features.size(); ++i) {
+                loaded[s][i] = load_fit(stages.store, static_cast<std::size_t>(features[i]), s, spec, fitted[s][i], reports[s][i]);
+                if (loaded[s][i])
+                    stages.earlier_seconds += reports[s][i].seconds;
+                else
+                    todo.push_back(i);
+            }
+            // in groups of at most StageStore::units_left() fits, each group from the start of the seed's data stream
+            for (std::size_t next = 0; next < todo.size();) {
                 if (stages.store.stop_requested()) {
                     methods.stopped = true;
                     return methods;
                 }
-                icl::FeatureFitReport report;
-                icl::LayerHeadMaps maps;
-                const bool loaded = load_fit(stages.store, static_cast<std::size_t>(F), s, spec, maps, report);
-                if (loaded) {
-                    stages.earlier_seconds += report.seconds;
-                } else {
-                    // parameters from a stream per F and fit seed, sequences from one data stream per fit seed for every F
-                    Rng init = fit_stream(root.derive(kFitInit).derive(static_cast<std::uint64_t>(F)), s);
-                    Rng data = fit_stream(root.derive(kFitData), s);
-                    const icl::SequenceSampler from_data = [&](std::vector<std::int32_t>& tokens, std::size_t batch, Rng&) {
-                        sample(tokens, batch, data);
-                    };
-                    icl::FeatureMapChoice learned = choice(Method::learned, F);
-                    learned.fit.stop = [&stages] { return stages.store.stop_requested(); };
-                    maps = icl::build_feature_maps(net, learned, from_data, T, init, &report);
-                    if (report.stopped) {
-                        run.log() << "learned map F=" << F << " fit seed " << s << ": abandoned after " << report.seconds << " s (stopped)\n"
-                                  << std::flush;
-                        methods.stopped = true;
-                        return methods;
-                    }
-                    save_fit(stages.store, static_cast<std::size_t>(F), s, maps, report);
+                const std::vector<std::size_t> group(todo.begin() + static_cast<std::ptrdiff_t>(next),
+                                                     todo.begin() + static_cast<std::ptrdiff_t>(std::min(todo.size(), next + stages.store.units_left())));
+                next += group.size();
+                // parameters from a stream per F and fit seed, sequences from one data stream per fit seed for every F
+                Rng data = fit_stream(root.derive(kFitData), s);
+                const icl::SequenceSource from_data = [&](std::vector<std::int32_t>& tokens, std::size_t batch) { sample(tokens, batch, data); };
+                std::vector<Rng> inits;
+                std::vector<icl::FeatureFitSettings> settings;
+                std::string which;
+                for (const std::size_t i : group) {
+                    inits.push_back(fit_stream(root.derive(kFitInit).derive(static_cast<std::uint64_t>(features[i])), s));
+                    settings.push_back(choice(Method::learned, static_cast<std::size_t>(features[i])).fit);
+                    settings.back().features = static_cast<std::size_t>(features[i]);
+                    which += (which.empty() ? "F=" : ", ") + std::to_string(features[i]);
                 }
-                methods.fits.push_back({static_cast<std::size_t>(F), s, report});
-                run.log() << "learned map F=" << F << " fit seed " << s << ": " << (loaded ? "loaded from stages/ (" : "") << "fitted in "
-                          << report.seconds << " s" << (loaded ? " in an earlier session)" : "") << "\n" << std::flush;
-                if (!quiet)
-                    std::printf("%s learned feature maps F=%lld (fit seed %zu) in %.1f s%s\n", loaded ? "loaded the" : "fitted",
-                                static_cast<long long>(F), s, report.seconds, loaded ? " (fitted in an earlier session)" : "");
-                add({Method::learned, "learned F=" + std::to_string(F), static_cast<std::size_t>(F), s, icl::RopeConvention::rotate_then_map,
-                     maps_of(std::move(maps)), icl::kernel_bytes(F, D), (D * F / 2.0 + F) * kBytes});
+                std::vector<Rng*> streams;
+                for (Rng& r : inits) streams.push_back(&r);
+                Progress progress("iclaa", quiet);
+                progress.stage("fitting the learned maps " + which + " (fit seed " + std::to_string(s) + ") together");
+                settings[0].stop = [&stages] { return stages.store.stop_requested(); };
+                settings[0].progress = [&progress](std::size_t done, std::size_t total) { progress.tick(done, total, "steps"); };
+                std::vector<icl::FeatureFitReport> done;
+                std::vector<icl::LayerHeadMaps> maps = icl::fit_feature_maps_together(net, from_data, T, settings, streams, &done);
+                if (maps.empty()) {
+                    run.log() << "learned maps " << which << " of fit seed " << s << ": abandoned after "
+                              << done[0].seconds * static_cast<double>(group.size()) << " s (stopped)\n" << std::flush;
+                    methods.stopped = true;
+                    return methods;
+                }
+                for (std::size_t j = 0; j < group.size(); ++j) {
+                    const std::size_t i = group[j];
+                    fitted[s][i] = std::move(maps[j]);
+                    reports[s][i] = done[j];
+                    save_fit(stages.store, static_cast<std::size_t>(features[i]), s, fitted[s][i], reports[s][i]);
+                    run.log() << "learned map F=" << features[i] << " fit seed " << s << ": fitted in " << reports[s][i].seconds << " s"
+                              << (group.size() > 1 ? " (together with " + which + ")" : "") << "\n" << std::flush;
+                }
             }
+        }
+        for (std::size_t i = 0; i < features.size(); ++i)  // the rows in their order: every fit seed of each F
+            for (std::size_t s = 0; s < fit_seeds; ++s) {
+                const auto F = features[i];
+                const icl::FeatureFitReport& report = reports[s][i];
+                methods.fits.push_back({static_cast<std::size_t>(F), s, report});
+                if (loaded[s][i])
+                    run.log() << "learned map F=" << F << " fit seed " << s << ": loaded from stages/ (fitted in " << report.seconds
+                              << " s in an earlier session)\n" << std::flush;
+                if (!quiet)
+                    std::printf("%s learned feature maps F=%lld (fit seed %zu) in %.1f s%s\n", loaded[s][i] ? "loaded the" : "fitted",
+                                static_cast<long long>(F), s, report.seconds, loaded[s][i] ? " (fitted in an earlier session)" : "");
+                add({Method::learned, "learned F=" + std::to_string(F), static_cast<std::size_t>(F), s, icl::RopeConvention::rotate_then_map,
+                     maps_of(std::move(fitted[s][i])), icl::kernel_bytes(F, D), (D * F / 2.0 + F) * kBytes});
+            }
+    }
     // hybrid rows: the recent-k exact cache + the smallest learned map (each fit seed) for the older prompt tokens
     const auto smallest_learned = std::find_if(methods.rows.begin(), methods.rows.end(), [](const Row& r) { return r.method == Method::learned; });
     if (smallest_learned != methods.rows.end() && cfg.get_bool("iclaa.hybrid")) {

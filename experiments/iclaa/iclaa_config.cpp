@@ -99,7 +99,8 @@ void declare_keys(config::Schema& schema) {
 // Work (issue 21: the estimate before counted the kernel features of the random and learned rows and F-proportional
 // fits at the nominal rate, 6e13 FLOP = 20 min for configs/paper/iclaa.yaml, which takes 2-3 h on one thread):
 //   training (without source.run_dir): estimate_training;
-//   each learned fit, per step: the frozen model's fp64 forward of `batch` sequences of T tokens, and per layer-head
+//   the learned fits, per step: the frozen model's fp64 forward of `batch` sequences of T tokens once per fit seed (its F
+//     run together), and for each F per layer-head
 //     and sequence with split s (uniform in split_min..split_max) the distillation sample (the exact causal softmax
 //     over every key, 4 D per query-key pair, and the exps) and the loss with its gradient (features 4 T D F, the
 //     kernel and its products (T − s) s (6 F + 4 D), T F exps): icl::distillation_sample_work;
@@ -142,7 +143,11 @@ RunEstimate estimate(const config::Config& cfg) {
             // mean over the splits of one sequence's work in one layer-head: the exact softmax, the loss and gradient
             const icl::FitSampleWork sample = icl::distillation_sample_work(T, D, F, split_min, split_max);
             const double per_sample = sample.products + sample.loops;
-            fit_work += fit_seeds * steps * batch * (transformer_forward_flops(cfg, T, V) + LH * per_sample);
+            fit_work += fit_seeds * steps * batch * LH * per_sample;
+        }
+        // the F of one fit seed run together (icl::fit_feature_maps_together): one forward per step and fit seed
+        if (!cfg.get_int_list("iclaa.learned.features").empty()) {
+            fit_work += fit_seeds * steps * batch * transformer_forward_flops(cfg, T, V);
             forwards += fit_seeds * steps * batch * transformer_forward_flops(cfg, T, V);
         }
     }

@@ -41,7 +41,7 @@ struct Methods {
 };
 
 Methods build_methods(const config::Config& cfg, model::Transformer<double>& net, const std::vector<std::int32_t>& train_tokens,
-                      bool quiet, RunFolder& run) {
+                      bool quiet, RunFolder& run, Progress& progress) {
     const model::ModelSpec& spec = net.spec();
     const std::size_t D = spec.head_dim(), M = cfg.get_int("iclaa_lm.prompt_length"), N = cfg.get_int("iclaa_lm.continuation_length");
     const bool learned_positions = spec.positions == model::ModelSpec::Positions::learned;
@@ -93,23 +93,37 @@ Methods build_methods(const config::Config& cfg, model::Transformer<double>& net
                      icl::kernel_bytes(static_cast<std::size_t>(F), D)});
             }
     }
-    if (uses("learned"))
-        for (const auto F : cfg.get_int_list("iclaa_lm.learned.features")) {
-            Rng init = root.derive(kFitInit).derive(static_cast<std::uint64_t>(F));
-            Rng data = root.derive(kFitData);
-            const icl::SequenceSampler same_data = [&](std::vector<std::int32_t>& tokens, std::size_t batch, Rng&) {
-                from_train(tokens, batch, data);  // the same sequences for every F
-            };
-            choice.map = "learned";
-            choice.features = static_cast<std::size_t>(F);
-            icl::FeatureFitReport report;
-            const icl::LayerHeadMaps* maps = keep_maps(icl::build_feature_maps(net, choice, same_data, fit_time, init, &report));
-            methods.fits.push_back({static_cast<std::size_t>(F), report});
-            run.log() << "learned map F=" << F << ": fitted in " << report.seconds << " s\n" << std::flush;
-            if (!quiet) std::printf("fitted learned feature maps F=%lld in %.1f s\n", static_cast<long long>(F), report.seconds);
-            add({Method::learned, "learned F=" + std::to_string(F), static_cast<std::size_t>(F), 0, 0, maps,
+    if (uses("learned")) {
+        // Every F on the same sequences (one data stream), so the fits run together (icl::fit_feature_maps_together: the
+        // frozen model's forward once per step for every F; each F's maps bit for bit those of its fit alone).
+        const auto features = cfg.get_int_list("iclaa_lm.learned.features");
+        Rng data = root.derive(kFitData);
+        const icl::SequenceSource same_data = [&](std::vector<std::int32_t>& tokens, std::size_t batch) { from_train(tokens, batch, data); };
+        std::vector<Rng> inits;
+        std::vector<icl::FeatureFitSettings> settings;
+        for (const auto F : features) {
+            inits.push_back(root.derive(kFitInit).derive(static_cast<std::uint64_t>(F)));
+            settings.push_back(choice.fit);
+            settings.back().features = static_cast<std::size_t>(F);
+        }
+        std::vector<Rng*> streams;
+        for (Rng& r : inits) streams.push_back(&r);
+        std::string which;
+        for (const auto F : features) which += (which.empty() ? "F=" : ", ") + std::to_string(F);
+        progress.stage("fitting the learned maps " + which + " together");
+        settings[0].progress = [&progress](std::size_t done, std::size_t total) { progress.tick(done, total, "steps"); };
+        std::vector<icl::FeatureFitReport> reports;
+        std::vector<icl::LayerHeadMaps> fitted = features.empty() ? std::vector<icl::LayerHeadMaps>{}
+                                                                  : icl::fit_feature_maps_together(net, same_data, fit_time, settings, streams, &reports);
+        for (std::size_t i = 0; i < features.size(); ++i) {
+            const auto F = features[i];
+            methods.fits.push_back({static_cast<std::size_t>(F), reports[i]});
+            run.log() << "learned map F=" << F << ": fitted in " << reports[i].seconds << " s (with the other F)\n" << std::flush;
+            if (!quiet) std::printf("fitted learned feature maps F=%lld in %.1f s\n", static_cast<long long>(F), reports[i].seconds);
+            add({Method::learned, "learned F=" + std::to_string(F), static_cast<std::size_t>(F), 0, 0, keep_maps(std::move(fitted[i])),
                  icl::kernel_bytes(static_cast<std::size_t>(F), D)});
         }
+    }
     if (cfg.get_bool("iclaa_lm.hybrid")) {  // recent-k exact + the first kernel row (learned if any, else prf/orf) for the rest
         const auto kernel = std::find_if(methods.rows.begin(), methods.rows.end(), [](const Row& r) { return r.method == Method::learned; });
         const auto any = kernel != methods.rows.end() ? kernel : std::find_if(methods.rows.begin(), methods.rows.end(), [](const Row& r) {
@@ -187,7 +201,7 @@ void declare_keys(config::Schema& schema) {
 
 // Training (without source.run_dir: estimate_lm_training) and the probe: per window and row a forward of N tokens
 // (2 per multiply-add of the trunk and the V·C read-out), the reference forward of M + N, the learned fits (a forward
-// of batch windows per step); memory: the model in fp64 and three (batch, N, V) logit buffers. Issue 41: the kernel
+// of batch windows per step, once for every F: they run together); memory: the model in fp64 and three (batch, N, V) logit buffers. Issue 41: the kernel
 // rows were not counted, so iclaa_lm.random_features=[1048576] started and ran out of memory: every prf / orf row's
 // map (w (D, F) and c (F) per layer and head) is held for the whole run (build_methods), one row's prompt terms
 // (b_KV (F, D), b_D (F) per window of a batch, layer and head) and the prompt's features (M F per head) at a time; the
@@ -209,7 +223,8 @@ RunEstimate estimate(const config::Config& cfg) {
     const double per_token = 2.0 * (L * 12.0 * C * C + V * C);
     const double generated = static_cast<double>(cfg.get_int("iclaa_lm.generation.examples") * cfg.get_int("iclaa_lm.generation.new_tokens"));
     e.flops += P * (rows * N + 2.0 * (M + N)) * per_token + generated * (rows + 1.0) * per_token +
-               learned * static_cast<double>(cfg.get_int("iclaa_lm.learned.steps") * cfg.get_int("iclaa_lm.learned.batch")) * (M + N) * per_token;
+               (learned > 0 ? 1.0 : 0.0) * static_cast<double>(cfg.get_int("iclaa_lm.learned.steps") * cfg.get_int("iclaa_lm.learned.batch")) *
+                   (M + N) * per_token;  // every F fitted together: one forward per step
     e.gemm_flops = e.flops;  // training and the model's forwards; the kernel features below are loops
     const double gib = 1024.0 * 1024.0 * 1024.0;
     const double H = static_cast<double>(cfg.get_int("model.heads")), D = C / H, seeds = static_cast<double>(cfg.get_int("iclaa_lm.feature_seeds"));
@@ -246,7 +261,7 @@ void evaluate(const config::Config& cfg, model::Transformer<double>& net, const 
     Progress progress("iclaa_lm", quiet, &run.log());
     const auto stage = [&](const std::string& what) { progress.stage(what); };
     stage("building the compressions of the prompt: random and learned feature maps, caches");
-    Methods methods = build_methods(cfg, net, data.train, quiet, run);
+    Methods methods = build_methods(cfg, net, data.train, quiet, run, progress);
     stage("scoring " + std::to_string(methods.rows.size()) + " rows on " + std::to_string(windows.size()) + " held-out windows");
     const Scores scores = score_rows(net, methods.rows, windows, cfg.get_int("iclaa_lm.batch_size"), &progress);
     stage("greedy generations of " + std::to_string(cfg.get_int("iclaa_lm.generation.examples")) + " examples");

@@ -48,7 +48,13 @@ struct ClaimSpec {
     std::string id, statement, metric;
     io::ClaimRule rule;
     io::ClaimPooling pooling;
+    std::string provenance;  // empty: declared before the runs
 };
+
+const char* const kPerModelProvenance =
+    "chosen after the first runs (2026-11-30): referee audit of issue 45 (F2), the pairs of every trained model were "
+    "pooled as values (80 pairs of 5 models counted as 80 independent values); now one value per trained model, its "
+    "share of pairs where ICLCA does not win; the quick record at eb1e3c8 had been seen (ICLCA won all 80 pairs)";
 
 std::string map_label(const std::string& map, std::size_t D) { return map + " F=" + std::to_string(D); }
 
@@ -56,35 +62,40 @@ std::vector<ClaimSpec> claim_specs(bool linear, std::size_t D, const std::vector
                                    const std::vector<std::string>& kernel_maps, const std::vector<std::string>& kernel_starts) {
     const auto has = [](const std::vector<std::string>& list, const char* name) { return std::find(list.begin(), list.end(), name) != list.end(); };
     std::vector<ClaimSpec> specs;
-    const auto every_pair = io::ClaimPooling::values, per_seed = io::ClaimPooling::seed_means;
+    const auto per_seed = io::ClaimPooling::seed_means;
     if (linear) {
         for (const char* target : {"biases", "lora"}) {
             if (!has(targets, target)) continue;
             const std::string row = std::string("bake ") + target;
+            // Every pair of every trained model, judged one value per model (issue 45, F2 of the referee audit): the
+            // pairs of one model are not independent draws of the training, so 80 pairs of 5 models never stood for
+            // 80 seeds. A model's value is its share of pairs where ICLCA does not win; every seed must have share 0
+            // (a model that wins or loses by a fair coin passes 5 of 5 seeds with 3.1 %).
             specs.push_back({"bake-lin exact<" + row,
                              "on a linear model exact conversion (ICLCA) beats baking into " + std::string(target) +
-                                 " at equal bytes on every pair: its relative logit error is lower",
-                             "per pair: err(iclca) - err(" + row + "), err = relative logit error on X against M_old on [X'; X]",
-                             io::ClaimRule::count_below(0.0), every_pair});
+                                 " at equal bytes on every pair of every trained model: its relative logit error is lower",
+                             "per pair: 1 when err(iclca) >= err(" + row + ") (ICLCA does not win), else 0; err = relative logit "
+                             "error on X against M_old on [X'; X]",
+                             io::ClaimRule::count_at_most(0.0), per_seed, kPerModelProvenance});
             specs.push_back({"bake-lin G>0 " + row, "baking into " + std::string(target) + " brings the model without the prompt closer to the model with it",
-                             "per pair: G = 1 - err(" + row + ") / err(no prompt)", io::ClaimRule::interval_above(0.0), per_seed});
+                             "per pair: G = 1 - err(" + row + ") / err(no prompt)", io::ClaimRule::interval_above(0.0), per_seed, ""});
         }
         if (has(targets, "biases") && has(targets, "lora"))
             specs.push_back({"bake-lin biases<lora",
                              "baking into b_KV, b_D (the parameters ICLCA sets) reaches a lower error than a LoRA on W_Q, W_K, W_V of "
                              "equal bytes",
-                             "per pair: err(bake biases) - err(bake lora)", io::ClaimRule::interval_below(0.0), per_seed});
+                             "per pair: err(bake biases) - err(bake lora)", io::ClaimRule::interval_below(0.0), per_seed, ""});
     } else if (has(targets, "lora")) {
         specs.push_back({"bake-soft G>0 bake lora", "baking into a LoRA brings the softmax model without the prompt closer to the model with it",
-                         "per pair: G = 1 - err(bake lora) / err(no prompt)", io::ClaimRule::interval_above(0.0), per_seed});
+                         "per pair: G = 1 - err(bake lora) / err(no prompt)", io::ClaimRule::interval_above(0.0), per_seed, ""});
         if (has(maps, "prf"))
             specs.push_back({"bake-soft lora>prf", "on softmax models baking (LoRA) closes more of the gap than ICLAA with PRF features at "
                              "equal bytes (F = D = " + std::to_string(D) + ")",
-                             "per pair: G(bake lora) - G(" + prf_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed});
+                             "per pair: G(bake lora) - G(" + prf_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed, ""});
         if (has(maps, "learned"))
             specs.push_back({"bake-soft lora>learned", "on softmax models baking (LoRA) closes more of the gap than ICLAA with the learned "
                              "feature map at equal bytes (F = D = " + std::to_string(D) + ")",
-                             "per pair: G(bake lora) - G(" + learned_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed});
+                             "per pair: G(bake lora) - G(" + learned_equal_label(D) + ")", io::ClaimRule::interval_above(0.0), per_seed, ""});
     }
     // Baking into ICLAA's kernel biases (declared 2026-11-29 before the first run with them): per map from its closed
     // form, against that closed form (same map, same bytes); and the learned map's against the LoRA.
@@ -95,14 +106,14 @@ std::vector<ClaimSpec> claim_specs(bool linear, std::size_t D, const std::vector
                              "on softmax models baking into ICLAA's kernel biases of the " + m + " map (F = D = " + std::to_string(D) +
                                  ", started at its closed form) closes more of the gap than the closed-form biases of the same map "
                                  "(same bytes)",
-                             "per pair: G(" + row + ") - G(" + map_label(m, D) + ")", io::ClaimRule::interval_above(0.0), per_seed});
+                             "per pair: G(" + row + ") - G(" + map_label(m, D) + ")", io::ClaimRule::interval_above(0.0), per_seed, ""});
         }
         if (has(kernel_maps, "learned") && has(targets, "lora"))
             specs.push_back({"bake-soft kernel learned>lora",
                              "on softmax models baking into ICLAA's kernel biases of the learned map closes more of the gap than "
                              "baking into a LoRA on W_Q, W_K, W_V of equal bytes",
                              "per pair: G(" + bake_kernel_label(learned_equal_label(D), false) + ") - G(bake lora)",
-                             io::ClaimRule::interval_above(0.0), per_seed});
+                             io::ClaimRule::interval_above(0.0), per_seed, ""});
     }
     return specs;
 }
@@ -124,8 +135,9 @@ std::vector<io::Claim> declare_claims(const config::Config& cfg, bool linear, st
         c.unit = "instance";
         c.rule = spec.rule;
         c.pooling = spec.pooling;
+        c.provenance = spec.provenance;
         // None is deterministic (io::Claim::deterministic): even "exact < bake" on every pair compares with a trained
-        // adapter, so it keeps the floor of 5 values (pairs).
+        // adapter, so it keeps the floor of 5 seeds.
         c.readme = kReadme;
         if (spec.pooling == io::ClaimPooling::seed_means) c.statement += "; judged over the trained models: one value per seed, its mean over the pairs";
         io::check_claim(c);
@@ -154,8 +166,8 @@ std::vector<io::ClaimResult> evaluate_claims(const std::vector<io::Claim>& claim
         for (std::size_t i = 0; i < before.size(); ++i) {
             double x = std::nan("");
             const std::string& id = c.id;
-            if (id == "bake-lin exact<bake biases") x = err(row_of(by_kind(Kind::iclca)), i) - err(row_of(by_kind(Kind::bake_biases)), i);
-            else if (id == "bake-lin exact<bake lora") x = err(row_of(by_kind(Kind::iclca)), i) - err(row_of(by_kind(Kind::bake_lora)), i);
+            if (id == "bake-lin exact<bake biases") x = not_below(err(row_of(by_kind(Kind::iclca)), i), err(row_of(by_kind(Kind::bake_biases)), i));
+            else if (id == "bake-lin exact<bake lora") x = not_below(err(row_of(by_kind(Kind::iclca)), i), err(row_of(by_kind(Kind::bake_lora)), i));
             else if (id == "bake-lin G>0 bake biases") x = gap(row_of(by_kind(Kind::bake_biases)), i);
             else if (id == "bake-lin G>0 bake lora" || id == "bake-soft G>0 bake lora") x = gap(row_of(by_kind(Kind::bake_lora)), i);
             else if (id == "bake-lin biases<lora") x = err(row_of(by_kind(Kind::bake_biases)), i) - err(row_of(by_kind(Kind::bake_lora)), i);

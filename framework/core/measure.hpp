@@ -46,6 +46,13 @@ inline double min_or_nan(double a, double b) {
     if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
     return b < a ? b : a;  // std::min's order
 }
+// The indicator of "a is not below b": 1 when a >= b, 0 when a < b, NaN when either is NaN. Its mean over the
+// instances of one trained model is the share of instances where a fails to beat b (claims "a < b on every
+// instance", pooled one value per trained model: that share must be 0 on every seed).
+inline double not_below(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+    return a < b ? 0.0 : 1.0;
+}
 // NaN for an empty list, and when any value is NaN.
 double sum_of(const std::vector<double>& values);  // left to right; 0 for an empty list
 double mean_of(const std::vector<double>& values);

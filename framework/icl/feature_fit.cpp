@@ -197,79 +197,131 @@ DistillationLoss distillation_loss(const std::vector<DistillationSample>& sample
     return result;
 }
 
-LayerHeadMaps fit_feature_maps(model::Transformer<double>& model, const SequenceSampler& sample, std::size_t time,
-                               const FeatureFitSettings& settings, Rng& rng, FeatureFitReport* report) {
+namespace {
+
+// One fit's state in fit_feature_maps_together: parameters per layer-head [w0 (D, F/2) | c (F)], Adam (no weight
+// decay) on each, drawn from its own rng as fit_feature_maps always drew them.
+struct FitState {
+    std::size_t F = 0, half = 0;
+    model::ParameterLayout layout;
+    std::vector<std::vector<double>> params, grads;
+    std::vector<train::Optimizer<double>> optimizers;
+    std::vector<std::size_t> splits;
+    double own_seconds = 0.0;
+};
+
+}  // namespace
+
+std::vector<LayerHeadMaps> fit_feature_maps_together(model::Transformer<double>& model, const SequenceSource& source, std::size_t time,
+                                                     const std::vector<FeatureFitSettings>& settings, const std::vector<Rng*>& rngs,
+                                                     std::vector<FeatureFitReport>* reports) {
     const auto start = std::chrono::steady_clock::now();
     const model::ModelSpec& spec = model.spec();
     check_iclaa_assumptions(spec);
-    const std::size_t L = spec.layers, H = spec.heads, D = spec.head_dim(), C = spec.width, F = settings.features, half = F / 2;
-    ICLAB_INPUT_CHECK(F >= 2 && F % 2 == 0, "learned feature maps need an even number of features, got " << F);
-    ICLAB_INPUT_CHECK(settings.split_min >= 1 && settings.split_min <= settings.split_max && settings.split_max < time,
-                      "distillation splits " << settings.split_min << ".." << settings.split_max << " must lie inside sequences of "
-                                             << time);
-    // parameters per layer-head: [w0 (D, F/2) | c (F)], Adam (no weight decay) on each
-    model::ParameterLayout layout;
-    layout.add("w0", {D, half}, true, false, "(D, F/2)");
-    layout.add("c", {F}, true, false, "(F)");
-    std::vector<std::vector<double>> params(L * H, std::vector<double>(layout.total())), grads(L * H);
-    train::OptimizerSpec adam;
-    adam.kind = train::OptimizerKind::adam;
-    std::vector<train::Optimizer<double>> optimizers;
-    for (std::size_t n = 0; n < L * H; ++n) {
-        for (std::size_t i = 0; i < D * half; ++i) params[n][i] = rng.normal(0.0, std::pow(static_cast<double>(D), -0.25));
-        std::fill(params[n].begin() + D * half, params[n].end(), -0.5 * std::log(static_cast<double>(F)));
-        optimizers.emplace_back(adam, layout);
+    const std::size_t L = spec.layers, H = spec.heads, D = spec.head_dim(), C = spec.width, fits = settings.size();
+    ICLAB_CHECK(fits >= 1 && rngs.size() == fits, "fit_feature_maps_together: " << fits << " fits and " << rngs.size() << " streams");
+    const std::size_t steps = settings[0].steps, batch = settings[0].batch;
+    std::vector<FitState> state(fits);
+    for (std::size_t n = 0; n < fits; ++n) {
+        const FeatureFitSettings& set = settings[n];
+        ICLAB_CHECK(set.steps == steps && set.batch == batch, "fits run together share their steps and batch");
+        const std::size_t F = set.features;
+        ICLAB_INPUT_CHECK(F >= 2 && F % 2 == 0, "learned feature maps need an even number of features, got " << F);
+        ICLAB_INPUT_CHECK(set.split_min >= 1 && set.split_min <= set.split_max && set.split_max < time,
+                          "distillation splits " << set.split_min << ".." << set.split_max << " must lie inside sequences of " << time);
+        FitState& f = state[n];
+        f.F = F, f.half = F / 2;
+        f.layout.add("w0", {D, f.half}, true, false, "(D, F/2)");
+        f.layout.add("c", {F}, true, false, "(F)");
+        f.params.assign(L * H, std::vector<double>(f.layout.total()));
+        f.grads.resize(L * H);
+        train::OptimizerSpec adam;
+        adam.kind = train::OptimizerKind::adam;
+        for (std::size_t lh = 0; lh < L * H; ++lh) {
+            for (std::size_t i = 0; i < D * f.half; ++i) f.params[lh][i] = rngs[n]->normal(0.0, std::pow(static_cast<double>(D), -0.25));
+            std::fill(f.params[lh].begin() + D * f.half, f.params[lh].end(), -0.5 * std::log(static_cast<double>(F)));
+            f.optimizers.emplace_back(adam, f.layout);
+        }
     }
-    const auto map_of = [&](const std::vector<double>& p) {
-        return two_sided_map(std::vector<double>(p.begin(), p.begin() + D * half), std::vector<double>(p.begin() + D * half, p.end()), D);
+    const auto map_of = [&](const FitState& f, const std::vector<double>& p) {
+        return two_sided_map(std::vector<double>(p.begin(), p.begin() + D * f.half), std::vector<double>(p.begin() + D * f.half, p.end()), D);
     };
-    if (report != nullptr) {
-        report->first_loss.assign(L, std::vector<double>(H, 0.0));
-        report->final_loss.assign(L, std::vector<double>(H, 0.0));
+    if (reports != nullptr) {
+        reports->assign(fits, FeatureFitReport{});
+        for (auto& r : *reports) r.first_loss.assign(L, std::vector<double>(H, 0.0)), r.final_loss.assign(L, std::vector<double>(H, 0.0));
     }
+    // A fit's seconds: its own samples, losses and steps, and its share of the sequences and the frozen model's forward.
+    const auto finish_reports = [&](bool stopped) {
+        if (reports == nullptr) return;
+        double own = 0.0;
+        for (const FitState& f : state) own += f.own_seconds;
+        const double shared = std::max(0.0, seconds_since(start) - own) / static_cast<double>(fits);
+        for (std::size_t n = 0; n < fits; ++n) (*reports)[n].seconds = state[n].own_seconds + shared, (*reports)[n].stopped = stopped;
+    };
     std::vector<std::int32_t> tokens;
-    std::vector<double> q(time * D), k(time * D), v(time * D);
-    for (std::size_t step = 0; step < settings.steps; ++step) {
-        sample(tokens, settings.batch, rng);
-        std::vector<std::size_t> splits(settings.batch);
-        for (auto& s : splits) s = settings.split_min + rng.uniform_int(settings.split_max - settings.split_min + 1);
+    std::vector<double> q(batch * time * D), k(batch * time * D), v(batch * time * D);  // one head of every sequence
+    for (std::size_t step = 0; step < steps; ++step) {
+        source(tokens, batch);
+        for (std::size_t n = 0; n < fits; ++n) {  // each fit's splits from its own stream, after the sequences (fit_feature_maps' order)
+            state[n].splits.resize(batch);
+            for (auto& s : state[n].splits) s = settings[n].split_min + rngs[n]->uniform_int(settings[n].split_max - settings[n].split_min + 1);
+        }
         model.capture_qkv(true);
-        model.forward(tokens.data(), settings.batch, time);
+        model.forward(tokens.data(), batch, time);  // once for every fit
         model.capture_qkv(false);
         for (std::size_t l = 0; l < L; ++l)
             for (std::size_t h = 0; h < H; ++h) {
                 const std::vector<double>& qkv = model.captured_qkv(l);
-                std::vector<DistillationSample> samples;
-                for (std::size_t b = 0; b < settings.batch; ++b) {
+                for (std::size_t b = 0; b < batch; ++b)
                     for (std::size_t t = 0; t < time; ++t) {
                         const double* row = qkv.data() + (b * time + t) * 3 * C;
-                        std::copy(row + h * D, row + (h + 1) * D, q.data() + t * D);
-                        std::copy(row + C + h * D, row + C + (h + 1) * D, k.data() + t * D);
-                        std::copy(row + 2 * C + h * D, row + 2 * C + (h + 1) * D, v.data() + t * D);
+                        const std::size_t at = (b * time + t) * D;
+                        std::copy(row + h * D, row + (h + 1) * D, q.data() + at);
+                        std::copy(row + C + h * D, row + C + (h + 1) * D, k.data() + at);
+                        std::copy(row + 2 * C + h * D, row + 2 * C + (h + 1) * D, v.data() + at);
                     }
-                    samples.push_back(make_distillation_sample(q.data(), k.data(), v.data(), time, D, splits[b], model.rope()));
-                }
-                const std::size_t n = l * H + h;
-                grads[n].assign(layout.total(), 0.0);
-                const DistillationLoss loss =
-                    distillation_loss(samples, map_of(params[n]), grads[n].data(), grads[n].data() + D * half);
-                ICLAB_CHECK(std::isfinite(loss.loss()), "feature-map fit diverged in layer " << l << " head " << h);
-                optimizers[n].step(params[n], grads[n], settings.lr);
-                if (report != nullptr) {
-                    if (step == 0) report->first_loss[l][h] = loss.loss();
-                    report->final_loss[l][h] = loss.loss();
+                const std::size_t lh = l * H + h;
+                for (std::size_t n = 0; n < fits; ++n) {
+                    const auto own_start = std::chrono::steady_clock::now();
+                    FitState& f = state[n];
+                    std::vector<DistillationSample> samples;
+                    for (std::size_t b = 0; b < batch; ++b) {
+                        const std::size_t at = b * time * D;
+                        samples.push_back(make_distillation_sample(q.data() + at, k.data() + at, v.data() + at, time, D, f.splits[b], model.rope()));
+                    }
+                    f.grads[lh].assign(f.layout.total(), 0.0);
+                    const DistillationLoss loss = distillation_loss(samples, map_of(f, f.params[lh]), f.grads[lh].data(), f.grads[lh].data() + D * f.half);
+                    ICLAB_CHECK(std::isfinite(loss.loss()), "feature-map fit (F = " << f.F << ") diverged in layer " << l << " head " << h);
+                    f.optimizers[lh].step(f.params[lh], f.grads[lh], settings[n].lr);
+                    if (reports != nullptr) {
+                        if (step == 0) (*reports)[n].first_loss[l][h] = loss.loss();
+                        (*reports)[n].final_loss[l][h] = loss.loss();
+                    }
+                    f.own_seconds += seconds_since(own_start);
                 }
             }
-        if (settings.stop && step + 1 < settings.steps && settings.stop()) {
-            if (report != nullptr) report->stopped = true, report->seconds = seconds_since(start);
+        if (settings[0].progress) settings[0].progress(step + 1, steps);
+        if (settings[0].stop && step + 1 < steps && settings[0].stop()) {
+            finish_reports(true);
             return {};
         }
     }
-    LayerHeadMaps maps(L);
-    for (std::size_t l = 0; l < L; ++l)
-        for (std::size_t h = 0; h < H; ++h) maps[l].push_back(map_of(params[l * H + h]));
-    if (report != nullptr) report->seconds = seconds_since(start);
-    return maps;
+    std::vector<LayerHeadMaps> out(fits, LayerHeadMaps(L));
+    for (std::size_t n = 0; n < fits; ++n)
+        for (std::size_t l = 0; l < L; ++l)
+            for (std::size_t h = 0; h < H; ++h) out[n][l].push_back(map_of(state[n], state[n].params[l * H + h]));
+    finish_reports(false);
+    return out;
+}
+
+LayerHeadMaps fit_feature_maps(model::Transformer<double>& model, const SequenceSampler& sample, std::size_t time,
+                               const FeatureFitSettings& settings, Rng& rng, FeatureFitReport* report) {
+    // one fit: its sequences and its splits from the one stream, sequences first in each step
+    const SequenceSource source = [&](std::vector<std::int32_t>& tokens, std::size_t batch) { sample(tokens, batch, rng); };
+    std::vector<FeatureFitReport> reports;
+    std::vector<LayerHeadMaps> maps = fit_feature_maps_together(model, source, time, {settings}, {&rng}, report != nullptr ? &reports : nullptr);
+    if (report != nullptr) *report = reports[0];
+    return maps.empty() ? LayerHeadMaps{} : std::move(maps[0]);
 }
 
 LayerHeadMaps build_feature_maps(model::Transformer<double>& model, const FeatureMapChoice& choice, const SequenceSampler& sample,

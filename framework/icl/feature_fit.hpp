@@ -56,6 +56,9 @@ struct FeatureFitSettings {
     // Checked after every step (may be empty): true abandons the fit, which then returns no maps (an interrupted
     // run stops within a step instead of finishing a fit of many minutes; its resume fits it again from the start).
     std::function<bool()> stop;
+    // Called after every step with (steps done, steps) when set (a command's progress line; fit_feature_maps_together:
+    // settings[0]'s).
+    std::function<void(std::size_t, std::size_t)> progress;
 };
 struct FeatureFitReport {
     std::vector<std::vector<double>> final_loss;  // [l][h]: L of the last step
@@ -83,9 +86,21 @@ FitSampleWork distillation_sample_work(double T, double D, double F, std::int64_
 inline double kernel_feature_work(double D) { return 4.0 * D + kEstimateExpFlops; }
 
 // Fits every layer's and head's map independently (layers see the frozen model's own q, k, v). Empty maps when
-// settings.stop abandoned the fit.
+// settings.stop abandoned the fit. In each step: `batch` sequences from sample(…, rng), then the splits from rng.
 LayerHeadMaps fit_feature_maps(model::Transformer<double>& model, const SequenceSampler& sample, std::size_t time,
                                const FeatureFitSettings& settings, Rng& rng, FeatureFitReport* report);
+
+// Draws `batch` sequences into tokens from the caller's own stream (fits that share their sequences).
+using SequenceSource = std::function<void(std::vector<std::int32_t>& tokens, std::size_t batch)>;
+// Several fits on the same sequences in lockstep (the learned maps of several F, issue 44): each step draws one batch
+// from `source` and runs the frozen model once for all the fits; fit n draws its initial parameters and then, each
+// step, its splits from *rngs[n]. Each fit's maps are therefore bit for bit those fit_feature_maps returns for it alone
+// with a sampler that gives the same sequences (the fits share no arithmetic; tests/test_iclaa_fit.cpp). The fits share
+// settings[0]'s steps, batch and stop (checked); features, lr and splits are each fit's own. A report's seconds are its
+// fit's own work plus an equal share of the sequences and forwards. Empty when stop abandoned them.
+std::vector<LayerHeadMaps> fit_feature_maps_together(model::Transformer<double>& model, const SequenceSource& source, std::size_t time,
+                                                     const std::vector<FeatureFitSettings>& settings, const std::vector<Rng*>& rngs,
+                                                     std::vector<FeatureFitReport>* reports);
 
 }  // namespace iclab::icl
 

@@ -100,8 +100,11 @@ VoResult check_vo_construct(const VoSetting& s, Rng& rng) {
     result.err_query = dual_error(out.data() + N * C, expected.data() + N * C, C);
     result.err = max_or_nan(result.err_context, result.err_query);
     double query_value = 0.0;  // (η_1/N)·2 max|W_0 x_q|: the query's value when it is wrongly among keys and values
-    for (std::size_t a = 0; a < dy; ++a) query_value = std::max(query_value, 2.0 * etas[0] / N * std::abs(static_cast<double>(before[N * dy + a])));
-    if (!s.w0_zero && query_value >= 1e-2) {  // C2: the query among keys and values adds its value (0, 2 W_0 x_q)·(η/N)
+    for (std::size_t a = 0; a < dy; ++a)
+        query_value = max_or_nan(query_value, 2.0 * etas[0] / N * std::abs(static_cast<double>(before[N * dy + a])));
+    // C2: the query among keys and values adds its value (0, 2 W_0 x_q)·(η/N). A NaN value applies the control (its
+    // error is then NaN and the claim inconclusive), never reads as "not applicable" (second audit of issue 45).
+    if (!s.w0_zero && !(query_value < 1e-2)) {
         const auto control = constructed_forward(e, weights, N, C, true);
         result.err_ctrl = dual_error(control.data(), expected.data(), (N + 1) * C);
     }

@@ -43,6 +43,10 @@ std::vector<double> inversion_counts(std::size_t n) {
 
 double kendall_tau(const std::vector<double>& x, const std::vector<double>& y) {
     ICLAB_CHECK(x.size() == y.size(), "kendall_tau: " << x.size() << " x for " << y.size() << " y");
+    // A NaN makes tau NaN (second audit of issue 45): sign(NaN) would count its pairs as ties, so an all-NaN error
+    // column gave tau = 0, a finite value that "errors grow" then judged "not reproduced" instead of inconclusive.
+    for (std::size_t i = 0; i < x.size(); ++i)
+        if (std::isnan(x[i]) || std::isnan(y[i])) return std::numeric_limits<double>::quiet_NaN();
     std::vector<std::size_t> identity(x.size());
     std::iota(identity.begin(), identity.end(), 0);
     std::size_t pairs = 0;

@@ -22,7 +22,7 @@ struct KendallTest {
     std::size_t pairs = 0;  // pairs with distinct x (tau's denominator)
 };
 
-// tau only (any n; the equation above).
+// tau only (any n; the equation above). NaN when any value is NaN, or when no pair has distinct x.
 double kendall_tau(const std::vector<double>& x, const std::vector<double>& y);
 
 // tau and the exact one-sided p of "y falls as x grows". Throws InputError (naming the sizes) for unequal lengths,

@@ -1,6 +1,7 @@
 #include "framework/run/stage_store.hpp"
 
 #include <cstdio>
+#include <limits>
 
 #include "framework/core/hash.hpp"
 #include "framework/core/interrupt.hpp"
@@ -99,6 +100,11 @@ std::unique_ptr<io::ResultsWriter> StageStore::open(const std::string& name) con
 void StageStore::save(io::ResultsWriter& unit) {
     unit.commit();
     ++saved_;
+}
+
+std::size_t StageStore::units_left() const {
+    if (options_.stop_after_units == 0) return std::numeric_limits<std::size_t>::max();
+    return saved_ >= options_.stop_after_units ? 0 : options_.stop_after_units - saved_;
 }
 
 bool StageStore::stop_requested() const {

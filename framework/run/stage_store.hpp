@@ -45,6 +45,9 @@ public:
 
     // An interrupt (SIGINT/SIGTERM/SIGHUP) arrived, or RunOptions::stop_after_units units were saved in this session.
     bool stop_requested() const;
+    // Units this session may still save before RunOptions::stop_after_units stops it (SIZE_MAX without that option):
+    // work that saves several units at once takes at most this many, so the stop lands where it would unit by unit.
+    std::size_t units_left() const;
     std::size_t saved() const { return saved_; }    // units computed and stored in this session
     std::size_t loaded() const { return loaded_; }  // units loaded from earlier sessions
 

@@ -135,6 +135,14 @@ def is_paper_claim(c):
     return c.get("kind") in PAPER_KINDS and paper_group(c.get("paper", "")) in PAPERS
 
 
+def is_control(c):
+    """A negative control: a check that an exactness check can fail (the experiments state it so: "the negative control
+    of …", "negative control: …"). Reproduced means the control failed as it must; the page counts them apart from the
+    own checks (second audit of issue 45), as evidence that the checks can fail, not as findings."""
+    statement = c.get("statement", "")
+    return statement.startswith("the negative control of ") or statement.startswith("negative control:")
+
+
 def kind_of(c):
     """The kind the page shows and counts: the declared one, except that a paper kind whose source is no paper is an own
     check."""
@@ -143,9 +151,15 @@ def kind_of(c):
 
 
 def is_robust(c):
-    """Reproduced, and neither fragile (dropping one seed flips it) nor dependent on rounding (its +1 ulp twin flips it);
-    a check that was not made (instances, no twin) counts as holding."""
-    return c.get("verdict") == "reproduced" and not is_fragile(c) and not depends_on_rounding(c)
+    """Reproduced, and both checks made and held: no single seed's removal flips it, and its +1 ulp twin does not flip
+    it. A check that was not made (instances, no twin) does not count as holding (second audit of issue 45):
+    unchecked(c) counts those."""
+    return c.get("verdict") == "reproduced" and leave_one_out_short(c) == "holds" and rounding_short(c) == "holds"
+
+
+def unchecked(c):
+    """Reproduced, neither fragile nor dependent on rounding, but without one of the two checks (not robust, not flagged)."""
+    return c.get("verdict") == "reproduced" and not is_robust(c) and not is_fragile(c) and not depends_on_rounding(c)
 
 
 def is_count(c):

@@ -2,11 +2,12 @@
 when its source is a paper, claim_text.is_paper_claim), the spec's gates apart, the distinct measurements behind the
 reproduced claims (claim_text.mark_shared_values), how many reproduced claims are robust, and how many rules were chosen
 after the first runs, are fragile to one seed or depend on rounding."""
-from claim_text import (PAPER_KINDS, PROVENANCE_MARK, chosen_after, column, depends_on_rounding, is_fragile, is_paper_claim,
-                        is_robust, kind_of, mark_shared_values, measurement_of)
+from claim_text import (PAPER_KINDS, PROVENANCE_MARK, chosen_after, column, depends_on_rounding, is_control, is_fragile,
+                        is_paper_claim, is_robust, kind_of, mark_shared_values, measurement_of, unchecked)
 from verdicts import VERDICTS
 
 ROBUST_TEXT = "robust: hold without any one seed and under rounding"
+UNCHECKED_TEXT = "without both checks (one value per instance of one draw, or no rounding twin)"
 VERDICTS_TEXT = ("reproduced = the declared rule holds; not reproduced = it fails (a rule that needs every value fails on any value "
                  "outside it, whatever the mean: \"the rule needs every value\" under ours); inconclusive = the rule cannot decide "
                  "(one seed, an interval straddling its edge, a count against a mean whose whole interval disagrees); not run = no value at all "
@@ -32,6 +33,9 @@ def reproduced_text(claims, robust=False, explain=True):
         notes.append(f"{distinct} distinct measurements")
     if robust and counts["reproduced"]:
         notes.append(f"{sum(is_robust(c) for c in claims)} " + (ROBUST_TEXT if explain else "robust"))
+        missing = sum(unchecked(c) for c in claims)
+        if missing:
+            notes.append(f"{missing} " + (UNCHECKED_TEXT if explain else "unchecked"))
     return f"{counts['reproduced']} reproduced" + (f" ({'; '.join(notes)})" if notes else "")
 
 
@@ -61,7 +65,12 @@ def paper_claims(claims):
 
 
 def own_checks(claims):
-    return [c for c in claims if not is_paper_claim(c) and c.get("kind") != "spec gate"]
+    """Own checks without the negative controls (controls())."""
+    return [c for c in claims if not is_paper_claim(c) and c.get("kind") != "spec gate" and not is_control(c)]
+
+
+def controls(claims):
+    return [c for c in claims if not is_paper_claim(c) and c.get("kind") != "spec gate" and is_control(c)]
 
 
 def headline_items(claims, gates):
@@ -74,6 +83,10 @@ def headline_items(claims, gates):
     not_paper = sum(kind_of(c) != c.get("kind") for c in own)
     items.append(("Own checks", (short_counts(own, headline=True) if own else "none")
                   + (f" (of them {not_paper} declared as paper kinds whose source is no paper)" if not_paper else "")))
+    guards = controls(claims)
+    if guards:
+        items.append(("Negative controls", f"{short_counts(guards)} (reproduced: the control failed, so the exactness check "
+                                           "it guards can fail; evidence about the checks, not a finding)"))
     shared = sum(bool(c.get("same_values_as")) for c in claims)
     if shared:
         items.append(("Measurements", f"{distinct + shared} claims with a value judge {distinct} distinct measurements: "

@@ -22,13 +22,47 @@ def _ratio_or_gap(task, setting):
 
 
 def _table3(task, setting):
-    """A Table 3 cell, prefix < causal: the Table 1 claim for Table 1's rows (its bar 1.5 / 1 point is the stricter,
-    so the gate can only undercount there), "003-T3 ..." for the other two settings."""
-    return _ratio_or_gap(task, setting) if setting in TABLE1_SETTINGS else f"003-T3 {task} {setting}: prefix < causal"
+    """A Table 3 cell, prefix < causal: "003-T3 ..." for the two settings only Table 3 has; for Table 1's rows (the same
+    runs) the Table 1 claim's paired values judged by Table 3's own rule, x > 0 (ABOVE_ZERO: its bar 1.5 / 1 point is
+    Table 1's, not Table 3's; second audit of issue 45, F3: the stricter bar had judged those cells)."""
+    return (ABOVE_ZERO, _ratio_or_gap(task, setting)) if setting in TABLE1_SETTINGS else f"003-T3 {task} {setting}: prefix < causal"
+
+
+ABOVE_ZERO = "x > 0"  # a cell member judged by the 95 % t-interval of its values' mean above 0 (above_zero_verdict)
+
+
+def _float(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def above_zero_verdict(row):
+    """One claim row's values judged by "95 % t-interval of the mean > 0" (claims.hpp's interval rule): inconclusive
+    below the row's floor of values (min_values) or with a non-finite bound, not run without values, reproduced when the
+    interval lies above 0, not reproduced when it lies below, else inconclusive."""
+    if row["verdict"] == "not run":
+        return "not run"
+    n, floor = _float(row.get("n")), _float(row.get("min_values") or "2")
+    low, high = _float(row.get("ci95_low")), _float(row.get("ci95_high"))
+    if not n >= max(2.0, floor) or low != low or high != high:
+        return "inconclusive"
+    if low > 0:
+        return "reproduced"
+    if high < 0:
+        return "not reproduced"
+    return "inconclusive"
+
+
+def _member(entry):
+    """(rule, id) of a cell member: ABOVE_ZERO for a row judged by x > 0, None for its own verdict."""
+    return entry if isinstance(entry, tuple) else (None, entry)
 
 
 # The one place that maps the spec's gates to claim ids. Each gate: (id, source in the spec, statement, cells, needed);
-# a cell is (label, claim ids) and is reproduced when every row of every one of its ids is.
+# a cell is (label, members) and is reproduced when every row of every member is; a member is a claim id (its rows'
+# verdicts) or (ABOVE_ZERO, id) (its rows judged by x > 0).
 SPEC_GATES = [
     # §5 item 1: "prefix < causal in all 6", regression cells also ratio >= 1.5, MC cells also a gap >= 1 point
     ("003-gate Table 1: all 6 cells", "spec §5 item 1",
@@ -53,9 +87,10 @@ SPEC_GATES = [
 ]
 
 
-def cell_verdict(rows):
-    """One cell from its rows: not run when a member has no row, else the worst of its rows' verdicts."""
-    verdicts = [r["verdict"] for r in rows]
+def cell_verdict(rows, rule=None):
+    """One cell from its rows: not run when a member has no row, else the worst of its rows' verdicts (rule ABOVE_ZERO:
+    each row's values judged by x > 0 instead of its own rule)."""
+    verdicts = [above_zero_verdict(r) if rule == ABOVE_ZERO else r["verdict"] for r in rows]
     for v in ("not reproduced", "not run", "inconclusive"):
         if v in verdicts:
             return v
@@ -80,13 +115,14 @@ def gate_claims(claims, gates=SPEC_GATES):
         by_id.setdefault(c["id"], []).append(c)
     out = []
     for gid, source, statement, cells, needed in gates:
-        if not any(i in by_id for _, ids in cells for i in ids):
+        if not any(_member(e)[1] in by_id for _, ids in cells for e in ids):
             continue
         verdicts = []
         for _, ids in cells:
-            rows = [r for i in ids for r in by_id.get(i, [])]
-            missing = any(i not in by_id for i in ids)
-            verdicts.append("not run" if missing else cell_verdict(rows))
+            members = [_member(e) for e in ids]
+            missing = any(i not in by_id for _, i in members)
+            cell = [cell_verdict(by_id.get(i, []), rule) for rule, i in members] if not missing else []
+            verdicts.append("not run" if missing else cell_verdict([{"verdict": v} for v in cell]))
         k, verdict = gate_verdict(verdicts, needed)
         n = len(cells)
         bar = f"all {n}" if needed == n else f">= {needed} of {n}"

@@ -1,6 +1,7 @@
 """ctest report_gates: paper 003's spec gates (shared/specs/paper003.md §5) computed from the per-cell rows: Table 3's
 ">= 10 of 12" passes at 10 and fails at 9, an undecided cell leaves it inconclusive only while it could still tip it;
-a Table 1 cell is its one ratio / gap row (Table 3's cell of the same runs too), a missing one is "not run"; a profile without
+a Table 1 cell is its one ratio / gap row, and Table 3's cell of the same runs is that row judged by x > 0 (its 95 %
+interval above 0, the floor kept); a missing one is "not run"; a profile without
 Part B gets no gate rows; the gates reach the page's opening list and its verdict keys."""
 import os
 import sys
@@ -11,12 +12,17 @@ from page_md import reproduction_page  # noqa: E402
 from verdicts import parse_verdict_keys  # noqa: E402
 
 
-def claim(cid, verdict):
+# a row's interval agrees with its verdict (Table 3's cells of Table 1's rows are judged by x > 0 on it)
+INTERVAL = {"reproduced": ("0.5", "2"), "not reproduced": ("-2", "-0.5"), "inconclusive": ("-1", "1"), "not run": ("nan", "nan")}
+
+
+def claim(cid, verdict, interval=None):
+    low, high = interval or INTERVAL[verdict]
     return {"setting": "configs/quick/prefix_vs_causal.yaml", "paper": "003", "id": cid, "verdict": verdict, "kind":
-            "reproduces a qualitative claim", "statement": "s", "rule": "x > 0 in >= 2 values", "source": "Table 3",
-            "readme": "experiments/prefix_vs_causal/README.md#claims", "test": "count_above", "unit": "seed", "units": "0,1,2",
-            "n": "3", "on_claimed_side": "2", "mean": "1", "ci95_low": "0", "ci95_high": "2", "paper_value": "nan",
-            "key": f"configs/quick/prefix_vs_causal.yaml :: {cid}"}
+            "reproduces a qualitative claim", "statement": "s", "rule": "95 % t-interval of the mean > 0", "source": "Table 3",
+            "readme": "experiments/prefix_vs_causal/README.md#claims", "test": "interval_above", "unit": "seed",
+            "units": "0,1,2,3,4", "n": "5", "on_claimed_side": "3", "mean": "1", "ci95_low": low, "ci95_high": high,
+            "paper_value": "nan", "min_values": "5", "key": f"configs/quick/prefix_vs_causal.yaml :: {cid}"}
 
 
 def table1_id(t, s):
@@ -52,10 +58,22 @@ assert gate_verdict(["reproduced"] * 6, 6) == (6, "reproduced") and gate_verdict
 T1 = "003-gate Table 1: all 6 cells"
 rows = [claim(table1_id(t, s), "reproduced") for t in TASKS for s in ("UL-no-L2", "SL-L2")]
 assert gate(rows, T1)["verdict"] == "reproduced"
-rows[0]["verdict"] = "not reproduced"  # LR UL-no-L2's ratio fails: its cell fails in both tables' gates
+rows[0] = claim(rows[0]["id"], "not reproduced")  # LR UL-no-L2's ratio fails below 0 too: its cell fails in both gates
 g = gate(rows, T1)
 assert (g["verdict"], g["ours"]) == ("not reproduced", "5 of 6 reproduced") and "LR UL-no-L2: not reproduced" in g["members"], g
 assert "LR UL-no-L2: not reproduced" in gate(rows, T3)["members"]
+# Table 3 judges Table 1's rows by its own rule, x > 0 (second audit of issue 45, F3), not by the ratio's 1.5 bar: a row
+# whose ratio misses 1.5 with an interval above 0 is a reproduced Table 3 cell; one straddling 0 an undecided one
+rows[0] = claim(rows[0]["id"], "not reproduced", ("0.1", "0.3"))
+assert "LR UL-no-L2: not reproduced" in gate(rows, T1)["members"] and "LR UL-no-L2: reproduced" in gate(rows, T3)["members"]
+rows[0] = claim(rows[0]["id"], "not reproduced", ("-0.66", "0.40"))
+assert "LR UL-no-L2: inconclusive" in gate(rows, T3)["members"]
+rows[0] = claim(rows[0]["id"], "inconclusive", ("0.13", "0.89"))  # inconclusive on 1.5, above 0
+assert "LR UL-no-L2: reproduced" in gate(rows, T3)["members"]
+rows[0] = dict(claim(rows[0]["id"], "inconclusive", ("0.5", "2")), n="4")  # below the floor of 5: undecided
+assert "LR UL-no-L2: inconclusive" in gate(rows, T3)["members"]
+rows[0] = claim(rows[0]["id"], "inconclusive", ("nan", "2"))  # a non-finite bound: undecided
+assert "LR UL-no-L2: inconclusive" in gate(rows, T3)["members"]
 assert gate(rows[:-1], T1)["members"].endswith("MC SL-L2: not run")  # MC SL-L2's gap row missing
 # the fallback rows of the paper profile are other claims: they do not stand for the cells
 fallback = [dict(r, id=r["id"] + " (with triggered fallback)") for r in rows]

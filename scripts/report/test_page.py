@@ -78,9 +78,11 @@ page = page_of(new)
 lines = page.splitlines()
 # the headline: the verdicts, by kind with own checks apart, and robustness counted
 assert "**5 claims: 2 reproduced, 1 not reproduced, 1 inconclusive, 1 not run.**" in page, page
-assert ("- **Paper claims**: 2 of 3 reproduced (1 robust: hold without any one seed and under rounding), 1 not reproduced; "
-        "matches a printed number: 1 of 1 reproduced (1 robust); reproduces a qualitative claim: 1 of 2 reproduced "
-        "(0 robust), 1 not reproduced.") in page, page
+# robust only where both checks were made and held; the identity over one draw's instances has neither: unchecked
+assert ("- **Paper claims**: 2 of 3 reproduced (0 robust: hold without any one seed and under rounding; 1 without both "
+        "checks (one value per instance of one draw, or no rounding twin)), 1 not reproduced; matches a printed number: 1 of "
+        "1 reproduced (0 robust; 1 unchecked); reproduces a qualitative claim: 1 of 2 reproduced (0 robust), 1 not "
+        "reproduced.") in page, page
 assert "- **Own checks**: 0 of 2 reproduced, 1 inconclusive, 1 not run." in page, page
 assert ("- **Robustness**: 1 rules chosen after the first runs (†); 1 fragile when one seed is left out (of 2 with a "
         "leave-one-out check); 1 depend on rounding (of 2 rerun under another rounding).") in page, page
@@ -207,8 +209,8 @@ assert shared([dict(ROWS[2]), dict(ROWS[2], id="no digest, no values")]) == (2, 
 print("page: one measurement only for the same runs and bit-equal, tie-free values OK")
 
 # paper claims name a paper as their source: our own hypotheses (issue 43) are own checks whatever kind they declare;
-# robust = reproduced, neither fragile nor dependent on rounding
-from claim_text import is_paper_claim, is_robust, kind_short  # noqa: E402
+# robust = reproduced, and both checks made and held (leave-one-out, rounding)
+from claim_text import is_paper_claim, is_robust, kind_short, unchecked  # noqa: E402
 from counts import headline_items  # noqa: E402
 hypothesis = dict(ROWS[0], id="decay-fade gamma=0.9", paper="issue 43", values="0.9, 0.8, 0.95, 0.85, 0.99",
                   leave_one_out="holds", rounding="holds under rounding", provenance="")
@@ -218,10 +220,17 @@ items = dict(headline_items([dict(r) for r in new] + [hypothesis], []))
 assert items["Paper claims"].startswith("2 of 3 reproduced"), items
 assert items["Own checks"] == ("1 of 3 reproduced (1 robust), 1 inconclusive, 1 not run (of them 1 declared as paper kinds "
                                "whose source is no paper)"), items
+# negative controls are counted apart from the own checks (second audit of issue 45)
+control = dict(ROWS[2], id="002-T1 float64 control", kind="own check", paper="002",
+               statement="the negative control of 002-T1 fails (float64)")
+items = dict(headline_items([dict(r) for r in new] + [hypothesis, control], []))
+assert items["Own checks"].startswith("1 of 3 reproduced"), items
+assert items["Negative controls"].startswith("1 of 1 reproduced (reproduced: the control failed"), items
 hyp_page = "\n".join(claims_page_md([dict(r) for r in new] + [hypothesis], [], "../"))
 assert "| decay-fade gamma=0.9 |" in hyp_page and "| own | 4/5 seeds |" in hyp_page, hyp_page
 assert "kind: own check (declared: reproduces a qualitative claim; it names no paper as its source)" in hyp_page
-assert is_robust(dict(ROWS[0], leave_one_out="holds", rounding="")) and not is_robust(ROWS[0])  # fragile, depends
+assert is_robust(dict(ROWS[0], leave_one_out="holds", rounding="holds under rounding")) and not is_robust(ROWS[0])  # fragile, depends
+assert not is_robust(dict(ROWS[0], leave_one_out="holds", rounding="")) and unchecked(dict(ROWS[0], leave_one_out="holds", rounding=""))
 assert not is_robust(dict(ROWS[0], leave_one_out="holds", rounding="depends on rounding: not reproduced at +1 ulp"))
 assert not is_robust(ROWS[1])  # not reproduced
 print("page: paper claims by source, own hypotheses as own checks, robust reproduced claims OK")
