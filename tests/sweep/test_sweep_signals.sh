@@ -9,8 +9,9 @@ set -euo pipefail
 iclab=$1; cd "$2"
 tmp=$(mktemp -d); trap "rm -rf \"$tmp\"" EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-# Long enough to be interrupted mid-run on a fast machine (about 10 s per job with one thread).
-tiny=(configs/quick/induction_head.yaml train.steps=2000 train.warmup_steps=2 eval.every=1000 task.seq_len=16
+# Long enough to be interrupted mid-run on a fast machine: about 20 s per job with one thread on a Zen 3 core (2000
+# steps took 2 s there, and a job finished before the signal).
+tiny=(configs/quick/induction_head.yaml train.steps=20000 train.warmup_steps=2 eval.every=10000 task.seq_len=16
       eval.sequences=8 train.batch_size=4 seed=0,1 "output.dir=$tmp/out")
 
 "$iclab" run -m "${tiny[@]}" --jobs 2 --threads 1 >"$tmp/first.out" 2>"$tmp/first.err" &
