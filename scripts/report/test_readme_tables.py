@@ -87,7 +87,8 @@ with tempfile.TemporaryDirectory(prefix="iclab_readme_tables_") as tmp:
     make_run(os.path.join(results, "sweeps/mixed/a"), commit, 0, 0.1, experiment="regression")
     make_run(os.path.join(results, "sweeps/mixed/b"), commit, 0, 0.1, experiment="bias_training")
     make_run(os.path.join(results, "sweeps/unknown/a"), commit, 0, 0.1, experiment="no_such_experiment")
-    for pattern, families, parsed in (("sweeps/mixed/*", "bias_training, regression", {"bias_training", "regression"}),
+    for pattern, families, parsed in (("sweeps/mixed/*", "bias_training, regression, regression_claims",
+                                       {"bias_training", "regression", "regression_claims"}),
                                       ("sweeps/unknown/*", "all", None)):
         with open(readme, "w") as f:
             f.write(f'<!-- table: run={pattern} dataset=/ columns="{{@seed}}" -->\n<!-- /table -->\n')
