@@ -261,8 +261,9 @@ def false_pass_text(c):
     - a one-sided interval rule (mean above / below a bar, the 95 % t-interval wholly on one side): 2.5 % when the true
       mean sits on the bar;
     - a band rule (the interval inside [lo, hi]): at most 2.5 % for a true value outside the band (on an edge); a true
-      value inside passes whatever produced it, so for an equivalence claim ("comparable", "within x1.5") a model with
-      no effect at all passes;
+      value inside passes whatever produced it, so a model without the effect passes when its value lies in the band (an
+      equivalence claim, "comparable", "within x1.5", whose band contains no effect) and fails when it does not (a band
+      around 1 for an accuracy, where no ICL scores chance: third audit of issue 45);
     - a count rule: P(Binomial(n, 1/2) >= k), each seed, or each instance, falling on either side of the bar by a fair
       coin (every one of 5: 3.1 %; 4 of 5: 19 %). Over the instances of an exact identity (hundreds of conversions) the
       rate is that of a coin, negligible; over 2 timings it is 25 %: the number says which;
@@ -275,7 +276,8 @@ def false_pass_text(c):
         return "2.5 % (one-sided 95 % t-interval, true mean on the bar)"
     if test == "interval_within":
         return ("<= 2.5 % for a true value outside the band (95 % t-interval inside it); a true value inside passes "
-                "whatever made it: as an equivalence claim a model with no effect passes")
+                "whatever made it, so what the claim can fail is what lies outside the band (a model without the effect "
+                "passes only when its value is inside, as for an equivalence claim whose band contains no effect)")
     counted = needed_count(c)
     if counted is None:
         return ""

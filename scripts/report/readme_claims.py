@@ -15,7 +15,9 @@ Exit status: 0 written, or (--check) every block equals the report's; 1 (--check
 report's (or is missing), listed on stderr; 2 bad arguments, an unreadable blocks file or broken markers.
 --against-page (ctest readme_claims_page; issue 45, "generated, never hand-written"): the rows of each README's block
 (its compact tables) are exactly the page's rows of the claims that README explains (the page's details name the README
-of each row): a hand-edited row, a row missing from either side, or a block left from another report fails (exit 1).
+of each row), each with the page's details entry (statement, rule, values, provenance, robustness), and the block's
+counts line agrees with its rows: a hand-edited row, entry or count, a row missing from either side, or a block left
+from another report fails (exit 1). `scripts/reproduce.sh --check` runs it too.
 """
 import argparse
 import json
@@ -71,7 +73,8 @@ def table_rows(lines):
 
 
 def page_rows_by_readme(page_text, page_path):
-    """{README repo path: sorted rows} of the page, each row given to the README its details entry names."""
+    """{README repo path: sorted (row, details entry)} of the page, each row given to the README its details entry
+    names; the entry without its "; explained in [...](README)" suffix, as the README's own block has it."""
     out, base = {}, os.path.dirname(page_path)
     for rows, entries in table_rows(page_text.splitlines()):
         if len(rows) != len(entries):
@@ -80,8 +83,26 @@ def page_rows_by_readme(page_text, page_path):
             m = EXPLAINED.search(entry)
             if m:
                 readme = os.path.normpath(os.path.join(base, m.group(1)))
-                out.setdefault(readme, []).append(row)
+                out.setdefault(readme, []).append((row, entry[:m.start()]))
     return {k: sorted(v) for k, v in out.items()}
+
+
+VERDICT_CELL = re.compile(r"\| (\*\*)?(reproduced|not reproduced|inconclusive|not run)(\*\*)? \|")
+SUMMARY = re.compile(r"^\*\*(\d+) claims?: (\d+) reproduced, (\d+) not reproduced, (\d+) inconclusive, (\d+) not run\.\*\*")
+
+
+def summary_problem(inner):
+    """The block's counts line against its own rows (the claims' tables, before any spec-gate table): a hand-edited
+    count, or counts left from another report, differ; None when they agree or the block has no counts line."""
+    lines = inner.splitlines()
+    line = next((l for l in lines if SUMMARY.match(l)), None)
+    if line is None:
+        return None
+    own = inner.split("Spec gates, counted from the rows above:", 1)[0]
+    verdicts = [m.group(2) for rows, _ in table_rows(own.splitlines()) for r in rows for m in [VERDICT_CELL.search(r)] if m]
+    counted = [len(verdicts)] + [verdicts.count(v) for v in ("reproduced", "not reproduced", "inconclusive", "not run")]
+    stated = [int(g) for g in SUMMARY.match(line).groups()]
+    return None if counted == stated else f"its counts line says {stated[0]} claims ({', '.join(map(str, stated[1:]))}), its rows {counted[0]} ({', '.join(map(str, counted[1:]))})"
 
 
 def check_against_page(root, page, profile):
@@ -102,14 +123,22 @@ def check_against_page(root, page, profile):
             continue
         blocks += 1
         inner = text.split(begin, 1)[1].split(end, 1)[0]
+        pairs = sorted((r, e) for table, entries in table_rows(inner.splitlines()) for r, e in zip(table, entries))
         rows = sorted(r for table, _ in table_rows(inner.splitlines()) for r in table)
         want = expected.get(readme, [])
-        if rows != want:
-            only_readme = [r for r in rows if r not in want]
-            only_page = [r for r in want if r not in rows]
+        want_rows = sorted(r for r, _ in want)
+        if rows != want_rows:
+            only_readme = [r for r in rows if r not in want_rows]
+            only_page = [r for r in want_rows if r not in rows]
             first = (only_readme or only_page or ["(the same rows, other counts)"])[0]
             problems.append(f"{readme}: {len(only_readme)} rows not on the page, {len(only_page)} page rows missing; "
                             f"first: {first[:160]}")
+        elif pairs != want:  # the same rows; a details entry (statement, rule, per-seed values, provenance) differs
+            first = next(e for (_, e), (_, w) in zip(pairs, want) if e != w) if len(pairs) == len(want) else "(entries missing)"
+            problems.append(f"{readme}: a details entry differs from the page's: {first[:160]}")
+        summary = summary_problem(inner)
+        if summary:
+            problems.append(f"{readme}: {summary}")
     for p in problems:
         print(f"readme_claims: {p}", file=sys.stderr)
     print(f"readme_claims: {blocks} README blocks of profile {profile} against {page}: {len(problems)} differ", file=sys.stderr)

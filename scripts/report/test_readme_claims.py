@@ -4,6 +4,7 @@ report (text around it kept), per profile; broken markers are refused; the block
 The README block, the page and the HTML show compact rows (a count rule's k/n, an interval rule's mean and interval),
 fold the per-seed values, rules and settings in <details>, and count the not-run claims apart."""
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -128,6 +129,16 @@ with tempfile.TemporaryDirectory() as root:
         f.write(good.replace("| **not reproduced** |", "| reproduced |", 1))
     edited = against()
     assert edited.returncode == 1 and "experiments/vo_trained/README.md: 1 rows not on the page, 1 page rows missing" in edited.stderr, edited
+    with open(vo_readme, "w") as f:  # the same rows, a hand-edited details entry (its per-seed values)
+        f.write(good.replace("statement: ", "statement: (edited) ", 1))
+    entry = against()
+    assert entry.returncode == 1 and "a details entry differs from the page's" in entry.stderr, entry
+    counts = re.search(r"\*\*2 claims: (\d+) reproduced, (\d+) not reproduced", good)
+    assert counts, good
+    with open(vo_readme, "w") as f:  # the same rows and entries, a hand-edited counts line
+        f.write(good.replace(counts.group(0), f"**2 claims: {int(counts.group(1)) + 1} reproduced, {int(counts.group(2)) - 1} not reproduced", 1))
+    summary = against()
+    assert summary.returncode == 1 and "its counts line says 2 claims" in summary.stderr, summary
     only_one = readme_blocks([dict(claim)], "T", "docs/reproduction.md")["experiments/vo_trained/README.md"]
     with open(vo_readme, "w") as f:  # a block from another report (one row fewer)
         f.write(replace_block("# vo\n", "quick", only_one))
@@ -139,4 +150,4 @@ with tempfile.TemporaryDirectory() as root:
     assert against("docs/none.md").returncode == 2
 
 print("readme_claims: blocks appended, replaced, refused and built as stated; --check fails on a block that differs; "
-      "--against-page fails on a README row that differs from the committed page")
+      "--against-page fails on a README row, details entry or counts line that differs from the committed page")
