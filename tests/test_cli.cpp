@@ -300,14 +300,9 @@ TEST_CASE("bench measures a config's model and writes its table and an export", 
 }
 
 TEST_CASE("the quick config learns the induction head", "[cli][learning][slow]") {
-    // The default experiment, end to end, as scripts/run.sh runs it (about a minute on 2 cores), evaluated every 300
-    // steps instead of 100: the evaluation sequences are drawn once from their own stream (induction_training.cpp), so
-    // training and the final evaluation are the default run's, and 10 evaluations of 512 sequences instead of 30 take
-    // ~30 % off the suite's longest test (issue 44: scripts/test.sh <= 12 min). The first is at step 300, before the
-    // identity match forms (ICL accuracy 0.11-0.18 at step 500 over 5 seeds of the quick bias_training runs).
+    // The default experiment, end to end, as scripts/run.sh runs it (about a minute on 2 cores).
     Scratch scratch;
-    const auto run = run_iclab("run configs/quick/induction_head.yaml eval.every=300 --quiet output.dir=" +
-                                   (scratch.path / "results").string(),
+    const auto run = run_iclab("run configs/quick/induction_head.yaml --quiet output.dir=" + (scratch.path / "results").string(),
                                scratch.path);
     REQUIRE(run.status == 0);
     iclab::io::ResultsReader reader(fs::path(last_line(run.out)) / "results.h5");
