@@ -65,10 +65,11 @@ TEST_CASE("gd004_example: GD-CL reproduces the trained layer's prediction", "[gd
     for (std::size_t e = 0; e <= 10; ++e)
         CHECK(trajectory[e * 15] == Approx(trajectory[0] + (y_tf - trajectory[0]) * e / 10.0).margin(1e-12));
     CHECK(reader.read_attr_double("/", "control_min_error") >= 1e-4);
-    // the claims: 5 identities + 4 variant duals per sequence (own checks), then 2 per training seed
+    // the claims: 5 identities, their control, 2 negative-sample duals with a control each, per sequence (own checks),
+    // then 2 per training seed; the regularized duals are judged by gd004_figures' Figure 10 claim on the same layer
     const auto claims = iclab::io::read_claims(reader);
-    REQUIRE(claims.size() == 11);
-    for (std::size_t i = 0; i < 9; ++i) {
+    REQUIRE(claims.size() == 12);
+    for (std::size_t i = 0; i < 10; ++i) {
         INFO(claims[i].claim.id);
         CHECK(claims[i].claim.kind == iclab::io::ClaimKind::own_check);
         CHECK(claims[i].claim.unit == "instance");
@@ -78,13 +79,31 @@ TEST_CASE("gd004_example: GD-CL reproduces the trained layer's prediction", "[gd
     CHECK(claims[0].claim.id == "004-5.2 N=15 fp64: y_CL = y_TF");
     CHECK(*std::max_element(claims[0].values.begin(), claims[0].values.end()) == max_err[0]);  // the measured errors
     CHECK(*std::max_element(claims[2].values.begin(), claims[2].values.end()) == max_err[1]);
-    CHECK(claims[9].claim.id == "004-5.2 N=15 layer predicts the label");
-    CHECK(claims[9].claim.kind == iclab::io::ClaimKind::qualitative);
-    CHECK(claims[9].values.at(0) == Approx(reader.read_column_double("/tables/004_example/median_abs_err")[0] /
-                                           reader.read_column_double("/tables/004_example/median_abs_y")[0]));
-    CHECK(claims[10].claim.id == "004-5.2 N=15 error scale of the paper's example");
-    CHECK(claims[10].claim.rule.low == Approx(0.0563 / 3));  // |-0.6490 - (-0.5927)| / 3, the declared band
-    for (std::size_t i = 9; i < 11; ++i) {
+    CHECK(claims[5].claim.id == "004-5.2 N=15 fp64 control: a wrong dual is caught");
+    CHECK(*std::min_element(claims[5].values.begin(), claims[5].values.end()) == reader.read_attr_double("/", "control_min_error"));
+    CHECK(claims[7].claim.id == claims[6].claim.id + " control");
+    CHECK_FALSE(claims[5].claim.provenance.empty());  // declared after the first runs
+    for (const auto& c : claims) CHECK(c.claim.id.find("reg alpha") == std::string::npos);
+    // the variants table: a row's verdict is its claims'; the regularized rows name the claim that judges them
+    const auto variant = reader.read_column_string("/tables/004_variants_trained/variant");
+    const auto row_verdict = reader.read_column_string("/tables/004_variants_trained/verdict");
+    const auto judged_by = reader.read_column_string("/tables/004_variants_trained/judged_by");
+    REQUIRE(variant.size() == 4);
+    for (std::size_t v = 0; v < 4; ++v) {
+        INFO(variant[v]);
+        const bool reg = variant[v].rfind("reg", 0) == 0;
+        CHECK(row_verdict[v] == (reg ? "" : "reproduced"));
+        CHECK(judged_by[v] == (reg ? std::string(iclab::experiments::gd004_example_claims::kRegJudgedBy)
+                                   : "004-7 " + variant[v] + " N=15 trained fp64: dual exact; 004-7 " + variant[v] +
+                                         " N=15 trained fp64: dual exact control"));
+    }
+    CHECK(claims[10].claim.id == "004-5.2 N=15 layer predicts the label");
+    CHECK(claims[10].claim.kind == iclab::io::ClaimKind::qualitative);
+    CHECK(claims[10].values.at(0) == Approx(reader.read_column_double("/tables/004_example/median_abs_err")[0] /
+                                            reader.read_column_double("/tables/004_example/median_abs_y")[0]));
+    CHECK(claims[11].claim.id == "004-5.2 N=15 error scale of the paper's example");
+    CHECK(claims[11].claim.rule.low == Approx(0.0563 / 3));  // |-0.6490 - (-0.5927)| / 3, the declared band
+    for (std::size_t i = 10; i < 12; ++i) {
         CHECK(claims[i].claim.unit == "seed");
         CHECK(claims[i].units == std::vector<std::int64_t>{0});
         CHECK(claims[i].verdict == iclab::io::Verdict::inconclusive);  // one seed; the rule needs 2 of 3
@@ -95,29 +114,35 @@ TEST_CASE("gd004_example claims: declared from N, judged on the measured values"
     namespace ge = iclab::experiments::gd004_example_claims;
     using iclab::io::Verdict;
     CHECK(ge::declare_claims(31).back().claim.source == "App. A.4 (y = 0.2767, y_TF = 0.2915)");
-    CHECK(ge::declare_claims(20).size() == 10);  // no paper example for N = 20: no error-scale claim
+    CHECK(ge::declare_claims(20).size() == 11);  // no paper example for N = 20: no error-scale claim
     const auto claims = ge::declare_claims(15);
-    REQUIRE(claims.size() == 11);
+    REQUIRE(claims.size() == 12);
     ge::Measured m;
     m.err64 = {1e-15, 2e-11};                  // one sequence beyond 1e-11
     m.model_vs_cl64 = {1e-15, std::nan("")};   // a non-finite value
     m.err32 = {1e-5, 1e-7};                    // at the bar: within
     m.epochs64 = m.epochs32 = {0.0, 0.0};
-    m.variant_err = {{1e-15, 1e-15}, {2e-12, 1e-15}, {1e-15, 1e-15}, {1e-15, 1e-15}};  // reg alpha=0.1 beyond 1e-12
+    m.control64 = {1e-3, 5e-5};                // one control below the floor: a wrong dual would pass there
+    m.variant_err = {{1e-15, 1e-15}, {2e-12, 1e-15}, {1e-15, 1e-15}, {1e-15, 2e-11}};  // neg uniform beyond 1e-11
+    m.variant_control = {{}, {}, {1e-2, 2e-2}, {1e-2, std::nan("")}};                 // reg: no claim; a NaN control
+    m.variant_control_units = {{}, {}, {0, 1}, {0, 1}};
     m.median_abs_err = 1.5, m.median_abs_y = 1.0;  // worse than the zero predictor
     const auto one = ge::evaluate_claims(claims, m, 0);
     CHECK(one[0].verdict == Verdict::not_reproduced);
     CHECK(one[1].verdict == Verdict::inconclusive);
     CHECK(one[2].verdict == Verdict::reproduced);
-    CHECK(one[5].verdict == Verdict::reproduced);
-    CHECK(one[6].verdict == Verdict::not_reproduced);
-    CHECK(one[9].values == std::vector<double>{1.5});
+    CHECK(one[5].verdict == Verdict::not_reproduced);  // the Theorem 1 control
+    CHECK(one[6].verdict == Verdict::reproduced);      // neg none
+    CHECK(one[7].verdict == Verdict::reproduced);      // its control
+    CHECK(one[8].verdict == Verdict::not_reproduced);  // neg uniform beyond its bar
+    CHECK(one[9].verdict == Verdict::inconclusive);    // its NaN control never passes
+    CHECK(one[10].values == std::vector<double>{1.5});
     // pooled over three seeds (`iclab claims`), by the 95 % t-interval of the seed mean (third audit of issue 45: no
     // longer ">= 2/3 of the seeds", which a coin passes 19 % of the time over 5 seeds)
-    CHECK(claims[9].claim.rule.test == iclab::io::ClaimRule::Test::interval_below);
-    CHECK(claims[10].claim.rule.test == iclab::io::ClaimRule::Test::interval_within);
-    CHECK_THAT(claims[9].claim.provenance, Catch::StartsWith("chosen after the first runs (2026-11-29)"));
+    CHECK(claims[10].claim.rule.test == iclab::io::ClaimRule::Test::interval_below);
+    CHECK(claims[11].claim.rule.test == iclab::io::ClaimRule::Test::interval_within);
     CHECK_THAT(claims[10].claim.provenance, Catch::StartsWith("chosen after the first runs (2026-11-29)"));
+    CHECK_THAT(claims[11].claim.provenance, Catch::StartsWith("chosen after the first runs (2026-11-29)"));
     const auto pooled_of = [&](std::vector<double> errors) {
         std::vector<std::pair<std::string, std::vector<iclab::io::ClaimResult>>> runs;
         for (std::size_t seed = 0; seed < errors.size(); ++seed) {
@@ -127,14 +152,14 @@ TEST_CASE("gd004_example claims: declared from N, judged on the measured values"
         return iclab::io::pool_claims(runs);
     };
     const auto worse = pooled_of({1.5, 1.4, 1.45});  // every seed worse than the zero predictor
-    CHECK(worse[9].verdict == Verdict::not_reproduced);
-    CHECK(worse[10].verdict == Verdict::not_reproduced);  // the interval is disjoint from [0.019, 0.17]
+    CHECK(worse[10].verdict == Verdict::not_reproduced);
+    CHECK(worse[11].verdict == Verdict::not_reproduced);  // the interval is disjoint from [0.019, 0.17]
     const auto better = pooled_of({0.1, 0.11, 0.12});  // of median |y| = 1
-    CHECK(better[9].verdict == Verdict::reproduced);
-    CHECK(better[10].verdict == Verdict::reproduced);  // the interval inside the band
+    CHECK(better[10].verdict == Verdict::reproduced);
+    CHECK(better[11].verdict == Verdict::reproduced);  // the interval inside the band
     const auto two_of_three = pooled_of({0.1, 0.12, 1.5});  // passed the old 2-of-3 count; the interval straddles
-    CHECK(two_of_three[9].verdict == Verdict::inconclusive);
     CHECK(two_of_three[10].verdict == Verdict::inconclusive);
+    CHECK(two_of_three[11].verdict == Verdict::inconclusive);
 }
 
 TEST_CASE("gd004_example refuses a layer that is not paper 004's", "[gd004_example][cli]") {

@@ -178,8 +178,34 @@ TEST_CASE("lsa_gd: the quick config writes the checks table and one claim per ga
         }
         // one replicate: the causal plateau's max is its min, one claim
         CHECK(c.claim.id != "003-A2 fig2_causal_query_mse_l50_max");
+        // fourth audit of issue 45: the kind is declared, not read from an apostrophe ("eta 1.6's" is an own check's text)
+        if (c.claim.id.find("_causal_query_mse_l50") != std::string::npos && c.claim.id.find("eta3.2_over") != std::string::npos)
+            CHECK(c.claim.kind == io::ClaimKind::own_check);
+        if (c.claim.id.find("fig2r_mse_increases_with_mu") != std::string::npos || c.claim.id.find("fig4_causal2_above") != std::string::npos)
+            CHECK(c.claim.kind == io::ClaimKind::qualitative);
+        // bars and settings replaced after development runs say so: the asymptotic rates, causalLM2's eta 0.1
+        if (c.claim.id.find("asymptotic_rate_vs_rho") != std::string::npos || c.claim.id.find("eq18_causal2") != std::string::npos ||
+            c.claim.id.find("prop6_causal2") != std::string::npos)
+            CHECK_THAT(c.claim.provenance, Catch::StartsWith("chosen after the first runs"));
+        // at eta 0.1, d = 16 no draw can make causalLM2 unstable: that row is shown, not a claim
+        CHECK(c.claim.id.find("_sequences_with_rho_S_above_1") == std::string::npos);
     }
     CHECK(printed >= 1);  // eta = 1.6 (E.1) is the one number printed
+}
+
+// causalLM2's rho <= 1 on every draw of x in [-1, 1]^d when eta d <= 2 (the diagonal 1 - eta |x_j|^2 / j of I - eta S lies in
+// [1 - eta d, 1]); above it a draw can diverge, so the count of unstable sequences is a claim again (fourth audit of issue 45).
+TEST_CASE("lsa_gd: causalLM2 stability is a claim only where a draw can fail it", "[lsa_gd]") {
+    using iclab::experiments::lsa_study::Settings;
+    using iclab::experiments::lsa_study::causal2_stable_by_construction;
+    using iclab::experiments::lsa_study::causal2_eta_provenance;
+    Settings s;  // d = 16
+    CHECK(causal2_stable_by_construction(s, 0.1));
+    CHECK(causal2_stable_by_construction(s, 0.125));  // eta d = 2: 1 - eta |x|^2 / j >= -1
+    CHECK_FALSE(causal2_stable_by_construction(s, 0.3));  // the spec's eta: 27 of 192 sequences diverged at it
+    CHECK_FALSE(causal2_eta_provenance(s).empty());  // the configs' 0.1 was chosen after the spec's 0.3 failed
+    s.eta_causal2 = 0.05;
+    CHECK(causal2_eta_provenance(s).empty());  // a reader's own eta is theirs
 }
 
 // E.1's best eta (issue 45): the argmin of the prefix query MSE over the convergent etas; a NaN MSE or radius in any

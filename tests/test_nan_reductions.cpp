@@ -361,6 +361,7 @@ TEST_CASE("nan reductions: gd004_example's median error is NaN with a NaN predic
             g::Measured m;
             m.median_abs_err = iclab::quantile_of(abs_err, 0.5), m.median_abs_y = iclab::quantile_of(abs_y, 0.5);
             m.variant_err.resize(std::size(g::kVariants));
+            m.variant_control.resize(std::size(g::kVariants)), m.variant_control_units.resize(std::size(g::kVariants));
             runs.push_back({"seed" + std::to_string(seed), g::evaluate_claims(declared, m, seed)});
         }
         return iclab::io::pool_claims(runs);

@@ -30,21 +30,32 @@ inline constexpr VariantSpec kVariants[] = {{"reg alpha=0.01", "reg", 0.01, fals
                                             {"neg k=3 beta=0.1 none", "neg", 0.0, false, 1e-11},
                                             {"neg k=3 beta=0.1 uniform", "neg", 0.0, true, 1e-11}};
 
+// The floor every negative control must reach (spec gd_duals §3.5: a wrong dual differs by at least this much).
+inline constexpr double kControlFloor = 1e-4;
+// The claim that judges the regularized variants' identity on this layer: gd004_figures' Figure 10 claim, on the same
+// trained layer in every profile (fourth audit of issue 45: one identity on one model is one claim).
+inline constexpr const char* kRegJudgedBy = "004-F10 N_CL 1 full batch = Eq. 14 (gd004_figures, the same trained layer)";
+
 // Theorem 1's bars on the trained layer (spec gd_duals §2: N·N_CL sequential steps): fp64 1e-11, fp32 1e-5.
 inline constexpr double kBarFp64 = 1e-11, kBarFp32 = 1e-5;
 
 // What one run measured: per dual sequence (unit `instance`) and per run (unit `seed`).
 struct Measured {
     std::vector<double> err64, model_vs_cl64, err32, epochs64, epochs32;  // per dual sequence
+    std::vector<double> control64;  // per dual sequence: the smaller of Theorem 1's two negative controls (fp64)
     std::vector<std::vector<double>> variant_err;                         // per kVariants entry, per dual sequence
+    // per kVariants entry: the negative control (the base model's dual against the variant) on the sequences where it
+    // can fail, and those sequences' indices
+    std::vector<std::vector<double>> variant_control;
+    std::vector<std::vector<std::int64_t>> variant_control_units;
     double median_abs_err = 0.0, median_abs_y = 0.0;                      // over the test sequences
 };
 
-enum class Value { err64, model_vs_cl64, err32, epochs64, epochs32, variant, relative_error, error_scale };
+enum class Value { err64, model_vs_cl64, err32, epochs64, epochs32, control64, variant, variant_control, relative_error, error_scale };
 struct DeclaredClaim {
     io::Claim claim;
     Value value = Value::err64;
-    std::size_t variant = 0;  // Value::variant: index into kVariants
+    std::size_t variant = 0;  // Value::variant, variant_control: index into kVariants
 };
 
 // N = task.examples.

@@ -94,8 +94,10 @@ RunOutcome run_gd004_example(const RunContext& context) {
         max_model64 = max_or_nan(max_model64, std::abs(r64.y_cl - y_model[b]) / std::max(1.0, std::abs(y_model[b])));
         max32 = max_or_nan(max32, r32.err);
         max_epochs32 = max_or_nan(max_epochs32, r32.err_epochs);
-        min_ctrl = min_or_nan(min_ctrl, r64.err_ctrl_d);
-        if (r64.err_ctrl_w0 != -1.0) min_ctrl = min_or_nan(min_ctrl, r64.err_ctrl_w0);  // −1: skipped (§3.5); a NaN is kept
+        const double control = r64.err_ctrl_w0 != -1.0 ? min_or_nan(r64.err_ctrl_d, r64.err_ctrl_w0)  // −1: skipped (§3.5)
+                                                       : r64.err_ctrl_d;                           // a NaN is kept
+        measured.control64.push_back(control);
+        min_ctrl = min_or_nan(min_ctrl, control);
     }
     // The §7 variant duals on the trained weights (spec §7: "50 instances × {random, trained} weights"): the
     // regularized Eq. 14 (one full-batch step) and negative samples (Eq. 17-18, N_CL epochs); fp64.
@@ -120,6 +122,8 @@ RunOutcome run_gd004_example(const RunContext& context) {
         variants.push_back(row);
     }
     measured.variant_err.resize(variants.size());
+    measured.variant_control.resize(variants.size());
+    measured.variant_control_units.resize(variants.size());
     for (std::size_t v = 0; v < variants.size(); ++v) {
         VariantRow& row = variants[v];
         for (std::size_t b = 0; b < duals; ++b) {
@@ -128,6 +132,8 @@ RunOutcome run_gd004_example(const RunContext& context) {
             measured.variant_err[v].push_back(r.err);
             row.max_err = max_or_nan(row.max_err, r.err);
             if (r.err_ctrl_base != -1.0) {  // −1: the control cannot fail on this sequence; a NaN control is kept (fails)
+                measured.variant_control[v].push_back(r.err_ctrl_base);
+                measured.variant_control_units[v].push_back(static_cast<std::int64_t>(b));
                 row.min_ctrl = row.controlled ? min_or_nan(row.min_ctrl, r.err_ctrl_base) : r.err_ctrl_base;
                 row.controlled = true;
             }
@@ -168,23 +174,41 @@ RunOutcome run_gd004_example(const RunContext& context) {
                      {"bar", std::vector<double>{1e-11, 1e-5}},
                      {"verdict", std::vector<std::string>{within(max64, max_epochs64, 1e-11), within(max32, max_epochs32, 1e-5)}}});
     {
-        std::vector<std::string> names, pass_v;
+        // A row's verdict is its claims' (the identity and its control; fourth audit of issue 45: the column had gated the
+        // control, which no claim judged). The regularized rows have none here: kRegJudgedBy judges that identity.
+        const auto verdict_of = [&](const std::string& id) -> const io::ClaimResult* {
+            for (const auto& v : verdicts)
+                if (v.claim.id == id) return &v;
+            return nullptr;
+        };
+        std::vector<std::string> names, pass_v, judged_by;
         std::vector<double> errs, bars, ctrls;
-        for (const auto& row : variants) {
-            const double bar = row.setting.variant == "reg" ? 1e-12 : 1e-11;  // single full-batch step / N·N_CL steps
+        for (std::size_t v = 0; v < variants.size(); ++v) {
+            const VariantRow& row = variants[v];
             names.push_back(row.name);
             errs.push_back(row.max_err);
-            bars.push_back(bar);
+            bars.push_back(kVariants[v].bar);
             ctrls.push_back(row.min_ctrl);
-            pass_v.push_back(std::isnan(row.max_err)                                                    ? "inconclusive"
-                             : row.max_err <= bar && (!row.controlled || row.min_ctrl >= 1e-4) ? "reproduced"
-                                                                                                         : "not reproduced");
+            const std::string id = "004-7 " + row.name + " N=" + std::to_string(N) + " trained fp64: dual exact";
+            const io::ClaimResult *exact = verdict_of(id), *control = verdict_of(id + " control");
+            if (!exact) {
+                pass_v.push_back("");
+                judged_by.push_back(gd004_example_claims::kRegJudgedBy);
+                continue;
+            }
+            std::vector<io::Verdict> both{exact->verdict};
+            if (control) both.push_back(control->verdict);
+            const bool any_not = std::count(both.begin(), both.end(), io::Verdict::not_reproduced) > 0;
+            const bool all = std::count(both.begin(), both.end(), io::Verdict::reproduced) == static_cast<std::ptrdiff_t>(both.size());
+            pass_v.push_back(any_not ? "not reproduced" : all ? "reproduced" : "inconclusive");
+            judged_by.push_back(control ? id + "; " + id + " control" : id);
         }
         w.write_columns("/tables/004_variants_trained",
                         {{"variant", names}, {"sequences", std::vector<std::int64_t>(names.size(), static_cast<std::int64_t>(duals))},
-                         {"max_err", errs}, {"bar", bars}, {"control_error", ctrls}, {"verdict", pass_v}},
+                         {"max_err", errs}, {"bar", bars}, {"control_error", ctrls}, {"verdict", pass_v}, {"judged_by", judged_by}},
                         {{"control_error", "minimum over sequences of the base-model dual against the variant (must be >= 1e-4); "
-                                           "NaN: on no sequence could it fail (reg: alpha a_N+1 |v_N+1| < 1e-3)"}});
+                                           "NaN: on no sequence could it fail (reg: alpha a_N+1 |v_N+1| < 1e-3)"},
+                         {"verdict", "the verdict of the claims in judged_by (empty: judged by another experiment's claim)"}});
     }
     std::vector<std::int64_t> steps, epochs;
     for (std::size_t i = 0; i < trajectory.size(); ++i) {

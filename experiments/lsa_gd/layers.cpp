@@ -27,6 +27,13 @@ Check reported(const std::string& section, const std::string& name, const std::s
     return {section, name, claim, ours, paper, note, "", kNaN, kNaN, ""};  // no rule, no verdict
 }
 
+std::string causal2_eta_provenance(const Settings& s) {
+    if (s.eta_causal2 != 0.1) return "";
+    return "chosen after the first runs (2026-11-25): the spec's causalLM2 eta = 0.3 left 27 of 192 sequences with spectral "
+           "radius > 1 (max 1.64) and failed the Eq. 18 exactness check (3.6e-12 > 1e-12) in a development run at ae6856c; "
+           "eta = 0.1, a value of E.1's grid, was taken instead (experiments/lsa_gd/README.md)";
+}
+
 RegressionSequences replicate_data(const Settings& s, const Rng& root, std::size_t replicate, std::size_t examples, double mu) {
     Rng rng = root.derive(replicate);
     return icl::draw_regression_sequences(rng, s.sequences, examples, s.queries, s.dim, mu);
@@ -203,10 +210,12 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
     c.push_back(identity(gated("A1", "prop2_causal_lsa_equals_gd_fp64", "Prop 2: causal LSA output = GD Eq. 10", exact[1], 0, 1e-12, exact_band)));
     c.push_back(identity(gated("A1", "eq18_causal2_lsa_equals_gd_fp64", "App. D: causalLM2 LSA = Eq. 18 (eta " + text(s.eta_causal2) + ")", exact[2], 0,
                       1e-12, exact_band)));
+    c.back().provenance = causal2_eta_provenance(s);
     c.push_back(identity(gated("A1", "prop6_prefix_w0_fp64", "Prop 6: w0 != 0, prefix LSA = Eq. 3 from w0", prop6[0], 0, 1e-12, "<= 1e-12, replicate 0")));
     c.push_back(identity(gated("A1", "prop6_causal_w0_fp64", "Prop 6 read for causal: w0 != 0, causal LSA = Eq. 10 from w0", prop6[1], 0, 1e-12,
                       "<= 1e-12, replicate 0")));
     c.push_back(identity(gated("A1", "prop6_causal2_w0_fp64", "Prop 6 read for causalLM2: w0 != 0", prop6[2], 0, 1e-12, "<= 1e-12, replicate 0")));
+    c.back().provenance = causal2_eta_provenance(s);
     if (s.fp32) {
         c.push_back(identity(gated("A1", "prop1_prefix_fp32", "Prop 1 in fp32", fp32_error[0], 0, 1e-4, "<= 1e-4, replicate 0")));
         c.push_back(identity(gated("A1", "prop2_causal_fp32", "Prop 2 in fp32", fp32_error[1], 0, 1e-4, "<= 1e-4, replicate 0")));
@@ -218,8 +227,8 @@ void study_layers(const Settings& s, const Rng& data_root, const Rng& w0_root, S
                           max_of(prefix_l50), 0, 1e-3, "<= 1e-3, every replicate"));
         c.push_back(gated("A2", "fig2_ice_mse_l50_max", "Fig. 2: ICE MSE of both masks ~1e-5 by l = 50", max_of(ice_l50), 0, 1e-4,
                           "<= 1e-4, both masks, every replicate"));
-        c.push_back(gated("A2", "fig2_causal_query_mse_l50_min", "Fig. 2 middle: causal query MSE 'stuck above the 1e-1 level'",
-                          min_of(causal_l50), 0.1, 1.0, "in [0.1, 1.0], every replicate"));
+        c.push_back(quoting(gated("A2", "fig2_causal_query_mse_l50_min", "Fig. 2 middle: causal query MSE 'stuck above the 1e-1 level'",
+                                  min_of(causal_l50), 0.1, 1.0, "in [0.1, 1.0], every replicate")));
         // With one replicate the max is the min: one number, one claim (issue 45); reported beside it then.
         if (causal_l50.size() > 1)
             c.push_back(gated("A2", "fig2_causal_query_mse_l50_max", "Fig. 2 middle: causal query MSE plateau (upper end)",

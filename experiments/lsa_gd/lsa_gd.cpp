@@ -18,7 +18,7 @@ namespace iclab::experiments::lsa_study {
 
 // One claim per gated check, decided by the check's own band on this run's value (unit: the run seed; the
 // constructed model has no training seed, its replicates are inside the value). Kind: a number the paper printed
-// (eta = 1.6 in E.1) -> matches a printed number; a claim quoting the paper's words -> qualitative;
+// (eta = 1.6 in E.1) -> matches a printed number; a claim quoting the paper's words (quoting()) -> qualitative;
 // anything else (identities, the spec's bars) -> own check.
 std::vector<io::ClaimResult> claims_of(const Study& study, std::int64_t seed) {
     std::vector<io::ClaimResult> out;
@@ -31,8 +31,7 @@ std::vector<io::ClaimResult> claims_of(const Study& study, std::int64_t seed) {
         c.statement = check.claim;
         c.metric = check.name + " (" + check.band + ")";
         const bool printed = !std::isnan(check.paper);
-        c.kind = printed ? io::ClaimKind::printed_number
-                         : check.claim.find('\'') != std::string::npos ? io::ClaimKind::qualitative : io::ClaimKind::own_check;
+        c.kind = printed ? io::ClaimKind::printed_number : check.quotes_paper ? io::ClaimKind::qualitative : io::ClaimKind::own_check;
         c.paper_value = printed ? check.paper : kNaN;
         c.rule = io::ClaimRule::count_within(check.lo, check.hi);
         c.readme = "experiments/lsa_gd/README.md";

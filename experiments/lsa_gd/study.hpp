@@ -36,6 +36,7 @@ struct Check {
     double lo = kNaN, hi = kNaN;  // gated rows: the band [lo, hi]
     std::string provenance;       // the claim's io::Claim::provenance: empty = declared before the runs
     bool deterministic = false;   // the claim's io::Claim::deterministic: set by identity()
+    bool quotes_paper = false;    // a qualitative claim of the paper, in its words: set by quoting()
 };
 
 // reproduced when lo <= ours <= hi, inconclusive for a NaN ours, else not reproduced.
@@ -48,6 +49,18 @@ inline Check identity(Check check) {
     check.deterministic = true;
     return check;
 }
+// `check` tests a sentence of the paper, quoted in its claim text: its claim's kind is "qualitative" (fourth audit of
+// issue 45: the kind was read from an apostrophe in the text, which made an own check's "eta 1.6's" qualitative).
+inline Check quoting(Check check) {
+    check.quotes_paper = true;
+    return check;
+}
+// The provenance of the claims that run causalLM2 at s.eta_causal2, when it is the configs' 0.1 (fourth audit of issue 45):
+// the spec's 0.3 was replaced after a development run had failed at it (experiments/lsa_gd/README.md). Empty otherwise.
+std::string causal2_eta_provenance(const Settings& s);
+// True when no draw of the layer data (x ~ U(-1, 1)^d, mu = 0) can give causalLM2 a spectral radius above 1 at eta:
+// the diagonal 1 - eta |x_j|^2 / j of I - eta S lies in [1 - eta d, 1], so rho <= 1 whenever eta d <= 2.
+inline bool causal2_stable_by_construction(const Settings& s, double eta) { return eta * static_cast<double>(s.dim) <= 2.0; }
 Check reported(const std::string& section, const std::string& name, const std::string& claim, double ours,
                const std::string& note, double paper = kNaN);
 
