@@ -66,7 +66,7 @@ std::vector<DeclaredClaim> declare_claims(std::size_t N) {
     auto control = [&](Value value, const std::string& id, const std::string& statement, const std::string& metric, std::size_t variant) {
         exact(value, id, "spec gd_duals §3.5 (negative control)", statement, metric, kControlFloor, variant);
         io::Claim& c = out.back().claim;
-        c.statement = statement + " (>= " + number(kControlFloor, "%.0e") + " on every test sequence where it can fail)";
+        c.statement = "negative control: " + statement + " (>= " + number(kControlFloor, "%.0e") + " on every test sequence where it can fail)";
         c.rule = io::ClaimRule::count_above(kControlFloor);
         c.provenance = kControlsDeclared;
     };

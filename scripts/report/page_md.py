@@ -30,8 +30,8 @@ LEGEND = ("Ours: a count rule's values on the claimed side (\"2/3 seeds\"), an i
           "than 3 seeds, or over instances). Rounding: *depends* when a rerun under another rounding flips it, *holds* "
           "when it does not, *-* for an undecided claim that stays undecided under it, empty when not rerun. A count "
           "verdict on the other side of its own mean says so under ours (\"the count decides\": the mean's 95 % "
-          "interval reaches the count's side). Robust = reproduced and neither fragile nor dependent on rounding (a check not made, e.g. "
-          "over instances, counts as holding). Distinct measurements: claims on the same runs whose values are equal to "
+          "interval reaches the count's side). Robust = reproduced, and both checks made and held (a check not made, e.g. over "
+          "instances or without a rounding twin, does not count as holding: such claims are counted as unchecked). Distinct measurements: claims on the same runs whose values are equal to "
           "the last bit (and not tied, as counts of 0 are) judge one measurement, counted once. † = rule or bar chosen "
           "after the first runs (date and reason in the claim's details).")
 
