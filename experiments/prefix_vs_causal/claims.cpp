@@ -145,8 +145,9 @@ std::vector<io::ClaimResult> claims(const Cell& cell, std::int64_t seed) {
         else {
             // An equivalence band passes two models that learned nothing (both at chance: x = 0). Each arm's value is its
             // error only when it learned, at most kLearnedShare of chance (cell.chance_error), else NaN: the seed's
-            // paired value is then NaN and the claim inconclusive, never reproduced (issue 45, third read).
-            const bool learned = std::isnan(cell.chance_error) || cell.test_error <= kLearnedShare * cell.chance_error;
+            // paired value is then NaN and the claim inconclusive, never reproduced (issue 45, third read). A NaN chance
+            // error (a NaN target) cannot show that the arm learned, so it does not count either (fourth audit: it did).
+            const bool learned = cell.test_error <= kLearnedShare * cell.chance_error;
             char gate[160];
             std::snprintf(gate, sizeof gate, "; an arm counts only when it learned: error <= %.2g of %s", kLearnedShare,
                           mc ? "a uniform guess's" : "the zero predictor's");
