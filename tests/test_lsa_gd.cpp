@@ -153,7 +153,7 @@ TEST_CASE("lsa_gd: the quick config writes the checks table and one claim per ga
     // the claims: one per gated check, with the check's verdict; a paper value only where the paper printed one
     const auto claims = io::read_claims(reader);
     CHECK(claims.size() == gated);
-    std::size_t printed = 0;
+    std::size_t printed = 0, audit4_own = 0, audit4_quoted = 0, audit4_provenance = 0;
     for (const auto& c : claims) {
         INFO(c.claim.id);
         const auto at = std::find(names.begin(), names.end(), c.claim.id.substr(c.claim.id.find(' ') + 1));
@@ -179,18 +179,27 @@ TEST_CASE("lsa_gd: the quick config writes the checks table and one claim per ga
         // one replicate: the causal plateau's max is its min, one claim
         CHECK(c.claim.id != "003-A2 fig2_causal_query_mse_l50_max");
         // fourth audit of issue 45: the kind is declared, not read from an apostrophe ("eta 1.6's" is an own check's text)
-        if (c.claim.id.find("_causal_query_mse_l50") != std::string::npos && c.claim.id.find("eta3.2_over") != std::string::npos)
+        if (c.claim.id.find("_causal_query_mse_l50") != std::string::npos && c.claim.id.find("eta3.2_over") != std::string::npos) {
             CHECK(c.claim.kind == io::ClaimKind::own_check);
-        if (c.claim.id.find("fig2r_mse_increases_with_mu") != std::string::npos || c.claim.id.find("fig4_causal2_above") != std::string::npos)
+            ++audit4_own;
+        }
+        if (c.claim.id.find("fig2r_mse_increases_with_mu") != std::string::npos || c.claim.id.find("fig4_causal2_above") != std::string::npos) {
             CHECK(c.claim.kind == io::ClaimKind::qualitative);
+            ++audit4_quoted;
+        }
         // bars and settings replaced after development runs say so: the asymptotic rates, causalLM2's eta 0.1
         if (c.claim.id.find("asymptotic_rate_vs_rho") != std::string::npos || c.claim.id.find("eq18_causal2") != std::string::npos ||
-            c.claim.id.find("prop6_causal2") != std::string::npos)
+            c.claim.id.find("prop6_causal2") != std::string::npos) {
             CHECK_THAT(c.claim.provenance, Catch::StartsWith("chosen after the first runs"));
+            ++audit4_provenance;
+        }
         // at eta 0.1, d = 16 no draw can make causalLM2 unstable: that row is shown, not a claim
         CHECK(c.claim.id.find("_sequences_with_rho_S_above_1") == std::string::npos);
     }
     CHECK(printed >= 1);  // eta = 1.6 (E.1) is the one number printed
+    CHECK(audit4_own == 1);         // the checks above ran on the claims they name (an id renamed fails here)
+    CHECK(audit4_quoted == 2);
+    CHECK(audit4_provenance == 4);  // prop3 and prop4 asymptotic rates, eq18 and prop6 at causalLM2's eta
 }
 
 // causalLM2's rho <= 1 on every draw of x in [-1, 1]^d when eta d <= 2 (the diagonal 1 - eta |x_j|^2 / j of I - eta S lies in

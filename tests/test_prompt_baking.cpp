@@ -213,31 +213,22 @@ TEST_CASE("prompt_baking: a tiny run writes every method's table and the claims"
     CHECK(error[1] < 1e-12);  // ICLCA is exact
     CHECK(error[0] > 1e-3);
     CHECK(reader.has("/claims/id"));
-    // ICLCA's exactness on every pair is one claim (values pooling, an identity: one value decides); "ICLCA beats baking on
-    // every pair" followed from it and is no claim of its own (fourth audit of issue 45). Its values are the pairs
-    // table's ICLCA errors.
+    // No claim on ICLCA here (fourth audit of issue 45): "ICLCA beats baking on every pair" could not fail while ICLCA is
+    // exact, and its exactness on these models is iclca_induction's 000-T2 claim; the pairs table holds ICLCA's errors.
     const io::Table pairs = reader.read_table("/tables/pairs");
     const auto pair_method = pairs.strings("method");
     const auto pair_error = pairs.numbers("relative_logit_error");
-    const auto claim_id = reader.read_column_string("/claims/id");
-    const auto claim_pooling = reader.read_column_string("/claims/pooling");
-    const auto claim_deterministic = reader.read_column_int64("/claims/deterministic");
-    const auto value_id = reader.read_column_string("/claim_values/id");
-    const auto value = reader.read_column_double("/claim_values/value");
-    for (const auto& id : claim_id) CHECK(id.find("exact<bake") == std::string::npos);
-    const auto at = std::find(claim_id.begin(), claim_id.end(), "bake-lin iclca exact");
-    REQUIRE(at != claim_id.end());
-    const std::size_t c = static_cast<std::size_t>(at - claim_id.begin());
-    CHECK(claim_pooling[c] == "values");
-    CHECK(claim_deterministic[c] == 1);
-    std::vector<double> expected, got;
+    std::size_t iclca_pairs = 0;
     for (std::size_t i = 0; i < pair_method.size(); ++i)
-        if (pair_method[i] == labels[1]) expected.push_back(pair_error[i]);
-    REQUIRE(expected.size() == 2);
-    for (std::size_t i = 0; i < value_id.size(); ++i)
-        if (value_id[i] == "bake-lin iclca exact") got.push_back(value[i]);
-    CHECK(got == expected);
-    for (double e : got) CHECK(e <= 1e-12);
+        if (pair_method[i] == labels[1]) {
+            CHECK(pair_error[i] < 1e-12);
+            ++iclca_pairs;
+        }
+    CHECK(iclca_pairs == 2);
+    for (const auto& id : reader.read_column_string("/claims/id")) {
+        CHECK(id.find("exact<bake") == std::string::npos);
+        CHECK(id.find("iclca exact") == std::string::npos);
+    }
     const auto soft = run_iclab("run configs/quick/prompt_baking_softmax.yaml" + tiny + " output.name=soft prompt_baking.iclaa.learned_steps=2 "
                                 "prompt_baking.iclaa.random_features=[64]",
                                 scratch.path);

@@ -32,8 +32,10 @@ inline constexpr VariantSpec kVariants[] = {{"reg alpha=0.01", "reg", 0.01, fals
 
 // The floor every negative control must reach (spec gd_duals §3.5: a wrong dual differs by at least this much).
 inline constexpr double kControlFloor = 1e-4;
-// The claim that judges the regularized variants' identity on this layer: gd004_figures' Figure 10 claim, on the same
-// trained layer in every profile (fourth audit of issue 45: one identity on one model is one claim).
+// The claim that judges the regularized variants' identity at N = kFig10Demos: gd004_figures' Figure 10 claim (bar
+// 1e-11), which trains the same layer at that size in both profiles (T = 16; fourth audit of issue 45: one identity on
+// one model is one claim). At another N the variants' own claims judge it (bar 1e-12).
+inline constexpr std::size_t kFig10Demos = 15;
 inline constexpr const char* kRegJudgedBy = "004-F10 N_CL 1 full batch = Eq. 14 (gd004_figures, the same trained layer)";
 
 // Theorem 1's bars on the trained layer (spec gd_duals §2: N·N_CL sequential steps): fp64 1e-11, fp32 1e-5.
@@ -51,12 +53,17 @@ struct Measured {
     double median_abs_err = 0.0, median_abs_y = 0.0;                      // over the test sequences
 };
 
-enum class Value { err64, model_vs_cl64, err32, epochs64, epochs32, control64, variant, variant_control, relative_error, error_scale };
+enum class Value { err64, model_vs_cl64, err32, epochs64, epochs32, control64, variant, variant_control, reg_control, relative_error,
+                   error_scale };
 struct DeclaredClaim {
     io::Claim claim;
     Value value = Value::err64;
     std::size_t variant = 0;  // Value::variant, variant_control: index into kVariants
 };
+
+// The ids of a variant's identity claim and of the regularized variants' shared control claim.
+std::string variant_claim_id(std::size_t variant, std::size_t N);
+std::string reg_control_id(std::size_t N);
 
 // N = task.examples.
 std::vector<DeclaredClaim> declare_claims(std::size_t N);

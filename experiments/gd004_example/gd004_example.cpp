@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "experiments/gd004_example/claims.hpp"
+#include "framework/core/check.hpp"
 #include "framework/core/measure.hpp"
 #include "framework/icl/gd_dual.hpp"
 #include "framework/run/experiment.hpp"
@@ -189,26 +190,29 @@ RunOutcome run_gd004_example(const RunContext& context) {
             errs.push_back(row.max_err);
             bars.push_back(kVariants[v].bar);
             ctrls.push_back(row.min_ctrl);
-            const std::string id = "004-7 " + row.name + " N=" + std::to_string(N) + " trained fp64: dual exact";
-            const io::ClaimResult *exact = verdict_of(id), *control = verdict_of(id + " control");
-            if (!exact) {
+            const bool reg = row.setting.variant == "reg";
+            const std::string id = gd004_example_claims::variant_claim_id(v, N);
+            const std::string control_id = reg ? gd004_example_claims::reg_control_id(N) : id + " control";
+            const io::ClaimResult *exact = verdict_of(id), *control = verdict_of(control_id);
+            ICLAB_CHECK(control && (exact || (reg && N == gd004_example_claims::kFig10Demos)),
+                        "gd004_example: no claim judges the variant row " << row.name);
+            if (!exact) {  // judged by gd004_figures' Figure 10 claim (another run): no verdict of this run's alone
                 pass_v.push_back("");
-                judged_by.push_back(gd004_example_claims::kRegJudgedBy);
+                judged_by.push_back(std::string(gd004_example_claims::kRegJudgedBy) + "; " + control_id);
                 continue;
             }
-            std::vector<io::Verdict> both{exact->verdict};
-            if (control) both.push_back(control->verdict);
+            const std::vector<io::Verdict> both{exact->verdict, control->verdict};
             const bool any_not = std::count(both.begin(), both.end(), io::Verdict::not_reproduced) > 0;
-            const bool all = std::count(both.begin(), both.end(), io::Verdict::reproduced) == static_cast<std::ptrdiff_t>(both.size());
+            const bool all = std::count(both.begin(), both.end(), io::Verdict::reproduced) == 2;
             pass_v.push_back(any_not ? "not reproduced" : all ? "reproduced" : "inconclusive");
-            judged_by.push_back(control ? id + "; " + id + " control" : id);
+            judged_by.push_back(id + "; " + control_id);
         }
         w.write_columns("/tables/004_variants_trained",
                         {{"variant", names}, {"sequences", std::vector<std::int64_t>(names.size(), static_cast<std::int64_t>(duals))},
                          {"max_err", errs}, {"bar", bars}, {"control_error", ctrls}, {"verdict", pass_v}, {"judged_by", judged_by}},
                         {{"control_error", "minimum over sequences of the base-model dual against the variant (must be >= 1e-4); "
                                            "NaN: on no sequence could it fail (reg: alpha a_N+1 |v_N+1| < 1e-3)"},
-                         {"verdict", "the verdict of the claims in judged_by (empty: judged by another experiment's claim)"}});
+                         {"verdict", "the verdict of the claims in judged_by (empty when one of them is gd004_figures' claim)"}});
     }
     std::vector<std::int64_t> steps, epochs;
     for (std::size_t i = 0; i < trajectory.size(); ++i) {

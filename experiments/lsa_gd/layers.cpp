@@ -29,9 +29,10 @@ Check reported(const std::string& section, const std::string& name, const std::s
 
 std::string causal2_eta_provenance(const Settings& s) {
     if (s.eta_causal2 != 0.1) return "";
-    return "chosen after the first runs (2026-11-25): the spec's causalLM2 eta = 0.3 left 27 of 192 sequences with spectral "
-           "radius > 1 (max 1.64) and failed the Eq. 18 exactness check (3.6e-12 > 1e-12) in a development run at ae6856c; "
-           "eta = 0.1, a value of E.1's grid, was taken instead (experiments/lsa_gd/README.md)";
+    return "chosen after the first runs (2026-11-25): eta = 0.1, a value of E.1's grid, replaced the spec's causalLM2 eta = 0.3 "
+           "after development runs before the first commit (129ce4a), which already had 0.1; remeasured at ae6856c, eta 0.3 "
+           "leaves 27 of 192 sequences with spectral radius > 1 (max 1.64) and fails the Eq. 18 exactness check (3.6e-12 > "
+           "1e-12) (experiments/lsa_gd/README.md)";
 }
 
 RegressionSequences replicate_data(const Settings& s, const Rng& root, std::size_t replicate, std::size_t examples, double mu) {

@@ -131,8 +131,8 @@ Causal2Stability causal2_stability(const Settings& s, const Rng& data_root, doub
 // Both asymptotic-rate checks replaced the finite-layer ratio checks after development runs (fourth audit of issue 45).
 const char* const kRateProvenance =
     "chosen after the first runs (2026-11-25, 819da5c): it replaced 'ratio ||e_l||/||e_(l-1)|| at l = 200 within 1 % of rho' "
-    "(causal: 'at most 1.01 rho_T') after development runs had the causal ratio still 3.4 % off rho_T at l = 200 (T is "
-    "non-normal with near-equal diagonal entries); now the normalized iteration's ratio after rates.power_steps steps, "
+    "(causal: 'at most 1.01 rho_T') after the first runs; remeasured at ae6856c, the causal ratio is still 3.4 % off rho_T "
+    "at l = 200 (T is non-normal with near-equal diagonal entries); now the normalized iteration's ratio after rates.power_steps steps, "
     "bar 1e-3; the finite-layer ratios are reported";
 
 void study_stationary(const Settings& s, const Rng& data_root, const Rng& stationary_root, Study& study) {
