@@ -183,9 +183,7 @@ TEST_CASE("prompt_baking_lm: a tiny run on a token file writes every method's ta
     CHECK(methods.numbers("generated_agreement")[2] == 1.0);
     CHECK(methods.numbers("perplexity")[2] == Approx(methods.numbers("perplexity")[1]).epsilon(1e-9));
     const auto ids = reader.read_column_string("/claims/id");
-    CHECK(std::find(ids.begin(), ids.end(), "bakelm-lin iclca exact") != ids.end());
-    // "exact < bake" follows from ICLCA's exactness and is not a claim of its own (fourth audit of issue 45)
-    for (const auto& id : ids) CHECK(id.find("exact<bake") == std::string::npos);
+    CHECK(std::find(ids.begin(), ids.end(), "bakelm-lin exact<bake lora") != ids.end());
     const auto soft = run_iclab("run configs/quick/prompt_baking_lm_softmax.yaml output.name=soft" + tiny +
                                     " prompt_baking_lm.iclaa.learned.steps=2 "
                                     "prompt_baking_lm.iclaa.random_features=[16] prompt_baking_lm.iclaa.keep_tokens=[4]",
